@@ -1,0 +1,34 @@
+# Set-up and entry points.  `make run` and `make test` work on a fresh
+# machine: they create .venv, install the package with its test extra, and
+# then do their job.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EXAMPLE ?= examples/list_fold.relay
+
+.PHONY: all install run test check clean
+
+all: test
+
+$(PY):
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job on a bundled example: type-check it and run it with the
+# reference interpreter.
+run: install
+	$(VENV)/bin/aot check $(EXAMPLE)
+	$(VENV)/bin/aot run $(EXAMPLE) --backend interp
+
+test: install
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis out

@@ -1,0 +1,1 @@
+"""Importers from other formats (ONNX: not yet written)."""

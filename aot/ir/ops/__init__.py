@@ -1,0 +1,5 @@
+"""Operator families.  Importing this package registers every operator;
+each family lives in its own module and registers its records with
+:func:`aot.ir.ops._common.defop`."""
+
+from . import elemwise  # noqa: F401

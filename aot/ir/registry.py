@@ -1,0 +1,107 @@
+"""The operator registry: one record per operator.
+
+An :class:`OpDef` holds every column the compiler needs about an operator:
+
+* ``name`` and ``arity`` (number of arguments of a call),
+* ``attrs_type``: the frozen :class:`~aot.ir.attrs.Attrs` subclass,
+* ``rel``: the type relation.  ``rel(arg_types, attrs)`` returns the
+  result type, a :class:`Solved` (result type plus refined argument types,
+  used to give a type to an argument that is still a hole, such as a
+  weight whose shape follows from ``channels`` and ``kernel_size``), or
+  ``None`` when an argument type is not known yet (the solver retries).
+  It raises :class:`RelationError` to reject a call,
+* ``pattern``: the fusion pattern kind,
+* ``compute``: the NumPy reference, ``compute(args, attrs, out_type)`` ->
+  ``ndarray`` or tuple of them.  The interpreter and constant folding call
+  it; nothing else re-implements an operator,
+* ``doc``: one line for ``aot ops``.
+
+Operator families register themselves from ``aot/ir/ops/<family>.py``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable, Sequence, Union
+
+import numpy as np
+
+from .attrs import Attrs
+from .types import Type
+
+
+class PatternKind(enum.IntEnum):
+    """Fusion pattern kinds, ordered as Relay orders them: a group's kind is
+    the max of its members'."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+class RelationError(Exception):
+    """A type relation rejects its arguments.  The message names the
+    argument and the shapes or dtypes involved; type inference prefixes the
+    operator name and attaches the call's span."""
+
+
+@dataclass(frozen=True, slots=True)
+class Solved:
+    out: Type
+    #: refined argument types, one per argument; None leaves it alone.
+    args: tuple[Type | None, ...] = ()
+
+
+RelResult = Union[Type, Solved, None]
+Relation = Callable[[Sequence[Type], Attrs], RelResult]
+Compute = Callable[[Sequence[np.ndarray], Attrs, Type], object]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OpDef:
+    name: str
+    arity: int
+    attrs_type: type[Attrs]
+    rel: Relation
+    pattern: PatternKind
+    compute: Compute
+    doc: str
+    #: family file the op lives in (for ``aot ops``)
+    family: str = ""
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name})"
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    assert op.name not in _REGISTRY, f"operator {op.name} registered twice"
+    _REGISTRY[op.name] = op
+    return op
+
+
+def lookup(name: str) -> OpDef | None:
+    _ensure_loaded()
+    return _REGISTRY.get(name)
+
+
+def all_ops() -> list[OpDef]:
+    _ensure_loaded()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+_loaded = False
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import ops  # noqa: F401  (registers every family)

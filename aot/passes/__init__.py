@@ -1,0 +1,1 @@
+"""Compiler passes: type inference and program transformations, one file per pass."""
