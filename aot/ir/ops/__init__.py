@@ -2,4 +2,4 @@
 each family lives in its own module and registers its records with
 :func:`aot.ir.ops._common.defop`."""
 
-from . import elemwise  # noqa: F401
+from . import algorithm, elemwise, image, nn, qnn, reduce, transform  # noqa: F401

@@ -1,0 +1,1 @@
+"""Operator family: algorithm (records are added by the family's author)."""

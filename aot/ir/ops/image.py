@@ -1,0 +1,1 @@
+"""Operator family: image (records are added by the family's author)."""

@@ -1,0 +1,1 @@
+"""Operator family: nn (records are added by the family's author)."""

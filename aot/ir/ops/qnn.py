@@ -1,0 +1,1 @@
+"""Operator family: qnn (records are added by the family's author)."""

@@ -1,0 +1,1 @@
+"""Operator family: reduce (records are added by the family's author)."""

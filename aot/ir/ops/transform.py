@@ -1,0 +1,1 @@
+"""Operator family: transform (records are added by the family's author)."""
