@@ -69,6 +69,9 @@ _PENDING = object()
 
 class ExprFunctor(Generic[R]):
     memoize: bool = True
+    #: node classes whose results are never memoised (e.g. each reference
+    #: to a polymorphic global gets its own instantiation).
+    no_memo: tuple[type, ...] = ()
 
     def __init__(self) -> None:
         self.memo: dict[Any, Any] = {}
@@ -76,6 +79,7 @@ class ExprFunctor(Generic[R]):
     def visit(self, expr: Expr) -> R:
         memo = self.memo
         memoize = self.memoize
+        no_memo = self.no_memo
         if memoize and expr in memo:
             return memo[expr]
         stack: list[tuple[Expr, GeneratorType]] = []
@@ -85,7 +89,7 @@ class ExprFunctor(Generic[R]):
             if isinstance(out, GeneratorType):
                 stack.append((node, out))
                 return _PENDING
-            if memoize:
+            if memoize and not isinstance(node, no_memo):
                 memo[node] = out
             return out
 
