@@ -6,6 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EXAMPLE ?= examples/list_fold.relay
+EXAMPLE_ARGS ?= --input "a=[1, 2, 3]" --input "b=[0.5, 0.25, 2]"
 
 .PHONY: all install run test check clean
 
@@ -25,7 +26,7 @@ install: $(STAMP)
 # reference interpreter.
 run: install
 	$(VENV)/bin/aot check $(EXAMPLE)
-	$(VENV)/bin/aot run $(EXAMPLE) --backend interp
+	$(VENV)/bin/aot run $(EXAMPLE) $(EXAMPLE_ARGS) --backend interp
 
 test: install
 	$(PY) -m pytest

@@ -1,0 +1,159 @@
+"""The ``aot`` command line.
+
+    aot check FILE                 parse and type-check; print the typed signatures
+    aot run FILE [--input NAME=VALUE ...] [--entry main] [--backend interp]
+                                   print the result of @main
+    aot ops                        list the operator catalogue
+
+VALUE is a ``.npy`` file or a literal (``3``, ``1.5``, ``[[1, 2], [3, 4]]``)
+converted to the parameter's dtype.  User errors print
+``file:line:col: error: ...`` and exit with status 1; a missing file or a
+bad command line exits with status 2.  No Python traceback reaches the user
+for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .diagnostics import DiagnosticError
+
+
+class UsageError(Exception):
+    """A bad command line or a missing input file (exit status 2)."""
+
+
+def _read_source(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _load_module(path: str):  # -> IRModule
+    from . import infer_types, parse
+    if path.endswith(".onnx"):
+        raise UsageError(f"{path}: the ONNX importer is not available yet")
+    mod = parse(_read_source(path), source_name=path)
+    return infer_types(mod)
+
+
+def _parse_inputs(specs: Sequence[str], mod, entry: str) -> list:
+    from .ir.types import TensorType
+    if entry not in mod:
+        raise UsageError(f"the program has no @{entry}")
+    func = mod[entry]
+    given: dict[str, str] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep:
+            raise UsageError(f"--input expects NAME=VALUE, got {spec!r}")
+        given[name.lstrip("%")] = value
+    names = [p.name_hint for p in func.params]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise UsageError(f"@{entry} has no parameter named {', '.join(unknown)} "
+                         f"(parameters: {', '.join(names) or 'none'})")
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise UsageError(f"@{entry} needs --input for: {', '.join(missing)}")
+    args = []
+    for p in func.params:
+        text = given[p.name_hint]
+        t = p.checked_type
+        dtype = t.dtype.np if isinstance(t, TensorType) else None
+        if text.endswith(".npy"):
+            try:
+                value = np.load(text, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"{text}: cannot load: {exc}") from None
+        else:
+            try:
+                value = np.asarray(ast.literal_eval(text), dtype=dtype)
+            except (ValueError, SyntaxError, TypeError):
+                raise UsageError(f"--input {p.name_hint}: cannot read {text!r} as a "
+                                 "number or nested list") from None
+        args.append(value)
+    return args
+
+
+def format_value(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        with np.printoptions(threshold=sys.maxsize, floatmode="unique"):
+            return np.array2string(value, separator=", ") if value.ndim else repr(value.item())
+    if isinstance(value, tuple):
+        inner = ", ".join(format_value(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    return str(value)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .ir.prelude import PRELUDE_PATH
+    mod = _load_module(args.file)
+    for gv, func in mod.functions.items():
+        from_prelude = func.span is not None and func.span.source == str(PRELUDE_PATH)
+        if args.all or not from_prelude:
+            print(f"@{gv.name}: {func.checked_type}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .interpreter import run
+    if args.backend != "interp":
+        raise UsageError(f"backend {args.backend!r} is not available yet")
+    mod = _load_module(args.file)
+    inputs = _parse_inputs(args.input, mod, args.entry)
+    result = run(mod, *inputs, entry=args.entry)
+    print(format_value(result))
+    return 0
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from .ir.registry import all_ops
+    for op in all_ops():
+        print(f"{op.name:28} {op.arity}  {op.pattern.name.lower():22} {op.doc}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aot", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("check", help="parse and type-check a program")
+    p.add_argument("file")
+    p.add_argument("--all", action="store_true", help="also list prelude functions")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("run", help="run @main and print the result")
+    p.add_argument("file")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--entry", default="main")
+    p.add_argument("--backend", choices=["interp"], default="interp")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("ops", help="list the operator catalogue")
+    p.set_defaults(func=cmd_ops)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except DiagnosticError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 1
+    except UsageError as exc:
+        print(f"aot: error: {exc}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print("aot: error: the program is nested too deeply", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
