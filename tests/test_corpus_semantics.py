@@ -1,0 +1,129 @@
+"""The Relay corpus, semantically: type checking and evaluation.
+
+Tiers A and L type-check unless the manifest's `expect` note says the
+program is ill-typed (then type inference must reject it with a
+diagnostic), and every program whose `@main` takes no arguments evaluates.
+Tier B programs type-check and evaluate on random inputs; tier C programs
+type-check with their missing metadata constants as parameters whose shapes
+type inference works out from the operators' relations.
+
+(Parsing, printing and round trips of every tier are in
+tests/ir/test_corpus_text.py.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aot
+from aot.diagnostics import DiagnosticError
+from aot.ir.types import TensorType, TupleType, Type
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "relay"
+MANIFEST = json.loads((CORPUS / "manifest.json").read_text()) if CORPUS.exists() else []
+pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is not beside the repo")
+
+
+def records(tiers: str) -> list[dict]:
+    return [r for r in MANIFEST if r["tier"][0] in tiers and not r.get("duplicate_of")]
+
+
+def ill_typed(rec: dict) -> bool:
+    return "ill-typed" in (rec.get("expect") or "").lower()
+
+
+def load(rec: dict, **kw) -> aot.IRModule:
+    path = CORPUS / rec["id"]
+    text = path.read_text()
+    if rec["id"] == "std/nat.rly":
+        base = aot.parse((CORPUS / "std/prelude.rly").read_text(), "prelude.rly", prelude=False)
+        return aot.parse(text, str(path), base=base, prelude=False)
+    if rec["id"].startswith("std/"):
+        return aot.parse(text, str(path), prelude=False)
+    return aot.parse(text, str(path), **kw)
+
+
+def random_value(t: Type, rng: np.random.Generator):
+    if isinstance(t, TupleType):
+        return tuple(random_value(f, rng) for f in t.fields)
+    assert isinstance(t, TensorType) and t.is_static, t
+    dt = t.dtype.np
+    if t.dtype.is_float:
+        return rng.standard_normal(t.shape).astype(dt)
+    if t.dtype.is_bool:
+        return rng.integers(0, 2, t.shape).astype(dt)
+    return rng.integers(0, 5, t.shape).astype(dt)
+
+
+def diverges(rec: dict) -> bool:
+    return "diverges" in (rec.get("expect") or "")
+
+
+@pytest.mark.parametrize("rec", records("AL"), ids=lambda r: r["id"])
+def test_tier_a_and_l_type_check(rec: dict) -> None:
+    mod = load(rec)
+    if ill_typed(rec):
+        with pytest.raises(DiagnosticError):
+            aot.infer_types(mod)
+        return
+    typed = aot.infer_types(mod)
+    assert typed.is_typed
+
+
+@pytest.mark.parametrize("rec", [r for r in records("A") if not ill_typed(r)
+                                 and not diverges(r)], ids=lambda r: r["id"])
+def test_tier_a_mains_without_arguments_evaluate(rec: dict) -> None:
+    mod = aot.infer_types(load(rec))
+    if "main" not in mod or mod["main"].params:
+        # Programs whose main takes arguments get random inputs.
+        if "main" not in mod:
+            pytest.skip("no @main to run")
+        rng = np.random.default_rng(0)
+        params = mod["main"].params
+        if not all(isinstance(p.checked_type, (TensorType, TupleType)) and
+                   _static(p.checked_type) for p in params):
+            pytest.skip("@main takes ADT or closure arguments")
+        args = [random_value(p.checked_type, rng) for p in params]
+        aot.interpret(mod, *args)
+        return
+    aot.interpret(mod)
+
+
+def _static(t: Type) -> bool:
+    if isinstance(t, TupleType):
+        return all(_static(f) for f in t.fields)
+    return isinstance(t, TensorType) and t.is_static
+
+
+def test_ref_program_returns_one() -> None:
+    rec = next(r for r in MANIFEST if "returns 1f for any x" in (r.get("expect") or ""))
+    mod = aot.infer_types(load(rec))
+    assert aot.interpret(mod, np.float32(42.0)) == np.float32(1.0)
+
+
+def test_std_prelude_and_nat_evaluate() -> None:
+    nat = aot.infer_types(load(next(r for r in MANIFEST if r["id"] == "std/nat.rly")))
+    assert "nat_double" in nat and "map" in nat
+
+
+@pytest.mark.parametrize("rec", records("B"), ids=lambda r: r["id"])
+def test_tier_b_type_checks_and_evaluates(rec: dict) -> None:
+    mod = aot.infer_types(load(rec))
+    if "main" not in mod:
+        return
+    params = mod["main"].params
+    if not all(_static(p.checked_type) for p in params):
+        return  # dynamic shapes: type-checked only
+    rng = np.random.default_rng(1)
+    aot.interpret(mod, *[random_value(p.checked_type, rng) for p in params])
+
+
+@pytest.mark.parametrize("rec", records("C"), ids=lambda r: r["id"])
+def test_tier_c_type_checks_with_inferred_constant_shapes(rec: dict) -> None:
+    mod = aot.infer_types(load(rec, meta_as_params=True))
+    for p in mod["main"].params:
+        assert _static(p.checked_type), (p.name_hint, p.checked_type)
