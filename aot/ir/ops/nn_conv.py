@@ -1,0 +1,379 @@
+"""Operator family: nn convolutions — ``nn.conv1d``, ``nn.conv2d``,
+``nn.conv2d_transpose``.
+
+Design note
+-----------
+Every convolution is handled in a canonical layout: data ``NCW``/``NCHW``,
+kernel ``OIW``/``OIHW`` (``IOHW`` for the transposed convolution), output
+like the data.  ``data_layout``, ``kernel_layout`` and ``out_layout`` may be
+any permutation of those letters (``NHWC`` with ``HWIO``, ``HWOI`` or
+``OHWI`` ...): the relation maps shapes to canonical order and back, the
+reference transposes the arrays.  ``nn.conv1d`` is computed as a conv2d of
+height 1.
+
+Type relations follow Relay's Conv1DRel/Conv2DRel/Conv2DTransposeRel:
+
+* when ``channels`` and ``kernel_size`` are both given they determine the
+  weight — ``(channels, in_channels / groups, kh, kw)`` in OIHW,
+  ``(in_channels, channels / groups, kh, kw)`` in IOHW — and a weight that
+  is still a hole receives that type (``Solved``);
+* otherwise the weight's type must be known and the output channels come
+  from it;
+* ``padding`` has 1, 2 or 4 values (``[top, left, bottom, right]``) for 2-d
+  and 1 or 2 for 1-d, normalised as Relay does;
+* a spatial output dimension is ``?`` when its input dimension (or the
+  kernel's) is ``?``.
+
+Grouped convolution is the standard definition (PyTorch/ONNX): group ``g``
+convolves input channels ``[g*C/G, (g+1)*C/G)`` with output channels
+``[g*O/G, (g+1)*O/G)``; a depthwise convolution is ``groups = C`` (weight
+``(C*m, 1, kh, kw)`` in OIHW, ``(kh, kw, C*m, 1)`` in HWOI).  Unlike Relay
+we also infer the weight of a grouped convolution from the attributes.
+Relay's alternative depthwise reading of an OIHW weight ``(C, m, kh, kw)``
+with ``channels = C*m`` is not supported (its ``m = 1`` case is the same
+as ours).  The transposed convolution supports ``groups`` and
+``dilation`` with the same meaning as PyTorch's ``ConvTranspose2d``; its
+output channels are ``weight.shape[1] * groups`` when ``channels`` is not
+given.
+
+Arithmetic: see :mod:`aot.ir.ops.nn` (integers exact in int64 and wrapped
+to ``out_dtype``, floats in float64 rounded once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..registry import RelResult, Solved
+from ..types import Dim, Type
+from ._common import (ANY, DType, PatternKind, RelationError, TensorType, defop, np, tensor_arg)
+from ._nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical, cast_result,
+                       check_layout, check_out_dtype, check_padding, check_positive,
+                       check_product_dtypes, check_rank, compatible, div_dim, expand,
+                       from_canonical, padding_1d, padding_2d, shape_str, to_canonical)
+
+FAMILY = "nn"
+FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
+
+
+# ------------------------------------------------------------------ attrs
+
+@dataclass(frozen=True, slots=True)
+class Conv2DAttrs(NNAttrs):
+    type_key: ClassVar[str] = "Conv2DAttrs"
+    strides: tuple[int, ...] = (1, 1)
+    padding: tuple[int, ...] = (0, 0)
+    dilation: tuple[int, ...] = (1, 1)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    data_layout: str = "NCHW"
+    kernel_layout: str = "OIHW"
+    out_layout: str = ""
+    out_dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        _check_conv_attrs(self, 2, "NCHW", "OIHW")
+
+
+@dataclass(frozen=True, slots=True)
+class Conv1DAttrs(NNAttrs):
+    type_key: ClassVar[str] = "Conv1DAttrs"
+    strides: tuple[int, ...] = (1,)
+    padding: tuple[int, ...] = (0, 0)
+    dilation: tuple[int, ...] = (1,)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    data_layout: str = "NCW"
+    kernel_layout: str = "OIW"
+    out_layout: str = ""
+    out_dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        _check_conv_attrs(self, 1, "NCW", "OIW")
+
+
+@dataclass(frozen=True, slots=True)
+class Conv2DTransposeAttrs(NNAttrs):
+    type_key: ClassVar[str] = "Conv2DTransposeAttrs"
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    strides: tuple[int, ...] = (1, 1)
+    padding: tuple[int, ...] = (0, 0)
+    output_padding: tuple[int, ...] = (0, 0)
+    dilation: tuple[int, ...] = (1, 1)
+    groups: int = 1
+    data_layout: str = "NCHW"
+    kernel_layout: str = "IOHW"
+    out_layout: str = ""
+    out_dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        _check_conv_attrs(self, 2, "NCHW", "IOHW")
+        check_padding(self.output_padding, "output_padding", (1, 2))
+
+
+def _check_conv_attrs(a: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs, rank: int,
+                      data_canon: str, kernel_canon: str) -> None:
+    counts = (1, 2) if rank == 2 else (1,)
+    check_positive(a.strides, "strides", counts)
+    check_positive(a.dilation, "dilation", counts)
+    check_padding(a.padding, "padding", (1, 2, 4) if rank == 2 else (1, 2))
+    if a.kernel_size is not None:
+        check_positive(a.kernel_size, "kernel_size", counts)
+    if a.groups < 1:
+        raise ValueError(f"groups must be >= 1, got {a.groups}")
+    if a.channels is not None:
+        if a.channels < 1:
+            raise ValueError(f"channels must be >= 1, got {a.channels}")
+        if a.channels % a.groups:
+            raise ValueError(f"channels={a.channels} is not divisible by groups={a.groups}")
+    check_layout(a.data_layout, data_canon, "data_layout")
+    check_layout(a.kernel_layout, kernel_canon, "kernel_layout")
+    check_layout(a.out_layout, data_canon, "out_layout", allow_empty=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """What distinguishes the three convolutions in the shared relation."""
+
+    rank: int
+    data_canon: str
+    kernel_canon: str
+    transpose: bool
+
+
+_CONV1D = _Spec(1, "NCW", "OIW", False)
+_CONV2D = _Spec(2, "NCHW", "OIHW", False)
+_CONV2D_T = _Spec(2, "NCHW", "IOHW", True)
+
+
+def _pads(attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
+          rank: int) -> tuple[tuple[int, int], ...]:
+    """(before, after) per spatial axis."""
+    if rank == 1:
+        return (padding_1d(attrs.padding),)
+    top, left, bottom, right = padding_2d(attrs.padding)
+    return ((top, bottom), (left, right))
+
+
+# --------------------------------------------------------------- relation
+
+def _spatial_out(spec: _Spec, attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
+                 in_dims: Sequence[Dim], k_dims: Sequence[Dim]) -> tuple[Dim, ...]:
+    strides = expand(attrs.strides, spec.rank)
+    dilation = expand(attrs.dilation, spec.rank)
+    out_pad = expand(getattr(attrs, "output_padding", (0,)), spec.rank)
+    out: list[Dim] = []
+    for axis, (d, k, s, dl, (p0, p1), op) in enumerate(
+            zip(in_dims, k_dims, strides, dilation, _pads(attrs, spec.rank), out_pad)):
+        if d is ANY or k is ANY:
+            out.append(ANY)
+            continue
+        dk = (k - 1) * dl + 1  # type: ignore[operator]
+        if spec.transpose:
+            o = (d - 1) * s + dk - p0 - p1 + op  # type: ignore[operator]
+        else:
+            o = (d + p0 + p1 - dk) // s + 1  # type: ignore[operator]
+        if o < 1:
+            axis_name = spec.data_canon[2 + axis]
+            raise RelationError(f"the output would be empty along {axis_name}: input size {d}, "
+                                f"kernel {k} (dilated {dk}), padding {[p0, p1]}, stride {s}")
+        out.append(o)
+    return tuple(out)
+
+
+def _conv_rel(spec: _Spec, args: Sequence[Type],
+              attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs) -> RelResult:
+    data = tensor_arg(args, 0, "data")
+    if data is None:
+        return None
+    check_rank(data, attrs.data_layout, "the data", "data_layout")
+    n, c, *spatial = to_canonical(data.shape, attrs.data_layout, spec.data_canon)
+    g = attrs.groups
+    if c is not ANY and c % g:
+        raise RelationError(f"the data's {c} input channels are not divisible by groups={g}")
+    weight = tensor_arg(args, 1, "weight")
+    refined: TensorType | None = None
+    if attrs.channels is not None and attrs.kernel_size is not None:
+        ks = expand(attrs.kernel_size, spec.rank)
+        if spec.transpose:
+            w_canon: tuple[Dim, ...] = (c, attrs.channels // g, *ks)
+        else:
+            w_canon = (attrs.channels, div_dim(c, g), *ks)
+        w_shape = from_canonical(w_canon, attrs.kernel_layout, spec.kernel_canon)
+        if weight is None:
+            refined = TensorType(w_shape, data.dtype)
+        elif weight.ndim != len(w_shape) or not all(
+                compatible(a, b) for a, b in zip(weight.shape, w_shape)):
+            raise RelationError(
+                f"the weight must have shape {shape_str(w_shape)} ({attrs.kernel_layout}) for "
+                f"channels={attrs.channels}, kernel_size={list(attrs.kernel_size)}, groups={g} "
+                f"and data {shape_str(data.shape)} ({attrs.data_layout}), "
+                f"got {shape_str(weight.shape)}")
+        out_channels: Dim = attrs.channels
+        k_dims: Sequence[Dim] = ks
+    else:
+        if weight is None:
+            return None
+        check_rank(weight, attrs.kernel_layout, "the weight", "kernel_layout")
+        w0, w1, *k_dims = to_canonical(weight.shape, attrs.kernel_layout, spec.kernel_canon)
+        if attrs.kernel_size is not None:
+            ks = expand(attrs.kernel_size, spec.rank)
+            if not all(compatible(a, b) for a, b in zip(k_dims, ks)):
+                raise RelationError(f"kernel_size={list(attrs.kernel_size)} does not match the "
+                                    f"weight {shape_str(weight.shape)} ({attrs.kernel_layout})")
+        if spec.transpose:
+            in_w, per_group = w0, w1
+            if not compatible(c, in_w):
+                raise RelationError(f"the data has {c} input channels but the weight "
+                                    f"{shape_str(weight.shape)} ({attrs.kernel_layout}) has {in_w}")
+            out_channels = ANY if per_group is ANY else per_group * g
+        else:
+            out_channels, per_group = w0, w1
+            if not compatible(div_dim(c, g), per_group):
+                raise RelationError(
+                    f"the data's {c} input channels divided by groups={g} must match the "
+                    f"weight's {per_group} input channels (weight {shape_str(weight.shape)}, "
+                    f"{attrs.kernel_layout})")
+            if out_channels is not ANY and out_channels % g:
+                raise RelationError(f"the weight's {out_channels} output channels are not "
+                                    f"divisible by groups={g}")
+        if attrs.channels is not None and not compatible(attrs.channels, out_channels):
+            raise RelationError(f"channels={attrs.channels} does not match the weight "
+                                f"{shape_str(weight.shape)} ({attrs.kernel_layout}), which "
+                                f"gives {out_channels} output channels")
+    w_dtype = weight.dtype if weight is not None else data.dtype
+    check_product_dtypes(data.dtype, w_dtype, "the data", "the weight")
+    out_dtype = attrs.out_dtype or data.dtype
+    check_out_dtype(out_dtype, data.dtype)
+    o_canon = (n, out_channels, *_spatial_out(spec, attrs, spatial, k_dims))
+    out_layout = attrs.out_layout or attrs.data_layout
+    out = TensorType(from_canonical(o_canon, out_layout, spec.data_canon), out_dtype)
+    return Solved(out, (None, refined)) if refined is not None else out
+
+
+def _conv1d_rel(args: Sequence[Type], attrs: Conv1DAttrs) -> RelResult:
+    return _conv_rel(_CONV1D, args, attrs)
+
+
+def _conv2d_rel(args: Sequence[Type], attrs: Conv2DAttrs) -> RelResult:
+    return _conv_rel(_CONV2D, args, attrs)
+
+
+def _conv2d_transpose_rel(args: Sequence[Type], attrs: Conv2DTransposeAttrs) -> RelResult:
+    return _conv_rel(_CONV2D_T, args, attrs)
+
+
+# ---------------------------------------------------------------- compute
+
+def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
+                pads: tuple[tuple[int, int], tuple[int, int]], dilation: tuple[int, int],
+                groups: int, acc: type) -> np.ndarray:
+    """Grouped 2-d convolution of NCHW ``x`` with OIHW ``w`` in dtype
+    ``acc``, by im2col: one matrix product per group."""
+    n, c, _, _ = x.shape
+    o, cg, kh, kw = w.shape
+    g = groups
+    og = o // g
+    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), pads[0], pads[1]))
+    dkh, dkw = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
+    oh = (xp.shape[2] - dkh) // strides[0] + 1
+    ow = (xp.shape[3] - dkw) // strides[1] + 1
+    # windows: (N, C, OH, OW, KH, KW)
+    win = sliding_window_view(xp, (dkh, dkw), axis=(2, 3))
+    win = win[:, :, :(oh - 1) * strides[0] + 1:strides[0], :(ow - 1) * strides[1] + 1:strides[1],
+              ::dilation[0], ::dilation[1]]
+    # columns per group: (G, N*OH*OW, Cg*KH*KW)
+    cols = win.reshape(n, g, cg, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
+    cols = cols.reshape(g, n * oh * ow, cg * kh * kw)
+    wmat = w.astype(acc).reshape(g, og, cg * kh * kw).transpose(0, 2, 1)
+    res = np.matmul(cols, wmat)  # (G, N*OH*OW, Og)
+    return res.reshape(g, n, oh, ow, og).transpose(1, 0, 4, 2, 3).reshape(n, o, oh, ow)
+
+
+def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
+                          pads: tuple[tuple[int, int], tuple[int, int]],
+                          output_padding: tuple[int, int], dilation: tuple[int, int],
+                          groups: int, acc: type) -> np.ndarray:
+    """Grouped transposed convolution of NCHW ``x`` with IOHW ``w``: every
+    input pixel scatters ``w`` into the full output, which is then cropped
+    by the padding (``output_padding`` extends the bottom/right end)."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    g = groups
+    cg = c // g
+    full_h = (h - 1) * strides[0] + (kh - 1) * dilation[0] + 1 + output_padding[0]
+    full_w = (wd - 1) * strides[1] + (kw - 1) * dilation[1] + 1 + output_padding[1]
+    full = np.zeros((n, g, og, full_h, full_w), dtype=acc)
+    # rows: (G, N*H*W, Cg)
+    rows = x.astype(acc).reshape(n, g, cg, h, wd).transpose(1, 0, 3, 4, 2).reshape(g, -1, cg)
+    wg = w.astype(acc).reshape(g, cg, og, kh, kw)
+    for i in range(kh):
+        for j in range(kw):
+            contrib = np.matmul(rows, wg[:, :, :, i, j])  # (G, N*H*W, Og)
+            contrib = contrib.reshape(g, n, h, wd, og).transpose(1, 0, 4, 2, 3)
+            y0, x0 = i * dilation[0], j * dilation[1]
+            full[:, :, :, y0:y0 + (h - 1) * strides[0] + 1:strides[0],
+                 x0:x0 + (wd - 1) * strides[1] + 1:strides[1]] += contrib
+    (top, bottom), (left, right) = pads
+    out = full[:, :, :, top:full_h - bottom, left:full_w - right]
+    return out.reshape(n, g * og, out.shape[3], out.shape[4])
+
+
+def _out_dtype(out: Type) -> DType:
+    assert isinstance(out, TensorType), out
+    return out.dtype
+
+
+def _conv2d(args: Sequence[np.ndarray], attrs: Conv2DAttrs, out: Type) -> np.ndarray:
+    x, w = args
+    dtype = _out_dtype(out)
+    xc = array_to_canonical(x, attrs.data_layout, "NCHW")
+    wc = array_to_canonical(w, attrs.kernel_layout, "OIHW")
+    res = conv2d_nchw(xc, wc, expand(attrs.strides, 2), _pads(attrs, 2),  # type: ignore[arg-type]
+                      expand(attrs.dilation, 2), attrs.groups,  # type: ignore[arg-type]
+                      accumulator(dtype))
+    res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCHW")
+    return cast_result(res, dtype)
+
+
+def _conv1d(args: Sequence[np.ndarray], attrs: Conv1DAttrs, out: Type) -> np.ndarray:
+    x, w = args
+    dtype = _out_dtype(out)
+    xc = array_to_canonical(x, attrs.data_layout, "NCW")[:, :, None, :]
+    wc = array_to_canonical(w, attrs.kernel_layout, "OIW")[:, :, None, :]
+    res = conv2d_nchw(xc, wc, (1, attrs.strides[0]), ((0, 0), padding_1d(attrs.padding)),
+                      (1, attrs.dilation[0]), attrs.groups, accumulator(dtype))[:, :, 0, :]
+    res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCW")
+    return cast_result(res, dtype)
+
+
+def _conv2d_transpose(args: Sequence[np.ndarray], attrs: Conv2DTransposeAttrs,
+                      out: Type) -> np.ndarray:
+    x, w = args
+    dtype = _out_dtype(out)
+    xc = array_to_canonical(x, attrs.data_layout, "NCHW")
+    wc = array_to_canonical(w, attrs.kernel_layout, "IOHW")
+    res = conv2d_transpose_nchw(xc, wc, expand(attrs.strides, 2),  # type: ignore[arg-type]
+                                _pads(attrs, 2),  # type: ignore[arg-type]
+                                expand(attrs.output_padding, 2),  # type: ignore[arg-type]
+                                expand(attrs.dilation, 2), attrs.groups,  # type: ignore[arg-type]
+                                accumulator(dtype))
+    res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCHW")
+    return cast_result(res, dtype)
+
+
+defop("nn.conv1d", 2, _conv1d_rel, FUSABLE, _conv1d,
+      "1-d convolution (strides, padding, dilation, groups, layouts)", Conv1DAttrs, FAMILY)
+defop("nn.conv2d", 2, _conv2d_rel, FUSABLE, _conv2d,
+      "2-d convolution (strides, padding, dilation, groups, layouts)", Conv2DAttrs, FAMILY)
+defop("nn.conv2d_transpose", 2, _conv2d_transpose_rel, FUSABLE, _conv2d_transpose,
+      "2-d transposed convolution (weight IOHW by default)", Conv2DTransposeAttrs, FAMILY)
+
+__all__ = ["Conv1DAttrs", "Conv2DAttrs", "Conv2DTransposeAttrs", "conv2d_nchw",
+           "conv2d_transpose_nchw"]
