@@ -1,1 +1,609 @@
-"""Operator family: qnn (records are added by the family's author)."""
+"""Operator family: qnn -- Relay's quantized dialect, with TFLite's integer
+semantics.
+
+A quantized tensor ``q`` with scale ``s`` (float32 > 0) and zero point ``z``
+(int32) stands for the reals ``s * (q - z)``.  Scales and zero points are
+tensor arguments, as in Relay: scalars (per-tensor) or 1-D tensors with one
+value per index of the ``axis`` attribute (per-channel); see
+:mod:`aot.ir.ops.qnn_common` for the argument rules.  They are compile-time
+constants in practice; the references read them as values.
+
+Integer arithmetic is exact and defined for every input; the fixed-point
+helpers and their rounding are specified in :mod:`aot.ir.quant`.  In short,
+a real rescaling factor ``M`` (computed in double from the float32 scales,
+exactly as the TFLite kernel computes it) becomes ``(multiplier, shift)``
+by TFLite's ``QuantizeMultiplier`` (frexp, round half away from zero of the
+Q0.31 mantissa, flush below 2**-31); it is then applied with either
+
+* *double rounding* -- TFLite's reference ``MultiplyByQuantizedMultiplier``:
+  gemmlowp's ``SaturatingRoundingDoublingHighMul`` (ties toward +infinity)
+  followed by ``RoundingDivideByPOT`` (ties away from zero); or
+* *single rounding* -- TVM's ``FixedPointMultiply``: one int64 product and
+  one rounding shift, ``UPWARD`` (ties toward +infinity; identical to TFLite
+  built with ``TFLITE_SINGLE_ROUNDING``) or ``TONEAREST`` (ties away from
+  zero).
+
+Common rules: intermediate int32 arithmetic wraps modulo 2**32 (TFLite
+leaves overflow undefined; it only happens with zero points far outside the
+8-bit range or absurd scales); the final result saturates (clamps) to the
+output dtype's range; a scale that is not positive and finite, or a
+rescaling factor of 2**30 or more, raises :class:`~aot.ir.quant.QuantizationError`.
+
+Operators
+---------
+``qnn.quantize(data, output_scale, output_zero_point; axis, out_dtype)``
+    TFLite's ``AffineQuantize`` = TVM's lowering: float32 ``data / scale``
+    (IEEE division in float32), rounded half away from zero (C ``round``),
+    plus the zero point, clamped to ``out_dtype``.  NaN gives the zero point
+    (clamped), +-inf saturate.  ``out_dtype``: int8, uint8, int16, uint16,
+    int32.
+``qnn.dequantize(data, input_scale, input_zero_point; axis, out_dtype)``
+    TVM's lowering: ``float32(int32(data) - zero_point) * scale`` in float32
+    (the subtraction wraps in int32).  For inputs of at most 24 bits this is
+    exactly TFLite's ``static_cast<float>(double(scale) * (q - z))``, since
+    the double product of a float32 and a 24-bit integer is exact.  A float16
+    result is the float32 value clamped to +-65504 and rounded to nearest
+    even.
+``qnn.requantize(data, input_scale, input_zero_point, output_scale,
+output_zero_point; axis, rounding, compute_dtype, out_dtype)``
+    ``M = double(input_scale) / double(output_scale)`` (per channel of
+    ``axis`` when ``input_scale`` is a vector); ``data`` is truncated to int32
+    (as TVM's cast), ``x = data - input_zero_point``, ``y = apply(x, M) +
+    output_zero_point``, clamped to ``out_dtype`` (int8, uint8, int16, int32).
+    ``rounding``: ``"TFLITE"`` is TFLite's reference ``Requantize`` (double
+    rounding); ``"UPWARD"`` and ``"TONEAREST"`` are TVM's single rounding;
+    ``"None"`` means Relay's default, ``"UPWARD"``.  ``compute_dtype``
+    ``"float32"``/``"float64"`` selects TVM's float lowering instead: in that
+    precision ``t = (float(data) - float(izp)) * float(M) + float(ozp)``, then
+    ``UPWARD`` is ``floor(t + 0.5)`` (the addition rounded in that precision,
+    as TVM's ``Floor(t + 0.5)``) and ``TONEAREST`` is C ``round(t)``; the
+    integer result saturates to int32, then to ``out_dtype``.  ``"None"`` and
+    ``"int64"`` are the integer path; ``"TFLITE"`` needs it.
+``qnn.add`` / ``qnn.mul`` ``(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale,
+rhs_zero_point, output_scale, output_zero_point; lhs_axis, rhs_axis)``
+    TFLite's int8/uint8 reference ``ADD`` and ``MUL`` kernels with NumPy
+    broadcasting (TVM itself lowers ``qnn.add`` differently: requantize both
+    inputs to the output parameters, then add; we follow TFLite).  ADD:
+    ``left_shift = 20``; ``twice_max = 2 * max(ls, rs)``; input multipliers
+    ``ls / twice_max`` and ``rs / twice_max`` and output multiplier
+    ``twice_max / (2**20 * os)``, each by ``QuantizeMultiplierSmallerThanOneExp``
+    (the output one must be below 1: ``max(ls, rs) < 2**19 * os``); per
+    element ``a = (l - lzp) * 2**20``, ``b = (r - rzp) * 2**20``, each
+    rescaled by ``RoundingDivideByPOT(SRDHM(., m), -shift)``, summed, the sum
+    rescaled the same way, plus ``ozp``, clamped.  MUL: ``M = double(ls) *
+    double(rs) / double(os)``; ``(l - lzp) * (r - rzp)`` rescaled by the
+    double-rounding ``MultiplyByQuantizedMultiplier``, plus ``ozp``, clamped.
+    Per-channel input scales (``lhs_axis``/``rhs_axis``, an extension; TFLite
+    is per-tensor) give every element the multipliers of its own pair of
+    scales.  Inputs: int8 or uint8, same dtype; the output has it too.
+``qnn.concatenate(data, input_scales, input_zero_points, output_scale,
+output_zero_point; axis)``
+    TVM's lowering: every input is requantized to the output parameters with
+    the default rounding (``UPWARD``; an identity when its parameters equal
+    the output's) and the results are concatenated.  Scales and zero points
+    are tuples of scalars, one per input.
+``fixed_point_multiply(x; multiplier, shift)``
+    Relay's op: int32 ``x`` times ``multiplier * 2**(shift - 31)`` with TVM's
+    single rounding ``UPWARD``, wrapped to int32.
+``qnn.dense``, ``qnn.conv2d``
+    the int32 (``out_dtype``) accumulator, zero points subtracted; in
+    :mod:`aot.ir.ops.qnn_linear`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+from .. import quant
+from ..quant import QuantizationError
+from ..registry import Solved
+from ..types import Type
+from ..types import Dim
+from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
+                      as_array, broadcast_shapes, defop, np, ordinal, tensor_arg)
+from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, normalize_axis,
+                         out_tensor_type, scales, zero_points)
+
+FAMILY = "qnn"
+
+_QUANTIZE_OUT = (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT32)
+_DEQUANTIZE_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT32)
+_REQUANTIZE_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32, DType.INT64)
+_REQUANTIZE_OUT = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32)
+_BINARY_IN = (DType.INT8, DType.UINT8)
+_CONCAT_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32)
+
+
+def _names(dtypes: Sequence[DType]) -> str:
+    return ", ".join(str(d) for d in dtypes)
+
+
+def _check_dtype(value: DType, allowed: Sequence[DType], what: str) -> None:
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {_names(allowed)}, got {value}")
+
+
+def _finish(out: Type, params: Params) -> Type | Solved:
+    if params.any_refined:
+        return Solved(out, tuple(params.refined))
+    return out
+
+
+class Rounding(enum.Enum):
+    NONE = "None"
+    UPWARD = "UPWARD"
+    TONEAREST = "TONEAREST"
+    TFLITE = "TFLITE"
+
+
+class ComputeDType(enum.Enum):
+    NONE = "None"
+    INT64 = "int64"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+
+
+#: what ``rounding="None"`` means (Relay's ``RequantizeConfig`` default)
+DEFAULT_ROUNDING = Rounding.UPWARD
+
+
+# ------------------------------------------------------------------- attrs
+
+@dataclass(frozen=True, slots=True)
+class QuantizeAttrs(Attrs):
+    type_key: ClassVar[str] = "QuantizeAttrs"
+    axis: int = -1
+    out_dtype: DType = DType.INT8
+
+    def __post_init__(self) -> None:
+        _check_dtype(self.out_dtype, _QUANTIZE_OUT, "qnn.quantize out_dtype")
+
+
+@dataclass(frozen=True, slots=True)
+class DequantizeAttrs(Attrs):
+    type_key: ClassVar[str] = "DequantizeAttrs"
+    axis: int = -1
+    out_dtype: DType = DType.FLOAT32
+
+    def __post_init__(self) -> None:
+        _check_dtype(self.out_dtype, (DType.FLOAT16, DType.FLOAT32), "qnn.dequantize out_dtype")
+
+
+@dataclass(frozen=True, slots=True)
+class RequantizeAttrs(Attrs):
+    type_key: ClassVar[str] = "RequantizeAttrs"
+    axis: int = -1
+    rounding: Rounding = Rounding.NONE
+    compute_dtype: ComputeDType = ComputeDType.NONE
+    out_dtype: DType = DType.INT8
+
+    def __post_init__(self) -> None:
+        _check_dtype(self.out_dtype, _REQUANTIZE_OUT, "qnn.requantize out_dtype")
+        if self.rounding is Rounding.TFLITE and self.is_float:
+            raise ValueError('rounding="TFLITE" is integer arithmetic; it needs '
+                             'compute_dtype="int64" (or "None")')
+
+    @property
+    def is_float(self) -> bool:
+        return self.compute_dtype in (ComputeDType.FLOAT32, ComputeDType.FLOAT64)
+
+    @property
+    def effective_rounding(self) -> Rounding:
+        return DEFAULT_ROUNDING if self.rounding is Rounding.NONE else self.rounding
+
+
+@dataclass(frozen=True, slots=True)
+class BroadcastAttrs(Attrs):
+    """Relay's ``BroadcastAttrs`` of the qnn binary operators."""
+
+    type_key: ClassVar[str] = "BroadcastAttrs"
+    lhs_axis: int = -1
+    rhs_axis: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class QnnConcatenateAttrs(Attrs):
+    type_key: ClassVar[str] = "ConcatenateAttrs"
+    axis: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FixedPointMultiplyAttrs(Attrs):
+    type_key: ClassVar[str] = "FixedPointMultiplyAttrs"
+    multiplier: int = 1 << 30
+    shift: int = 1
+
+    def __post_init__(self) -> None:
+        if not quant.INT32_MIN <= self.multiplier <= quant.INT32_MAX:
+            raise ValueError(f"fixed_point_multiply multiplier {self.multiplier} is not an int32")
+        if not -31 <= self.shift <= quant.MAX_SHIFT:
+            raise ValueError(f"fixed_point_multiply shift {self.shift} is out of "
+                             f"[-31, {quant.MAX_SHIFT}]")
+
+
+# --------------------------------------------------------------- relations
+
+def _data(args: Sequence[Type], i: int, what: str, allowed: Sequence[DType]) -> TensorType | None:
+    t = tensor_arg(args, i, what)
+    if t is not None and t.dtype not in allowed:
+        raise RelationError(f"{what} must be {_names(allowed)}, got {t}")
+    return t
+
+
+def _axis_info(data: TensorType, axis: int, params: Params, idx: Sequence[int],
+               attr: str = "axis") -> tuple[object, str]:
+    """The extent of the quantized axis and a description for messages.
+    An out-of-range axis is an error only when a parameter is per-channel
+    (as in Relay: the axis does not matter for per-tensor parameters)."""
+    rank = len(data.shape)
+    try:
+        norm = normalize_axis(axis, rank, attr)
+    except RelationError:
+        if any(params.is_per_channel(i) for i in idx):
+            raise
+        return 1, f"{attr}={axis} is out of range, so per-tensor"
+    extent = data.shape[norm] if rank else 1
+    return extent, f"{attr}={axis} of the data {data}"
+
+
+def _unary_params_rel(args: Sequence[Type], axis: int, data: TensorType,
+                      scale_name: str, zp_name: str) -> Params | None:
+    if tensor_arg(args, 1, scale_name) is None or tensor_arg(args, 2, zp_name) is None:
+        return None
+    params = Params(args)
+    extent, where = _axis_info(data, axis, params, (1, 2))
+    params.per_axis(1, scale_name, SCALE, extent, where)
+    params.per_axis(2, zp_name, ZERO_POINT, extent, where)
+    return params
+
+
+def _quantize_rel(args: Sequence[Type], attrs: QuantizeAttrs) -> Type | Solved | None:
+    data = _data(args, 0, "data", (DType.FLOAT32,))
+    if data is None:
+        return None
+    params = _unary_params_rel(args, attrs.axis, data, "output_scale", "output_zero_point")
+    if params is None:
+        return None
+    return TensorType(data.shape, attrs.out_dtype)
+
+
+def _dequantize_rel(args: Sequence[Type], attrs: DequantizeAttrs) -> Type | Solved | None:
+    data = _data(args, 0, "data", _DEQUANTIZE_IN)
+    if data is None:
+        return None
+    params = _unary_params_rel(args, attrs.axis, data, "input_scale", "input_zero_point")
+    if params is None:
+        return None
+    return TensorType(data.shape, attrs.out_dtype)
+
+
+def _requantize_rel(args: Sequence[Type], attrs: RequantizeAttrs) -> Type | Solved | None:
+    data = _data(args, 0, "data", _REQUANTIZE_IN)
+    if data is None:
+        return None
+    params = _unary_params_rel(args, attrs.axis, data, "input_scale", "input_zero_point")
+    if params is None:
+        return None
+    params.scalar(3, "output_scale", SCALE)
+    params.scalar(4, "output_zero_point", ZERO_POINT)
+    return _finish(TensorType(data.shape, attrs.out_dtype), params)
+
+
+def _binary_rel(args: Sequence[Type], attrs: BroadcastAttrs) -> Type | Solved | None:
+    lhs = _data(args, 0, "lhs", _BINARY_IN)
+    rhs = _data(args, 1, "rhs", _BINARY_IN)
+    if lhs is None or rhs is None:
+        return None
+    if lhs.dtype != rhs.dtype:
+        raise RelationError(f"lhs and rhs must have the same dtype, got {lhs} and {rhs}")
+    if any(tensor_arg(args, i) is None for i in (2, 3, 4, 5)):
+        return None
+    params = Params(args)
+    extent, where = _axis_info(lhs, attrs.lhs_axis, params, (2, 3), "lhs_axis")
+    params.per_axis(2, "lhs_scale", SCALE, extent, where)
+    params.per_axis(3, "lhs_zero_point", ZERO_POINT, extent, where)
+    extent, where = _axis_info(rhs, attrs.rhs_axis, params, (4, 5), "rhs_axis")
+    params.per_axis(4, "rhs_scale", SCALE, extent, where)
+    params.per_axis(5, "rhs_zero_point", ZERO_POINT, extent, where)
+    params.scalar(6, "output_scale", SCALE)
+    params.scalar(7, "output_zero_point", ZERO_POINT)
+    shape = broadcast_shapes(lhs.shape, rhs.shape)
+    return _finish(TensorType(shape, lhs.dtype), params)
+
+
+def _fixed_point_multiply_rel(args: Sequence[Type], attrs: FixedPointMultiplyAttrs) -> Type | None:
+    return _data(args, 0, "data", (DType.INT32,))
+
+
+# ------------------------------------------------------------- concatenate
+
+def _tuple_fields(args: Sequence[Type], i: int, what: str) -> tuple[Type, ...] | None:
+    t = args[i]
+    if isinstance(t, TupleType):
+        return t.fields
+    if tensor_arg(args, i, what) is None:  # a hole; a tensor type raises here
+        return None
+    raise AssertionError("unreachable")
+
+
+def _concat_shape(tensors: Sequence[TensorType], axis: int) -> tuple[Dim, ...]:
+    first = tensors[0]
+    rank = len(first.shape)
+    if rank == 0:
+        raise RelationError("cannot concatenate scalars (rank-0 tensors)")
+    norm = normalize_axis(axis, rank)
+    out = list(first.shape)
+    for k, t in enumerate(tensors[1:], 1):
+        if len(t.shape) != rank:
+            raise RelationError(f"the {ordinal(k)} input {t} has rank {len(t.shape)}, "
+                                f"the first {first} has rank {rank}")
+        if t.dtype != first.dtype:
+            raise RelationError(f"the {ordinal(k)} input {t} has dtype {t.dtype}, "
+                                f"the first has {first.dtype}")
+        for d in range(rank):
+            if d == norm:
+                continue
+            a, b = out[d], t.shape[d]
+            if a is not ANY and b is not ANY and a != b:
+                raise RelationError(f"dimension {d} of the {ordinal(k)} input {t} does not "
+                                    f"match the first {first} (concatenating on axis {axis})")
+            if a is ANY:
+                out[d] = b
+    along = [t.shape[norm] for t in tensors]
+    out[norm] = ANY if any(a is ANY for a in along) else sum(along)  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def _scalar_tuple(params: Params, i: int, what: str, dtype: DType, n: int) -> None:
+    """Argument ``i`` must be a tuple of ``n`` ``dtype`` scalars; holes (the
+    whole tuple or some fields) are given that type."""
+    fields = _tuple_fields(params.args, i, what)
+    if fields is None:
+        params.refined[i] = TupleType(tuple(TensorType((), dtype) for _ in range(n)))
+        return
+    if len(fields) != n:
+        raise RelationError(f"{what} has {len(fields)} elements for {n} input tensors")
+    inner = Params(list(fields))
+    for k in range(n):
+        inner.scalar(k, f"{what}[{k}]", dtype)
+    if inner.any_refined:
+        params.refined[i] = TupleType(tuple(r if r is not None else f
+                                            for r, f in zip(inner.refined, fields)))
+
+
+def _concatenate_rel(args: Sequence[Type], attrs: QnnConcatenateAttrs) -> Type | Solved | None:
+    fields = _tuple_fields(args, 0, "data")
+    if fields is None:
+        return None
+    if not fields:
+        raise RelationError("data must hold at least one tensor")
+    tensors: list[TensorType] = []
+    for k in range(len(fields)):
+        t = tensor_arg(fields, k, f"{ordinal(k)} input")
+        if t is None:
+            return None
+        if t.dtype not in _CONCAT_IN:
+            raise RelationError(f"the inputs must be {_names(_CONCAT_IN)}, got {t}")
+        tensors.append(t)
+    params = Params(args)
+    _scalar_tuple(params, 1, "input_scales", SCALE, len(tensors))
+    _scalar_tuple(params, 2, "input_zero_points", ZERO_POINT, len(tensors))
+    params.scalar(3, "output_scale", SCALE)
+    params.scalar(4, "output_zero_point", ZERO_POINT)
+    out = TensorType(_concat_shape(tensors, attrs.axis), tensors[0].dtype)
+    return _finish(out, params)
+
+
+# ---------------------------------------------------------------- computes
+
+def _axis(attrs_axis: int, ndim: int) -> int:
+    if ndim == 0:
+        return 0
+    return attrs_axis + ndim if attrs_axis < 0 else attrs_axis
+
+
+def _quantize(args: Sequence[np.ndarray], attrs: QuantizeAttrs, out: Type) -> np.ndarray:
+    data, scale, zp = args
+    x = np.asarray(data, dtype=np.float32)
+    axis = _axis(attrs.axis, x.ndim)
+    s = along_axis(scales(scale, "output_scale").astype(np.float32), x.ndim, axis)
+    z = along_axis(zero_points(zp), x.ndim, axis)
+    with np.errstate(all="ignore"):
+        rounded = quant.round_half_away_from_zero(x / s).astype(np.float64)
+    lo, hi = quant.dtype_range(attrs.out_dtype.np)
+    value = np.clip(rounded + z, lo, hi)
+    value = np.where(np.isnan(value), np.clip(z, lo, hi), value)
+    return as_array(value, attrs.out_dtype)
+
+
+def _dequantize(args: Sequence[np.ndarray], attrs: DequantizeAttrs, out: Type) -> np.ndarray:
+    data, scale, zp = args
+    x = np.asarray(data)
+    axis = _axis(attrs.axis, x.ndim)
+    s = along_axis(scales(scale, "input_scale").astype(np.float32), x.ndim, axis)
+    z = along_axis(zero_points(zp), x.ndim, axis)
+    shifted = quant.wrap_int32(x.astype(np.int64) - z).astype(np.float32)
+    value = shifted * s
+    if attrs.out_dtype is DType.FLOAT16:
+        limit = np.float32(np.finfo(np.float16).max)
+        value = np.clip(value, -limit, limit)
+    return as_array(value, attrs.out_dtype)
+
+
+def _multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def one(r: float) -> tuple[int, int]:
+        qm = quant.quantize_multiplier(r)
+        return qm.multiplier, qm.shift
+    m, s = map_unique(one, 2, reals)
+    return m, s
+
+
+def rescale(x: np.ndarray, reals: np.ndarray, rounding: Rounding) -> np.ndarray:
+    """Multiply int32 values by real factors (broadcasting) with the given
+    rounding; int64 result holding int32 values."""
+    m, s = _multipliers(reals)
+    if rounding is Rounding.TFLITE:
+        return quant.multiply_by_quantized_multiplier(x, m, s)
+    to_nearest = rounding is Rounding.TONEAREST
+    return quant.multiply_by_quantized_multiplier_single_rounding(x, m, s, to_nearest)
+
+
+def requantize_values(data: np.ndarray, in_scale: np.ndarray, in_zp: np.ndarray,
+                      out_scale: np.ndarray, out_zp: np.ndarray, axis: int,
+                      rounding: Rounding, out_dtype: DType) -> np.ndarray:
+    """The integer path of ``qnn.requantize`` (shared with concatenate)."""
+    x = np.asarray(data)
+    ax = _axis(axis, x.ndim)
+    reals = (along_axis(scales(in_scale, "input_scale"), x.ndim, ax)
+             / scales(out_scale, "output_scale").reshape(()))
+    shifted = quant.wrap_int32(quant.wrap_int32(x.astype(np.int64))
+                               - along_axis(zero_points(in_zp), x.ndim, ax))
+    scaled = rescale(shifted, reals, rounding)
+    result = quant.wrap_int32(scaled + zero_points(out_zp).reshape(()))
+    return quant.saturate(result, out_dtype.np)
+
+
+def _requantize_float(args: Sequence[np.ndarray], attrs: RequantizeAttrs) -> np.ndarray:
+    data, in_scale, in_zp, out_scale, out_zp = args
+    ft = np.float32 if attrs.compute_dtype is ComputeDType.FLOAT32 else np.float64
+    x = np.asarray(data)
+    ax = _axis(attrs.axis, x.ndim)
+    reals = (along_axis(scales(in_scale, "input_scale"), x.ndim, ax)
+             / scales(out_scale, "output_scale").reshape(()))
+    with np.errstate(all="ignore"):
+        t = x.astype(ft) - along_axis(zero_points(in_zp), x.ndim, ax).astype(ft)
+        t = t * reals.astype(ft)
+        t = t + zero_points(out_zp).reshape(()).astype(ft)
+        if attrs.effective_rounding is Rounding.UPWARD:
+            t = np.floor(t + ft(0.5))
+        else:
+            t = quant.round_half_away_from_zero(np.asarray(t, dtype=ft))
+    t = np.clip(np.asarray(t, dtype=np.float64), quant.INT32_MIN, quant.INT32_MAX)
+    return quant.saturate(t.astype(np.int64), attrs.out_dtype.np)
+
+
+def _requantize(args: Sequence[np.ndarray], attrs: RequantizeAttrs, out: Type) -> np.ndarray:
+    if attrs.is_float:
+        return _requantize_float(args, attrs)
+    data, in_scale, in_zp, out_scale, out_zp = args
+    return requantize_values(data, in_scale, in_zp, out_scale, out_zp, attrs.axis,
+                             attrs.effective_rounding, attrs.out_dtype)
+
+
+# --- add / mul
+
+_ADD_LEFT_SHIFT = 20
+
+
+def _add_multipliers(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, ...]:
+    """TFLite's ``PrepareGeneralSubOp``/``Prepare`` of int8 ADD."""
+    twice_max = 2.0 * max(lhs_scale, rhs_scale)
+    lhs = quant.quantize_multiplier_smaller_than_one_exp(lhs_scale / twice_max)
+    rhs = quant.quantize_multiplier_smaller_than_one_exp(rhs_scale / twice_max)
+    real_out = twice_max / (float(1 << _ADD_LEFT_SHIFT) * out_scale)
+    if not real_out < 1.0:
+        raise QuantizationError(
+            f"qnn.add: the output scale {out_scale!r} is too small for the input scales "
+            f"{lhs_scale!r} and {rhs_scale!r} (TFLite needs max(input scales) < "
+            f"2**19 * output scale)")
+    output = quant.quantize_multiplier_smaller_than_one_exp(real_out)
+    return (lhs.multiplier, lhs.shift, rhs.multiplier, rhs.shift,
+            output.multiplier, output.shift)
+
+
+def _mul_multiplier(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, ...]:
+    qm = quant.quantize_multiplier(lhs_scale * rhs_scale / out_scale)
+    return qm.multiplier, qm.shift
+
+
+def _binary_operands(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type):
+    lhs, rhs, ls, lz, rs, rz, os_, oz = args
+    shape = out_tensor_type(out).shape
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    lax, rax = _axis(attrs.lhs_axis, lhs.ndim), _axis(attrs.rhs_axis, rhs.ndim)
+
+    def operand(x: np.ndarray, z: np.ndarray, ax: int) -> np.ndarray:
+        shifted = quant.wrap_int32(x.astype(np.int64) - along_axis(zero_points(z), x.ndim, ax))
+        return np.broadcast_to(shifted, shape)
+
+    def scale(x: np.ndarray, s: np.ndarray, ax: int, what: str) -> np.ndarray:
+        per = np.broadcast_to(along_axis(scales(s, what), x.ndim, ax), x.shape)
+        return np.broadcast_to(per, shape)
+
+    out_scale = np.broadcast_to(scales(os_, "output_scale").reshape(()), shape)
+    return (operand(lhs, lz, lax), operand(rhs, rz, rax), scale(lhs, ls, lax, "lhs_scale"),
+            scale(rhs, rs, rax, "rhs_scale"), out_scale, zero_points(oz).reshape(()))
+
+
+def _add(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
+    a, b, sa, sb, so, oz = _binary_operands(args, attrs, out)
+    ma, sha, mb, shb, mo, sho = map_unique(_add_multipliers, 6, sa, sb, so)
+    a_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        quant.wrap_int32(a << _ADD_LEFT_SHIFT), ma, sha)
+    b_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        quant.wrap_int32(b << _ADD_LEFT_SHIFT), mb, shb)
+    raw_sum = quant.wrap_int32(a_scaled + b_scaled)
+    raw_out = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(raw_sum, mo, sho)
+    dtype = out_tensor_type(out).dtype
+    return quant.saturate(quant.wrap_int32(raw_out + oz), dtype.np)
+
+
+def _mul(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
+    a, b, sa, sb, so, oz = _binary_operands(args, attrs, out)
+    m, s = map_unique(_mul_multiplier, 2, sa, sb, so)
+    product = quant.wrap_int32(a * b)
+    scaled = quant.multiply_by_quantized_multiplier(product, m, s)
+    dtype = out_tensor_type(out).dtype
+    return quant.saturate(quant.wrap_int32(scaled + oz), dtype.np)
+
+
+def _concatenate(args: Sequence[object], attrs: QnnConcatenateAttrs, out: Type) -> np.ndarray:
+    data, in_scales, in_zps, out_scale, out_zp = args
+    dtype = out_tensor_type(out).dtype
+    parts = [requantize_values(np.asarray(x), np.asarray(s), np.asarray(z),
+                               np.asarray(out_scale), np.asarray(out_zp), -1,
+                               DEFAULT_ROUNDING, dtype)
+             for x, s, z in zip(data, in_scales, in_zps)]  # type: ignore[call-overload]
+    axis = _axis(attrs.axis, parts[0].ndim)
+    return as_array(np.concatenate(parts, axis=axis), dtype)
+
+
+def _fixed_point_multiply(args: Sequence[np.ndarray], attrs: FixedPointMultiplyAttrs,
+                          out: Type) -> np.ndarray:
+    result = quant.multiply_by_quantized_multiplier_single_rounding(
+        np.asarray(args[0]), attrs.multiplier, attrs.shift)
+    return as_array(result, DType.INT32)
+
+
+# ---------------------------------------------------------------- registry
+
+BC = PatternKind.BROADCAST
+
+defop("qnn.quantize", 3, _quantize_rel, BC, _quantize,
+      "float32 -> quantized: round(x / scale) + zero_point, saturated (TFLite AffineQuantize)",
+      QuantizeAttrs, FAMILY)
+defop("qnn.dequantize", 3, _dequantize_rel, BC, _dequantize,
+      "quantized -> float: (q - zero_point) * scale in float32", DequantizeAttrs, FAMILY)
+defop("qnn.requantize", 5, _requantize_rel, BC, _requantize,
+      "rescale a quantized tensor to new scale/zero point with fixed-point arithmetic",
+      RequantizeAttrs, FAMILY)
+defop("qnn.add", 8, _binary_rel, BC, _add,
+      "quantized addition with broadcasting (TFLite int8 ADD reference)", BroadcastAttrs, FAMILY)
+defop("qnn.mul", 8, _binary_rel, BC, _mul,
+      "quantized multiplication with broadcasting (TFLite int8 MUL reference)",
+      BroadcastAttrs, FAMILY)
+defop("qnn.concatenate", 5, _concatenate_rel, PatternKind.INJECTIVE, _concatenate,
+      "requantize each input to the output parameters, then concatenate",
+      QnnConcatenateAttrs, FAMILY)
+defop("fixed_point_multiply", 1, _fixed_point_multiply_rel, PatternKind.ELEMWISE,
+      _fixed_point_multiply,
+      "int32 x * multiplier * 2**(shift - 31), rounded half up (TVM q_multiply_shift)",
+      FixedPointMultiplyAttrs, FAMILY)
+
+from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
+
+__all__ = ["QuantizeAttrs", "DequantizeAttrs", "RequantizeAttrs", "BroadcastAttrs",
+           "QnnConcatenateAttrs", "FixedPointMultiplyAttrs", "Rounding", "ComputeDType",
+           "DEFAULT_ROUNDING", "requantize_values", "rescale", "RelationError"]

@@ -1,0 +1,320 @@
+"""qnn.dense and qnn.conv2d: the integer accumulator of a quantized matrix
+product or convolution (part of the qnn family, see :mod:`aot.ir.ops.qnn`).
+
+Both return ``sum((data - input_zero_point) * (weight - kernel_zero_point))``
+exactly, as Relay's qnn lowering does: the result has ``out_dtype`` (int32
+by default) and stands for reals with scale ``input_scale * kernel_scale``
+and zero point 0; a following ``qnn.requantize`` brings it back to 8 bits.
+The scales are checked (float32; ``kernel_scale`` scalar or one value per
+output channel) but do not take part in the computation.
+``kernel_zero_point`` may also be per output channel.  The accumulation is
+exact (int64 here); the result is truncated (wrapped) to ``out_dtype``, which
+is what int32 accumulation wrapping modulo 2**32 gives.
+
+qnn.conv2d: padding positions hold the input zero point (they contribute
+nothing), as Relay pads quantized data with it.  Layouts: data ``NCHW`` or
+``NHWC``, kernel ``OIHW``, ``HWIO``, ``HWOI`` or ``OHWI`` (those of Relay's
+qnn lowering); ``out_layout`` is ``""`` (the data layout), ``NCHW`` or
+``NHWC``.  Grouped convolution is the general one: output channel ``o``
+belongs to group ``o // (O / groups)`` and reads input channels
+``g * I .. g * I + I - 1`` where ``I`` is the kernel's input-channel extent
+(so ``C_in == groups * I``).  A depthwise convolution is ``groups == C_in``
+with ``I == 1`` (channel multiplier ``O / C_in``).  ``padding`` takes 1, 2
+or 4 values (all sides; top/bottom and left/right; top, left, bottom,
+right), as Relay.  The reference is one int64 ``einsum`` per kernel tap,
+vectorised over groups -- not a float convolution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+from ..registry import Solved
+from ..types import Dim, Type
+from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, as_array,
+                      defop, np, tensor_arg)
+from .qnn_common import SCALE, ZERO_POINT, Params, out_tensor_type, scales, zero_points
+
+FAMILY = "qnn"
+
+_DENSE_DATA = (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16)
+_DENSE_WEIGHT = (DType.INT8, DType.UINT8)
+_DENSE_OUT = (DType.INT32, DType.INT64)
+_CONV_IN = (DType.INT8, DType.UINT8, DType.INT16)
+_CONV_OUT = (DType.INT16, DType.INT32, DType.INT64)
+_DATA_LAYOUTS = ("NCHW", "NHWC")
+_KERNEL_LAYOUTS = ("OIHW", "HWIO", "HWOI", "OHWI")
+
+
+def _names(dtypes: Sequence[DType]) -> str:
+    return ", ".join(str(d) for d in dtypes)
+
+
+@dataclass(frozen=True, slots=True)
+class QnnDenseAttrs(Attrs):
+    """Relay's ``DenseAttrs`` as qnn.dense uses them; ``out_dtype=None``
+    means int32 (the Python API's default)."""
+
+    type_key: ClassVar[str] = "DenseAttrs"
+    units: int | None = None
+    out_dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        if self.units is not None and self.units < 1:
+            raise ValueError(f"qnn.dense units must be positive, got {self.units}")
+        if self.out_dtype is not None and self.out_dtype not in _DENSE_OUT:
+            raise ValueError(f"qnn.dense out_dtype must be one of {_names(_DENSE_OUT)}, "
+                             f"got {self.out_dtype}")
+
+    @property
+    def result_dtype(self) -> DType:
+        return self.out_dtype or DType.INT32
+
+
+@dataclass(frozen=True, slots=True)
+class QnnConv2DAttrs(Attrs):
+    """Relay's ``Conv2DAttrs`` as qnn.conv2d uses them; ``out_dtype=None``
+    means int32."""
+
+    type_key: ClassVar[str] = "Conv2DAttrs"
+    strides: tuple[int, ...] = (1, 1)
+    padding: tuple[int, ...] = (0, 0)
+    dilation: tuple[int, ...] = (1, 1)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    data_layout: str = "NCHW"
+    kernel_layout: str = "OIHW"
+    out_layout: str = ""
+    out_dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("strides", "dilation"):
+            value = getattr(self, name)
+            if len(value) != 2 or any(v < 1 for v in value):
+                raise ValueError(f"qnn.conv2d {name} must be two positive integers, "
+                                 f"got {list(value)}")
+        if len(self.padding) not in (1, 2, 4) or any(p < 0 for p in self.padding):
+            raise ValueError(f"qnn.conv2d padding must be 1, 2 or 4 non-negative integers, "
+                             f"got {list(self.padding)}")
+        if self.groups < 1:
+            raise ValueError(f"qnn.conv2d groups must be positive, got {self.groups}")
+        if self.channels is not None and self.channels < 1:
+            raise ValueError(f"qnn.conv2d channels must be positive, got {self.channels}")
+        if self.kernel_size is not None and (len(self.kernel_size) != 2
+                                             or any(k < 1 for k in self.kernel_size)):
+            raise ValueError(f"qnn.conv2d kernel_size must be two positive integers, "
+                             f"got {list(self.kernel_size)}")
+        if self.data_layout not in _DATA_LAYOUTS:
+            raise ValueError(f"qnn.conv2d data_layout must be one of "
+                             f"{', '.join(_DATA_LAYOUTS)}, got {self.data_layout!r}")
+        if self.kernel_layout not in _KERNEL_LAYOUTS:
+            raise ValueError(f"qnn.conv2d kernel_layout must be one of "
+                             f"{', '.join(_KERNEL_LAYOUTS)}, got {self.kernel_layout!r}")
+        if self.out_layout not in ("",) + _DATA_LAYOUTS:
+            raise ValueError(f"qnn.conv2d out_layout must be empty, NCHW or NHWC, "
+                             f"got {self.out_layout!r}")
+        if self.out_dtype is not None and self.out_dtype not in _CONV_OUT:
+            raise ValueError(f"qnn.conv2d out_dtype must be one of {_names(_CONV_OUT)}, "
+                             f"got {self.out_dtype}")
+
+    @property
+    def result_dtype(self) -> DType:
+        return self.out_dtype or DType.INT32
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """(top, left, bottom, right)"""
+        p = self.padding
+        if len(p) == 1:
+            return (p[0], p[0], p[0], p[0])
+        if len(p) == 2:
+            return (p[0], p[1], p[0], p[1])
+        return (p[0], p[1], p[2], p[3])
+
+    @property
+    def result_layout(self) -> str:
+        return self.out_layout or self.data_layout
+
+
+def _operand(args: Sequence[Type], i: int, what: str,
+             allowed: Sequence[DType]) -> TensorType | None:
+    t = tensor_arg(args, i, what)
+    if t is not None and t.dtype not in allowed:
+        raise RelationError(f"{what} must be {_names(allowed)}, got {t}")
+    return t
+
+
+def _same(a: Dim, b: Dim) -> bool:
+    return a is ANY or b is ANY or a == b
+
+
+def _finish(out: Type, params: Params) -> Type | Solved:
+    return Solved(out, tuple(params.refined)) if params.any_refined else out
+
+
+def _check_quant_params(args: Sequence[Type], out_channels: Dim) -> Params | None:
+    """input_zero_point (2), kernel_zero_point (3), input_scale (4) and
+    kernel_scale (5), shared by dense and conv2d."""
+    params = Params(args)
+    params.scalar(2, "input_zero_point", ZERO_POINT)
+    params.scalar(4, "input_scale", SCALE)
+    where = f"one per output channel, {out_channels}"
+    if not params.per_axis(3, "kernel_zero_point", ZERO_POINT, out_channels, where):
+        return None
+    if not params.per_axis(5, "kernel_scale", SCALE, out_channels, where):
+        return None
+    return params
+
+
+# -------------------------------------------------------------------- dense
+
+def _dense_rel(args: Sequence[Type], attrs: QnnDenseAttrs) -> Type | Solved | None:
+    data = _operand(args, 0, "data", _DENSE_DATA)
+    weight = _operand(args, 1, "weight", _DENSE_WEIGHT)
+    if data is None or weight is None:
+        return None
+    if len(data.shape) < 1:
+        raise RelationError(f"data must have rank >= 1, got {data}")
+    if len(weight.shape) != 2:
+        raise RelationError(f"weight must be 2-D (units, input_dim), got {weight}")
+    units, k = weight.shape
+    if not _same(data.shape[-1], k):
+        raise RelationError(f"the data's last dimension {data.shape[-1]} does not match the "
+                            f"weight's input dimension {k} (data {data}, weight {weight})")
+    if attrs.units is not None and not _same(units, attrs.units):
+        raise RelationError(f"units={attrs.units} does not match the weight {weight}")
+    if units is ANY and attrs.units is not None:
+        units = attrs.units
+    params = _check_quant_params(args, units)
+    if params is None:
+        return None
+    return _finish(TensorType(data.shape[:-1] + (units,), attrs.result_dtype), params)
+
+
+def _per_channel(value: np.ndarray, n: int) -> np.ndarray:
+    """A kernel zero point as an (n,) vector, one per output channel."""
+    v = np.asarray(value)
+    return np.broadcast_to(v.reshape(()), (n,)) if v.size == 1 else v.reshape(n)
+
+
+def _dense(args: Sequence[np.ndarray], attrs: QnnDenseAttrs, out: Type) -> np.ndarray:
+    data, weight, in_zp, k_zp, in_scale, k_scale = args
+    scales(in_scale, "input_scale")
+    scales(k_scale, "kernel_scale")
+    w = np.asarray(weight).astype(np.int64)
+    x = np.asarray(data).astype(np.int64) - zero_points(in_zp).reshape(())
+    w = w - _per_channel(zero_points(k_zp), w.shape[0])[:, None]
+    acc = np.matmul(x, w.T)
+    return as_array(acc, out_tensor_type(out).dtype)
+
+
+# ------------------------------------------------------------------- conv2d
+
+def _kernel_oihw(shape: tuple[Dim, ...], layout: str) -> tuple[Dim, ...]:
+    return tuple(shape[layout.index(c)] for c in "OIHW")
+
+
+def _conv_out_dim(size: Dim, pad: int, kernel: Dim, dilation: int, stride: int,
+                  what: str) -> Dim:
+    if size is ANY or kernel is ANY:
+        return ANY
+    extent = dilation * (kernel - 1) + 1
+    padded = size + pad
+    if padded < extent:
+        raise RelationError(f"the dilated kernel {what} {extent} is larger than the padded "
+                            f"input {what} {padded}")
+    return (padded - extent) // stride + 1
+
+
+def _conv2d_rel(args: Sequence[Type], attrs: QnnConv2DAttrs) -> Type | Solved | None:
+    data = _operand(args, 0, "data", _CONV_IN)
+    weight = _operand(args, 1, "weight", _CONV_IN)
+    if data is None or weight is None:
+        return None
+    if len(data.shape) != 4:
+        raise RelationError(f"data must be 4-D ({attrs.data_layout}), got {data}")
+    if len(weight.shape) != 4:
+        raise RelationError(f"weight must be 4-D ({attrs.kernel_layout}), got {weight}")
+    n, c, h, w = (data.shape[attrs.data_layout.index(a)] for a in "NCHW")
+    o, i, kh, kw = _kernel_oihw(weight.shape, attrs.kernel_layout)
+    g = attrs.groups
+    if c is not ANY and c % g != 0:
+        raise RelationError(f"input channels {c} are not divisible by groups={g}")
+    if c is not ANY and i is not ANY and c // g != i:
+        raise RelationError(f"input channels {c} do not match the weight's {i} per group "
+                            f"(groups={g}; weight {weight} in {attrs.kernel_layout})")
+    if o is not ANY and o % g != 0:
+        raise RelationError(f"output channels {o} of the weight {weight} are not divisible "
+                            f"by groups={g}")
+    if attrs.channels is not None and not _same(o, attrs.channels):
+        raise RelationError(f"channels={attrs.channels} does not match the weight's "
+                            f"{o} output channels ({weight} in {attrs.kernel_layout})")
+    if attrs.kernel_size is not None and not (_same(kh, attrs.kernel_size[0])
+                                              and _same(kw, attrs.kernel_size[1])):
+        raise RelationError(f"kernel_size={list(attrs.kernel_size)} does not match the "
+                            f"weight {weight} in {attrs.kernel_layout}")
+    if o is ANY and attrs.channels is not None:
+        o = attrs.channels
+    top, left, bottom, right = attrs.pads
+    oh = _conv_out_dim(h, top + bottom, kh, attrs.dilation[0], attrs.strides[0], "height")
+    ow = _conv_out_dim(w, left + right, kw, attrs.dilation[1], attrs.strides[1], "width")
+    params = _check_quant_params(args, o)
+    if params is None:
+        return None
+    dims = {"N": n, "C": o, "H": oh, "W": ow}
+    shape = tuple(dims[a] for a in attrs.result_layout)
+    return _finish(TensorType(shape, attrs.result_dtype), params)
+
+
+def conv2d_accumulate(x: np.ndarray, w: np.ndarray, strides: tuple[int, ...],
+                      pads: tuple[int, int, int, int], dilation: tuple[int, ...],
+                      groups: int) -> np.ndarray:
+    """Exact int64 grouped convolution of zero-point-shifted NCHW data with
+    an OIHW kernel; padding contributes zero."""
+    top, left, bottom, right = pads
+    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    n, c, h, wd = x.shape
+    o, i, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilation
+    oh = (h - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wd - (dw * (kw - 1) + 1)) // sw + 1
+    xg = x.reshape(n, groups, i, h, wd)
+    wg = w.reshape(groups, o // groups, i, kh, kw)
+    acc = np.zeros((n, groups, o // groups, oh, ow), dtype=np.int64)
+    for r in range(kh):
+        for s in range(kw):
+            patch = xg[:, :, :, r * dh: r * dh + sh * (oh - 1) + 1: sh,
+                       s * dw: s * dw + sw * (ow - 1) + 1: sw]
+            acc += np.einsum("ngihw,goi->ngohw", patch, wg[:, :, :, r, s])
+    return acc.reshape(n, o, oh, ow)
+
+
+def _conv2d(args: Sequence[np.ndarray], attrs: QnnConv2DAttrs, out: Type) -> np.ndarray:
+    data, weight, in_zp, k_zp, in_scale, k_scale = args
+    scales(in_scale, "input_scale")
+    scales(k_scale, "kernel_scale")
+    x = np.asarray(data).astype(np.int64)
+    if attrs.data_layout == "NHWC":
+        x = x.transpose(0, 3, 1, 2)
+    x = x - zero_points(in_zp).reshape(())
+    perm = [attrs.kernel_layout.index(a) for a in "OIHW"]
+    w = np.asarray(weight).astype(np.int64).transpose(perm)
+    w = w - _per_channel(zero_points(k_zp), w.shape[0]).reshape(-1, 1, 1, 1)
+    acc = conv2d_accumulate(x, w, attrs.strides, attrs.pads, attrs.dilation, attrs.groups)
+    if attrs.result_layout == "NHWC":
+        acc = acc.transpose(0, 2, 3, 1)
+    return as_array(acc, out_tensor_type(out).dtype)
+
+
+OUT_FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
+
+defop("qnn.dense", 6, _dense_rel, OUT_FUSABLE, _dense,
+      "quantized dense: int32 sum of (data - zp) * (weight - kernel zp)", QnnDenseAttrs, FAMILY)
+defop("qnn.conv2d", 6, _conv2d_rel, OUT_FUSABLE, _conv2d,
+      "quantized 2-D convolution: int32 accumulator with zero points subtracted",
+      QnnConv2DAttrs, FAMILY)
+
+__all__ = ["QnnDenseAttrs", "QnnConv2DAttrs", "conv2d_accumulate"]
