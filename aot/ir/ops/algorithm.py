@@ -1,1 +1,171 @@
-"""Operator family: algorithm (records are added by the family's author)."""
+"""Operator family: algorithm (sorting).
+
+argsort, sort, topk.  Pattern: opaque, as Relay (they are library-style
+kernels that do not fuse).
+
+Order, exact and shared with the C backend:
+
+* Sorting is **stable in both directions**: elements that compare equal
+  keep their original relative order (lower index first), whether
+  ``is_ascend`` is true or false.  (A descending sort is therefore not the
+  reverse of an ascending one when there are ties.)
+* NaN compares greater than every number (NumPy's order): it goes last in
+  an ascending sort and first in a descending one; NaNs keep their
+  original order among themselves.  -0.0 and +0.0 compare equal.
+* ``argsort`` and ``topk`` return indices of ``dtype`` (int32 by default,
+  as Relay; any integer type or a float type may be requested, as topi
+  allows).
+* ``topk`` takes the first ``k`` elements of that order along ``axis``
+  (``is_ascend=False``, the default, gives the largest).  ``k`` < 1 (or
+  None) means the whole axis, as Relay.  ``ret_type`` selects a tuple
+  ``(values, indices)`` (``both``), or one of them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+from ._common import (Attrs, DType, PatternKind, RelationError, TensorType, TupleType, Type,
+                      as_array, defop, np, tensor_arg)
+from ._shape_util import normalize_axis
+
+FAMILY = "algorithm"
+OPAQUE = PatternKind.OPAQUE
+
+
+def stable_argsort(x: np.ndarray, axis: int, ascending: bool) -> np.ndarray:
+    """Stable argsort along ``axis`` in either direction (see module doc)."""
+    if ascending:
+        return np.argsort(x, axis=axis, kind="stable")
+    # Sort the reversed array ascending (stable: equal elements in reversed
+    # original order), then reverse the result: descending order with equal
+    # elements back in original order.
+    n = x.shape[axis]
+    rev = np.flip(x, axis=axis)
+    order = np.argsort(rev, axis=axis, kind="stable")
+    return np.flip(n - 1 - order, axis=axis)
+
+
+def _check_index_dtype(dtype: DType) -> None:
+    if dtype.is_bool:
+        raise ValueError("the index dtype cannot be bool")
+
+
+@dataclass(frozen=True, slots=True)
+class ArgsortAttrs(Attrs):
+    type_key: ClassVar[str] = "ArgsortAttrs"
+    axis: int = -1
+    is_ascend: bool = True
+    dtype: DType = DType.INT32
+
+    def __post_init__(self) -> None:
+        _check_index_dtype(self.dtype)
+
+
+def _argsort_rel(args: Sequence[Type], attrs: ArgsortAttrs) -> Type | None:
+    t = tensor_arg(args, 0)
+    if t is None:
+        return None
+    normalize_axis(attrs.axis, t.ndim)
+    return TensorType(t.shape, attrs.dtype)
+
+
+def _argsort(args: Sequence[np.ndarray], attrs: ArgsortAttrs, out: Type) -> np.ndarray:
+    (x,) = args
+    order = stable_argsort(x, normalize_axis(attrs.axis, x.ndim), attrs.is_ascend)
+    return as_array(order, attrs.dtype)
+
+
+defop("argsort", 1, _argsort_rel, OPAQUE, _argsort,
+      "indices that sort along axis (stable; NaN greatest)", attrs=ArgsortAttrs,
+      family=FAMILY)
+
+
+@dataclass(frozen=True, slots=True)
+class SortAttrs(Attrs):
+    type_key: ClassVar[str] = "SortAttrs"
+    axis: int = -1
+    is_ascend: bool = True
+
+
+def _sort_rel(args: Sequence[Type], attrs: SortAttrs) -> Type | None:
+    t = tensor_arg(args, 0)
+    if t is None:
+        return None
+    normalize_axis(attrs.axis, t.ndim)
+    return t
+
+
+def _sort(args: Sequence[np.ndarray], attrs: SortAttrs, out: Type) -> np.ndarray:
+    (x,) = args
+    axis = normalize_axis(attrs.axis, x.ndim)
+    order = stable_argsort(x, axis, attrs.is_ascend)
+    return as_array(np.take_along_axis(x, order, axis=axis), x.dtype)
+
+
+defop("sort", 1, _sort_rel, OPAQUE, _sort, "sort along axis (stable; NaN greatest)",
+      attrs=SortAttrs, family=FAMILY)
+
+
+class TopKRetType(enum.Enum):
+    BOTH = "both"
+    VALUES = "values"
+    INDICES = "indices"
+
+
+@dataclass(frozen=True, slots=True)
+class TopKAttrs(Attrs):
+    type_key: ClassVar[str] = "TopKAttrs"
+    k: int | None = 1
+    axis: int = -1
+    ret_type: TopKRetType = TopKRetType.BOTH
+    is_ascend: bool = False
+    dtype: DType = DType.INT32
+
+    def __post_init__(self) -> None:
+        _check_index_dtype(self.dtype)
+
+
+def _topk_rel(args: Sequence[Type], attrs: TopKAttrs) -> Type | None:
+    t = tensor_arg(args, 0)
+    if t is None:
+        return None
+    axis = normalize_axis(attrs.axis, t.ndim)
+    shape = list(t.shape)
+    if attrs.k is not None and attrs.k >= 1:
+        extent = t.shape[axis]
+        if isinstance(extent, int) and attrs.k > extent:
+            raise RelationError(f"k={attrs.k} exceeds the extent {extent} of axis {axis} "
+                                f"in {t}")
+        shape[axis] = attrs.k
+    values = TensorType(tuple(shape), t.dtype)
+    indices = TensorType(tuple(shape), attrs.dtype)
+    if attrs.ret_type is TopKRetType.VALUES:
+        return values
+    if attrs.ret_type is TopKRetType.INDICES:
+        return indices
+    return TupleType((values, indices))
+
+
+def _topk(args: Sequence[np.ndarray], attrs: TopKAttrs, out: Type) -> object:
+    (x,) = args
+    axis = normalize_axis(attrs.axis, x.ndim)
+    order = stable_argsort(x, axis, attrs.is_ascend)
+    if attrs.k is not None and attrs.k >= 1:
+        order = np.take(order, np.arange(attrs.k), axis=axis)
+    values = as_array(np.take_along_axis(x, order, axis=axis), x.dtype)
+    indices = as_array(order, attrs.dtype)
+    if attrs.ret_type is TopKRetType.VALUES:
+        return values
+    if attrs.ret_type is TopKRetType.INDICES:
+        return indices
+    return (values, indices)
+
+
+defop("topk", 1, _topk_rel, OPAQUE, _topk,
+      "the k first elements (and/or their indices) of a stable sort along axis",
+      attrs=TopKAttrs, family=FAMILY)
+
+__all__ = ["ArgsortAttrs", "SortAttrs", "TopKAttrs", "TopKRetType", "stable_argsort"]
