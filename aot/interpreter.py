@@ -609,8 +609,13 @@ class Interpreter:
         if isinstance(out, Solved):
             out = out.out
         assert out is not None, f"relation of {op.name} gave no type for concrete {arg_types}"
-        with np.errstate(all="ignore"):
-            result = op_def.compute(args, attrs, out)
+        try:
+            with np.errstate(all="ignore"):
+                result = op_def.compute(args, attrs, out)
+        except (ValueError, IndexError, ArithmeticError) as exc:
+            # A failure that depends on the data (an index out of range,
+            # say): report it at the call rather than as a traceback.
+            raise _error(f"{op.name}: {exc}", span) from None
         return _normalise(result, out, op.name)
 
     # ----------------------------------------------------------- analysis

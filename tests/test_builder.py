@@ -94,14 +94,16 @@ def test_call_op_with_attrs_converted_by_attrs_class():
     x = B.var("x", B.tensor((2, 2), "float32"))
     c = B.call("add", x, x)
     assert isinstance(c.op, Op) and c.op.name == "add"
-    from aot.ir.registry import all_ops
-    with_attrs = [o for o in all_ops() if o.attrs_type.__dataclass_fields__]
-    if with_attrs:
-        op_def = with_attrs[0]
-        attrs = op_def.attrs_type()
-        raw = attrs.to_raw(include_defaults=True)
-        built = B.call(op_def.name, *([x] * op_def.arity), **raw)
-        assert built.attrs == attrs and type(built.attrs) is op_def.attrs_type
+    w = B.var("w", B.tensor((4, 2, 3, 3), "float32"))
+    conv = B.call("nn.conv2d", x, w, padding=(1, 1), channels=4, kernel_size=[3, 3])
+    attrs = conv.attrs
+    assert type(attrs).__name__ == "Conv2DAttrs"
+    assert attrs.padding == (1, 1) and attrs.channels == 4 and attrs.kernel_size == (3, 3)
+    assert attrs.strides == (1, 1)                       # defaults filled in
+    total = B.call("sum", x, axis=1)
+    assert total.attrs.axis == (1,)                     # a single int for a tuple field
+    with pytest.raises(ValueError, match="nn.conv2d: attribute `groups`"):
+        B.call("nn.conv2d", x, w, groups="two")
     with pytest.raises(ValueError, match="unknown attribute"):
         B.call("add", x, x, axis=1)
     with pytest.raises(ValueError, match="unknown operator"):

@@ -106,6 +106,23 @@ def test_op_relation_error_at_runtime_has_span():
     assert info.value.span is bad.span and bad.span is not None
 
 
+def test_operators_with_attrs_and_tuple_arguments_and_results():
+    x = np.arange(2 * 3 * 5 * 5, dtype=np.float32).reshape(2, 3, 5, 5) / 10
+    w = np.ones((4, 3, 3, 3), np.float32)
+    conv = ev(B.call("nn.conv2d", B.const(x), B.const(w), padding=(1, 1)))
+    assert conv.shape == (2, 4, 5, 5) and conv.dtype == np.float32
+    # The centre output sums the 3x3x3 window.
+    assert np.isclose(conv[1, 0, 2, 2], x[1, :, 1:4, 1:4].sum(), rtol=1e-5)
+    total = ev(B.call("sum", B.const(x), axis=(1, 2)))
+    assert values_equal(total, x.sum(axis=(1, 2)), rtol=1e-6)
+    a = np.arange(4, dtype=np.int32).reshape(2, 2)
+    both = ev(B.call("concatenate", B.tuple_(B.const(a), B.const(a)), axis=1))
+    assert values_equal(both, np.concatenate([a, a], axis=1))
+    parts = ev(B.call("split", B.const(np.arange(6, dtype=np.int32)), indices_or_sections=3))
+    assert isinstance(parts, tuple) and len(parts) == 3
+    assert values_equal(parts[2], np.asarray([4, 5], np.int32))
+
+
 def test_operator_applied_to_non_tensor_is_a_diagnostic():
     with pytest.raises(DiagnosticError, match="add"):
         ev(B.add(List.Nil, 1))
