@@ -1,0 +1,20 @@
+"""Suite-wide fixtures."""
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _aot_cache_dir(tmp_path_factory):
+    """Point the C build cache (aot.emit.cache) at a per-session directory,
+    unless the developer chose one with AOT_CACHE_DIR (reusing a cache is
+    safe: entries are keyed by content)."""
+    if os.environ.get("AOT_CACHE_DIR"):
+        yield
+        return
+    os.environ["AOT_CACHE_DIR"] = str(tmp_path_factory.mktemp("aot-cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("AOT_CACHE_DIR", None)
