@@ -232,3 +232,64 @@ def test_argument_errors_through_aot_interpret():
     assert str(info.value).startswith("args.relay:2:")
     x = np.arange(4, dtype=np.float32).reshape(2, 2)
     assert values_equal(aot.interpret(mod, x), x * 2)
+
+
+# -------------------------------------------------- builder programs on the prelude
+
+def test_builder_program_using_the_prelude():
+    from aot import builder as B
+    prelude = aot.prelude()
+    List = B.ADT.of(prelude, "List")
+    xs = B.var("xs", List["int32"])
+    body = B.call(B.gvar("sum"), B.call(B.gvar("map"),
+                                        B.lam(lambda x: B.multiply(x, x), "int32"), xs))
+    mod = B.module(base=prelude, main=B.function([xs], body))
+    assert to_py(aot.interpret(mod, plist([1, 2, 3]))) == 1 + 4 + 9
+    # Constructors of the prelude build values the prelude's functions accept.
+    rev = B.module(base=prelude, main=B.function([], B.call(
+        B.gvar("rev"), B.call(List.Cons, 1, B.call(List.Cons, 2, List.Nil)))))
+    assert to_py(aot.interpret(rev)) == [2, 1]
+
+
+# -------------------------------------------------- properties on random lists
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PROPS_SRC = """#[version = "0.0.5"]
+def @p_rev(%xs: List[int32]) -> List[int32] { @rev(%xs) }
+def @p_even(%xs: List[int32]) -> List[int32] {
+  @filter(fn (%x: int32) -> bool { %x - (%x / 2) * 2 == 0 }, %xs)
+}
+def @p_foldl(%xs: List[int32]) -> int32 { @foldl(fn (%a: int32, %b: int32) { %a * 3 - %b }, 1, %xs) }
+def @p_foldr(%xs: List[int32]) -> int32 { @foldr(fn (%a: int32, %b: int32) { %a - %b * 3 }, 1, %xs) }
+def @p_zip(%xs: List[int32], %ys: List[int32]) -> List[(int32, int32)] { @zip(%xs, %ys) }
+def @p_concat(%xs: List[int32], %ys: List[int32]) -> List[int32] { @concat(%xs, %ys) }
+"""
+
+
+@functools.cache
+def _props_module() -> IRModule:
+    return aot.infer_types(aot.parse(_PROPS_SRC, source_name="props.relay"))
+
+
+small_lists = st.lists(st.integers(-50, 50), max_size=12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_lists, small_lists)
+def test_prelude_list_functions_agree_with_python(xs, ys):
+    mod = _props_module()
+
+    def call(name, *args):
+        return to_py(aot.interpret(mod, *args, entry=name))
+
+    def wrap(v: int) -> int:   # int32 arithmetic wraps
+        return (v + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+    assert call("p_rev", plist(xs)) == xs[::-1]
+    assert call("p_even", plist(xs)) == [x for x in xs if x % 2 == 0]
+    assert call("p_foldl", plist(xs)) == wrap(_foldl(lambda a, b: wrap(a * 3 - b), 1, xs))
+    assert call("p_foldr", plist(xs)) == wrap(_foldr(lambda a, b: wrap(a - b * 3), 1, xs))
+    assert call("p_zip", plist(xs), plist(ys)) == list(zip(xs, ys))
+    assert call("p_concat", plist(xs), plist(ys)) == xs + ys

@@ -235,6 +235,16 @@ def test_mutual_recursion():
     assert same(it.call("is_even", [i32(10_001)]), False)
 
 
+def test_mutual_recursion_with_an_irmodule_directly():
+    mod = IRModule()
+    even, odd = mod.global_var("even"), mod.global_var("odd")
+    n, m = B.var("n", I32), B.var("m", I32)
+    mod.add(even, B.function([n], B.if_(B.equal(n, 0), True, B.call(odd, B.subtract(n, 1)))))
+    mod.add(odd, B.function([m], B.if_(B.equal(m, 0), False, B.call(even, B.subtract(m, 1)))))
+    assert same(run(mod, 7, entry="odd"), True)
+    assert same(run(mod, 7, entry="even"), False)
+
+
 def test_if_condition_must_be_a_bool_scalar():
     cond = B.const(1)
     with pytest.raises(DiagnosticError, match="0-d bool") as info:
