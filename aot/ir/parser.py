@@ -1,0 +1,1272 @@
+"""Parser for the Relay text format (version 0.0.5).
+
+Design note
+-----------
+A hand-written recursive-descent parser over the tokens of
+:mod:`aot.ir.lexer`, modelled on TVM's ``src/relay/parser/parser.cc`` but
+with its own structure:
+
+* **Name resolution before parsing.**  Globals, types and constructors may
+  be used before their definition (mutual recursion), so a module is read
+  in three sweeps: a token-level *pre-scan* collects every ``def @name``,
+  ``type Name`` and constructor name; *sweep A* parses every type
+  definition (creating the :class:`Constructor` objects function bodies
+  refer to); *sweep B* parses the definitions in order.
+* **No recursion on long sequences.**  A block (function body, branch,
+  clause, parenthesised expression) is a list of statements: ``let``,
+  graph bindings ``%n = e;``, ``free_var`` declarations and ``e;``
+  sequencing, ending with a result expression.  They are read in a loop and
+  folded into nested :class:`Let` nodes afterwards, so a 10,000-deep let
+  chain or 10,000 graph bindings cost no stack.  Binary operator chains use
+  an explicit operator stack (shunting-yard).  Only genuinely nested syntax
+  (calls within calls, nested blocks) recurses; a RecursionError there
+  becomes a diagnostic.
+* **Scopes** are one dictionary of name stacks plus an undo log, so lookup
+  is O(1) however deep the let chain.  Graph bindings live in the same
+  scopes (keyed by number), so ``%0`` may be reused in a nested function.
+* **Diagnostics.**  Semantic errors (unknown operator, undefined variable,
+  bad attribute, literal out of range, duplicate definition) are collected
+  and parsing continues with a placeholder, so one run reports them all.
+  A syntax error stops the parse.  Everything is raised together as one
+  :class:`~aot.diagnostics.DiagnosticError`.
+
+Deviations from TVM, all deliberate: unary minus works on any expression
+(``-%x`` is ``negative(%x)``); ``match`` may appear wherever an atom may;
+``Ref[T]`` is a reference type (the form ``str(RefType)`` prints);
+``fn [A](A) -> A`` is a polymorphic function type; integer suffixes
+``u8``...``u64`` exist; ``1.5`` without suffix is float32.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable
+
+import numpy as np
+
+from ..diagnostics import Diagnostic, DiagnosticError, Span, register_source
+from .adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
+                  PatternWildcard, TypeData)
+from .analysis import free_vars
+from .attrs import NO_ATTRS, AttrError, Attrs, FuncAttrs
+from .dtype import DType
+from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
+                   RefRead, RefWrite, Tuple, TupleGetItem, Var, op)
+from .lexer import MetaRef, Number, T, Token, tokenize
+from .metadata import CONSTANT_KEY, MetadataError, UnsupportedNode, read_metadata
+from .module import IRModule
+from .registry import lookup
+from .types import (ANY, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType,
+                    TupleType, Type, TypeCall, TypeVar)
+
+SUPPORTED_VERSION = '"0.0.5"'
+
+#: binary operator token -> (operator name, precedence); all left associative
+BINARY_OPS: dict[T, tuple[str, int]] = {
+    T.STAR: ("multiply", 4), T.SLASH: ("divide", 4),
+    T.PLUS: ("add", 3), T.MINUS: ("subtract", 3),
+    T.LT: ("less", 2), T.GT: ("greater", 2), T.LE: ("less_equal", 2),
+    T.GE: ("greater_equal", 2),
+    T.EQEQ: ("equal", 1), T.NE: ("not_equal", 1),
+}
+
+_DTYPE_PREFIXES = ("int", "uint", "float", "bool")
+
+
+# --------------------------------------------------------------- call attrs
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class RawCallAttrs(Attrs):
+    """Attributes written on a call whose callee is not an operator
+    (``%f(%x, name="g")``): kept verbatim as sorted (key, value) pairs so
+    that they print back and compare by value.  Nothing interprets them."""
+
+    type_key: ClassVar[str] = "RawCallAttrs"
+    items: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> RawCallAttrs:
+        return cls(tuple(sorted((k, _freeze(v)) for k, v in raw.items())))
+
+    def to_raw(self, include_defaults: bool = False) -> dict[str, Any]:
+        return {k: _thaw(v) for k, v in self.items}
+
+
+# --------------------------------------------------------------- scopes
+
+class _Scopes:
+    """Nested scopes as name stacks plus an undo log (O(1) lookup)."""
+
+    def __init__(self) -> None:
+        self._table: dict[Any, list[Any]] = {}
+        self._log: list[Any] = []
+        self._marks: list[int] = []
+
+    def push(self) -> None:
+        self._marks.append(len(self._log))
+
+    def pop(self) -> None:
+        mark = self._marks.pop()
+        while len(self._log) > mark:
+            key = self._log.pop()
+            stack = self._table[key]
+            stack.pop()
+            if not stack:
+                del self._table[key]
+
+    def bind(self, key: Any, value: Any) -> None:
+        self._table.setdefault(key, []).append(value)
+        self._log.append(key)
+
+    def lookup(self, key: Any) -> Any:
+        stack = self._table.get(key)
+        return stack[-1] if stack else None
+
+
+def _position(diag: Diagnostic) -> tuple[int, int]:
+    return (diag.span.line, diag.span.col) if diag.span is not None else (0, 0)
+
+
+class _Fatal(Exception):
+    """A syntax error: parsing cannot continue."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+@dataclass
+class _Prescan:
+    globals: dict[str, Token]
+    types: dict[str, Token]
+    ctors: dict[str, Token]
+    type_def_starts: list[int]
+
+
+# --------------------------------------------------------------- the parser
+
+class Parser:
+    def __init__(self, text: str, source: str, base: IRModule | None,
+                 meta_as_params: bool = False, strict_globals: bool = True) -> None:
+        self.text = text
+        self.source = source
+        tokens, lex_diags = tokenize(text, source)
+        self.tokens = tokens
+        self.diags: list[Diagnostic] = list(lex_diags)
+        self.pos = 0
+        self.last: Token = tokens[0]
+        self.base = base
+        self.meta_as_params = meta_as_params
+        self.strict_globals = strict_globals
+        self.scopes = _Scopes()
+        self.type_scopes = _Scopes()
+        self.free_vars: dict[str, Var] = {}
+        #: names the program refers to but nobody defines: (kind, name)
+        self.unresolved: set[tuple[str, str]] = set()
+        self.gvars: dict[str, GlobalVar] = {}
+        self.base_globals: set[str] = set()
+        self.type_names: set[str] = set()
+        self.base_type_names: set[str] = set()
+        self.ctors: dict[str, Constructor] = {}
+        self.base_ctor_names: set[str] = set()
+        self.type_defs: list[TypeData] = []
+        self.type_def_end: dict[int, int] = {}
+        self.meta_params: dict[int, Var] = {}
+        self.meta_consts: dict[int, Constant] = {}
+        self.meta_table: dict[str, list[object]] | None = None
+        self.prescan: _Prescan | None = None
+        if base is not None:
+            for gv in base.functions:
+                self.gvars[gv.name] = gv
+                self.base_globals.add(gv.name)
+            for data in base.type_definitions.values():
+                self.type_names.add(data.header.name)
+                self.base_type_names.add(data.header.name)
+                for ctor in data.constructors:
+                    self.ctors[ctor.name] = ctor
+                    self.base_ctor_names.add(ctor.name)
+        self._read_metadata()
+
+    # ------------------------------------------------------------ token utils
+    def peek(self, k: int = 0) -> Token:
+        i = min(self.pos + k, len(self.tokens) - 1)
+        return self.tokens[i]
+
+    def next(self) -> Token:
+        tok = self.tokens[self.pos]
+        if tok.kind is not T.EOF:
+            self.pos += 1
+        self.last = tok
+        return tok
+
+    def at(self, kind: T) -> bool:
+        return self.tokens[self.pos].kind is kind
+
+    def accept(self, kind: T) -> Token | None:
+        if self.tokens[self.pos].kind is kind:
+            return self.next()
+        return None
+
+    def expect(self, kind: T, context: str = "") -> Token:
+        tok = self.peek()
+        if tok.kind is not kind:
+            where = f" {context}" if context else ""
+            self.fatal(f"expected {kind.value}{where}, found {tok.describe()}", tok.span)
+        return self.next()
+
+    def fatal(self, message: str, span: Span | None = None) -> None:
+        raise _Fatal(Diagnostic(message, span if span is not None else self.peek().span))
+
+    def error(self, message: str, span: Span | None) -> None:
+        self.diags.append(Diagnostic(message, span))
+
+    def span_from(self, start: Token | Span | None) -> Span | None:
+        if start is None:
+            return None
+        first = start.span if isinstance(start, Token) else start
+        end = self.last.span
+        if end.line < first.line or (end.line == first.line and end.end_col < first.col):
+            return first
+        return Span(self.source, first.line, first.col, end.end_line, end.end_col)
+
+    # ------------------------------------------------------------ metadata
+    def _read_metadata(self) -> None:
+        if len(self.tokens) < 2 or self.tokens[-2].kind is not T.METADATA:
+            return
+        tok = self.tokens[-2]
+        json_text, json_line, json_col = tok.value  # type: ignore[misc]
+        try:
+            self.meta_table = read_metadata(json_text)
+        except MetadataError as exc:
+            span = tok.span
+            if exc.line is not None and exc.col is not None:
+                line = json_line + exc.line - 1
+                col = (json_col + exc.col - 1) if exc.line == 1 else exc.col
+                span = Span(self.source, line, col, line, col + 1)
+            self.error(f"bad metadata section: {exc}", span)
+            self.meta_table = {}
+
+    # ------------------------------------------------------------ entry points
+    def run(self, fn: Any) -> Any:
+        try:
+            result = fn()
+        except _Fatal as fatal:
+            self._add_fatal(fatal.diagnostic)
+            result = None
+        except RecursionError:
+            self._add_fatal(Diagnostic("the program is nested too deeply for the parser",
+                                       self.peek().span))
+            result = None
+        if self.diags:
+            raise DiagnosticError(sorted(self.diags, key=_position))
+        return result
+
+    def _add_fatal(self, diag: Diagnostic) -> None:
+        # A syntax error at the very place a lexical error was reported is
+        # the same problem: report it once.
+        if diag.span is not None and any(
+                d.span is not None and (d.span.line, d.span.col) == (diag.span.line, diag.span.col)
+                for d in self.diags):
+            return
+        self.diags.append(diag)
+
+    def parse_version(self) -> None:
+        tok = self.accept(T.VERSION)
+        if tok is not None and tok.value != SUPPORTED_VERSION:
+            self.error(f"unsupported text format version {tok.value} (only {SUPPORTED_VERSION} "
+                       f"is supported)", tok.span)
+
+    def scan_names(self) -> _Prescan:
+        """Only the pre-scan: the names the program defines."""
+        self.parse_version()
+        return self._prescan()
+
+    def module(self) -> IRModule:
+        self.parse_version()
+        body_start = self.pos
+        self.prescan = self._prescan()
+        # Sweep A: every type definition, so constructors exist before use.
+        for start in self.prescan.type_def_starts:
+            self.pos = start
+            self.type_defs.append(self.parse_type_def())
+            self.type_def_end[start] = self.pos
+        self._check_ctor_type_clash()
+        # Sweep B: definitions in order.
+        self.pos = body_start
+        functions: list[tuple[GlobalVar, Function]] = []
+        defined: dict[str, Token] = {}
+        main_expr: Expr | None = None
+        saw_definition = False
+        while True:
+            tok = self.peek()
+            if tok.kind is T.DEF:
+                saw_definition = True
+                gv, func, name_tok = self.parse_def()
+                if gv.name in defined:
+                    first = defined[gv.name].span
+                    self.error(f"duplicate definition of global function `@{gv.name}` (first "
+                               f"defined at {first})", name_tok.span)
+                else:
+                    defined[gv.name] = name_tok
+                    functions.append((gv, func))
+            elif tok.kind in (T.TYPE, T.EXTERN):
+                saw_definition = True
+                end = self.type_def_end.get(self.pos)
+                if end is None:  # not found by the pre-scan: parse (and report) it now
+                    self.parse_type_def()
+                else:
+                    self.pos = end
+            elif tok.kind in (T.METADATA, T.EOF):
+                break
+            elif saw_definition:
+                self.fatal("expected a definition (`def`, `type` or `extern type`), found "
+                           f"{tok.describe()}")
+            else:
+                self.meta_params = {}
+                main_expr = self.parse_body()
+                if not self.at(T.METADATA) and not self.at(T.EOF):
+                    self.fatal(f"unexpected {self.peek().describe()} after the expression")
+        return self._assemble(functions, main_expr)
+
+    def expression(self) -> Expr:
+        self.parse_version()
+        self.meta_params = {}
+        expr = self.parse_body()
+        if not self.at(T.METADATA) and not self.at(T.EOF):
+            self.fatal(f"unexpected {self.peek().describe()} after the expression")
+        return expr
+
+    def _assemble(self, functions: list[tuple[GlobalVar, Function]],
+                  main_expr: Expr | None) -> IRModule:
+        mod = self.base.copy() if self.base is not None else IRModule()
+        for data in self.type_defs:
+            if data.header.name in self.base_type_names:
+                continue  # reported as a duplicate
+            mod.add_type(data)
+        for gv, func in functions:
+            mod.add(gv, func)
+        if main_expr is not None:
+            expr = main_expr
+            metas = [self.meta_params[i] for i in sorted(self.meta_params)]
+            if isinstance(expr, Function):
+                if metas:
+                    expr = dataclasses.replace(expr, params=expr.params + tuple(metas))
+            else:
+                meta_set = set(metas)
+                params = [v for v in free_vars(expr) if v not in meta_set] + metas
+                expr = Function(tuple(params), expr, span=expr.span)
+            mod.add("main", expr)
+        return mod
+
+    # ------------------------------------------------------------ pre-scan
+    def _prescan(self) -> _Prescan:
+        """Top-level names, found without parsing (forward references)."""
+        tokens = self.tokens
+        result = _Prescan({}, {}, {}, [])
+        openers = (T.LPAREN, T.LSQUARE, T.LCURLY)
+        closers = (T.RPAREN, T.RSQUARE, T.RCURLY)
+        depth = 0
+        i = self.pos
+        n = len(tokens)
+        while i < n and tokens[i].kind not in (T.EOF, T.METADATA):
+            tok = tokens[i]
+            if depth == 0 and tok.kind in (T.TYPE, T.EXTERN):
+                start = i
+                if tok.kind is T.EXTERN:
+                    i += 1
+                    if tokens[i].kind is not T.TYPE:
+                        continue
+                if tokens[i + 1].kind is not T.IDENT:
+                    i += 1
+                    continue
+                result.type_def_starts.append(start)
+                result.types.setdefault(str(tokens[i + 1].value), tokens[i + 1])
+                i = self._prescan_ctors(i + 2, result)
+                continue
+            if tok.kind in openers:
+                depth += 1
+            elif tok.kind in closers:
+                depth = max(0, depth - 1)
+            elif depth == 0 and tok.kind is T.DEF and tokens[i + 1].kind is T.GLOBAL:
+                result.globals.setdefault(str(tokens[i + 1].value), tokens[i + 1])
+            i += 1
+        return result
+
+    def _prescan_ctors(self, i: int, result: _Prescan) -> int:
+        tokens = self.tokens
+        if tokens[i].kind is T.LSQUARE:
+            while tokens[i].kind not in (T.RSQUARE, T.EOF, T.METADATA):
+                i += 1
+            i += 1
+        if tokens[i].kind is not T.LCURLY:
+            return i
+        i += 1
+        depth = 0
+        expect_name = True
+        while tokens[i].kind not in (T.EOF, T.METADATA):
+            kind = tokens[i].kind
+            if kind in (T.LPAREN, T.LSQUARE, T.LCURLY):
+                depth += 1
+            elif kind in (T.RPAREN, T.RSQUARE, T.RCURLY):
+                if depth == 0:
+                    return i + 1
+                depth -= 1
+            elif depth == 0 and kind is T.COMMA:
+                expect_name = True
+                i += 1
+                continue
+            elif depth == 0 and expect_name and kind is T.IDENT:
+                result.ctors.setdefault(str(tokens[i].value), tokens[i])
+            expect_name = False
+            i += 1
+        return i
+
+    # ------------------------------------------------------------ definitions
+    def parse_type_def(self) -> TypeData:
+        start = self.peek()
+        extern = self.accept(T.EXTERN) is not None
+        self.expect(T.TYPE)
+        name_tok = self.expect(T.IDENT, "(the name of the type)")
+        name = str(name_tok.value)
+        header = GlobalTypeVar(name)
+        self._check_new_type(name, name_tok)
+        self.type_scopes.push()
+        try:
+            type_vars = self._type_params()
+            ctor_specs: list[tuple[Token, tuple[Type, ...]]] = []
+            if self.accept(T.LCURLY):
+                while not self.accept(T.RCURLY):
+                    ctor_tok = self.expect(T.IDENT, "(a constructor name)")
+                    inputs: tuple[Type, ...] = ()
+                    if self.at(T.LPAREN):
+                        inputs = tuple(self._type_list(T.LPAREN, T.RPAREN))
+                    ctor_specs.append((ctor_tok, inputs))
+                    if not self.accept(T.COMMA):
+                        self.expect(T.RCURLY, "to close the type definition")
+                        break
+        finally:
+            self.type_scopes.pop()
+        if extern and ctor_specs:
+            self.error(f"the external type `{name}` may not have constructors", start.span)
+        ctors = []
+        for tag, (ctor_tok, inputs) in enumerate(ctor_specs):
+            ctor_name = str(ctor_tok.value)
+            ctor = Constructor(ctor_name, inputs, header, tag, span=ctor_tok.span)
+            known = self.ctors.get(ctor_name)
+            if known is not None and known.span is not ctor_tok.span:
+                where = f" (first defined at {known.span})" if known.span is not None else \
+                    " (defined in the base module)"
+                self.error(f"duplicate constructor `{ctor_name}`{where}", ctor_tok.span)
+            else:
+                self.ctors[ctor_name] = ctor
+            ctors.append(ctor)
+        return TypeData(header, tuple(type_vars), tuple(ctors), extern=extern,
+                        span=self.span_from(start))
+
+    def _check_new_type(self, name: str, tok: Token) -> None:
+        if name in self.base_type_names:
+            self.error(f"type `{name}` is already defined in the base module", tok.span)
+            return
+        seen = [td for td in self.type_defs if td.header.name == name]
+        if seen:
+            first = seen[0].span
+            self.error(f"duplicate definition of type `{name}`"
+                       + (f" (first defined at {first})" if first is not None else ""),
+                       tok.span)
+        self.type_names.add(name)
+
+    def _check_ctor_type_clash(self) -> None:
+        for data in self.type_defs:
+            for ctor in data.constructors:
+                if ctor.name in self.type_names and self.ctors.get(ctor.name) is ctor:
+                    self.error(f"constructor `{ctor.name}` has the same name as a type",
+                               ctor.span)
+
+    def _type_params(self) -> list[TypeVar]:
+        out: list[TypeVar] = []
+        if not self.accept(T.LSQUARE):
+            return out
+        while not self.accept(T.RSQUARE):
+            tok = self.expect(T.IDENT, "(a type parameter)")
+            tv = TypeVar(str(tok.value))
+            self.type_scopes.bind(tv.name, tv)
+            out.append(tv)
+            if not self.accept(T.COMMA):
+                self.expect(T.RSQUARE, "to close the type parameters")
+                break
+        return out
+
+    def parse_def(self) -> tuple[GlobalVar, Function, Token]:
+        def_tok = self.expect(T.DEF)
+        name_tok = self.peek()
+        if name_tok.kind is not T.GLOBAL:
+            self.fatal(f"expected a global name such as `@main` after `def`, found "
+                       f"{name_tok.describe()}")
+        self.next()
+        name = str(name_tok.value)
+        gv = self.gvars.get(name)
+        if gv is None:
+            gv = self.gvars[name] = GlobalVar(name)
+        self.meta_params = {}
+        func = self.parse_function(def_tok)
+        if self.meta_params:
+            metas = tuple(self.meta_params[i] for i in sorted(self.meta_params))
+            func = dataclasses.replace(func, params=func.params + metas)
+        self.meta_params = {}
+        return gv, func, name_tok
+
+    def parse_function(self, start: Token) -> Function:
+        """``[A, B](%x: T, Attr=1) -> R { body }`` after ``fn`` or ``def @f``."""
+        self.type_scopes.push()
+        self.scopes.push()
+        try:
+            type_params = self._type_params()
+            self.expect(T.LPAREN, "to start the parameter list")
+            params: list[Var] = []
+            raw_attrs: dict[str, Any] = {}
+            while not self.accept(T.RPAREN):
+                if self.at(T.IDENT) and self.peek(1).kind is T.EQUAL:
+                    raw_attrs, _ = self.parse_attrs()
+                    self.expect(T.RPAREN, "to close the parameter list")
+                    break
+                tok = self.peek()
+                if tok.kind is not T.LOCAL:
+                    self.fatal(f"expected a parameter such as `%x`, found {tok.describe()}")
+                self.next()
+                if self.at(T.LCURLY):
+                    brace = self.next()
+                    self.parse_attrs()
+                    self.expect(T.RCURLY, "to close the parameter attributes")
+                    self.error("parameter attributes (such as `virtual_device`) are not "
+                               "supported", self.span_from(brace))
+                annotation = self.parse_type() if self.accept(T.COLON) else None
+                var = Var(str(tok.value), annotation, span=tok.span)
+                self.scopes.bind(var.name_hint, var)
+                params.append(var)
+                if not self.accept(T.COMMA):
+                    self.expect(T.RPAREN, "to close the parameter list")
+                    break
+            ret_type = self.parse_type() if self.accept(T.ARROW) else None
+            self.expect(T.LCURLY, "to start the function body")
+            body = self.parse_body()
+            self.expect(T.RCURLY, "to close the function body")
+        finally:
+            self.scopes.pop()
+            self.type_scopes.pop()
+        return Function(tuple(params), body, ret_type, tuple(type_params),
+                        FuncAttrs.of(raw_attrs), span=self.span_from(start))
+
+    # ------------------------------------------------------------ blocks
+    def parse_body(self) -> Expr:
+        """Statements and a result (``let``, ``%n = e;``, ``free_var``,
+        ``e;``), read in a loop and folded into Let nodes."""
+        self.scopes.push()
+        steps: list[tuple[Var, Expr, Span | None]] = []
+        try:
+            while True:
+                tok = self.peek()
+                if tok.kind is T.LET:
+                    steps.append(self._let_binding())
+                    continue
+                if tok.kind is T.GRAPH and self.peek(1).kind is T.EQUAL:
+                    self.next()
+                    self.next()
+                    value = self.parse_expr()
+                    self.expect(T.SEMI, "after the graph binding")
+                    self.scopes.bind(("graph", tok.value), value)
+                    continue
+                if tok.kind is T.FREE_VAR:
+                    self._free_var()
+                    continue
+                if tok.kind is T.LCURLY:
+                    expr = self.parse_block()
+                else:
+                    expr = self.parse_expr()
+                if self.accept(T.SEMI):
+                    steps.append((Var("_"), expr, expr.span))
+                    continue
+                result = expr
+                break
+        finally:
+            self.scopes.pop()
+        for var, value, span in reversed(steps):
+            result = Let(var, value, result,
+                         span=span.merge(result.span) if span is not None else None)
+        return result
+
+    def parse_block(self) -> Expr:
+        self.expect(T.LCURLY)
+        expr = self.parse_body()
+        self.expect(T.RCURLY, "to close the block")
+        return expr
+
+    def _let_binding(self) -> tuple[Var, Expr, Span | None]:
+        let_tok = self.expect(T.LET)
+        tok = self.peek()
+        if tok.kind is T.GLOBAL:
+            self.fatal(f"`let` binds a local variable such as `%{tok.value}`, not the global "
+                       f"`@{tok.value}`")
+        if tok.kind is not T.LOCAL:
+            hint = f"; did you mean `%{tok.value}`?" if tok.kind is T.IDENT else ""
+            self.fatal(f"expected a local variable such as `%x` after `let`, found "
+                       f"{tok.describe()}{hint}")
+        self.next()
+        annotation = self.parse_type() if self.accept(T.COLON) else None
+        var = Var(str(tok.value), annotation, span=tok.span)
+        self.expect(T.EQUAL, "in the let binding")
+        self.scopes.bind(var.name_hint, var)  # a let-bound function may recurse
+        value = self.parse_expr()
+        self.expect(T.SEMI, "after the let binding")
+        return var, value, let_tok.span
+
+    def _free_var(self) -> None:
+        self.expect(T.FREE_VAR)
+        tok = self.expect(T.LOCAL, "after `free_var`")
+        annotation = self.parse_type() if self.accept(T.COLON) else None
+        self.expect(T.SEMI, "after the free variable declaration")
+        self.free_vars[str(tok.value)] = Var(str(tok.value), annotation, span=tok.span)
+
+    # ------------------------------------------------------------ expressions
+    def parse_expr(self) -> Expr:
+        """Binary operator chains, left associative, by precedence."""
+        operands = [self.parse_unary()]
+        ops: list[tuple[str, int]] = []
+        while True:
+            info = BINARY_OPS.get(self.peek().kind)
+            if info is None:
+                break
+            self.next()
+            while ops and ops[-1][1] >= info[1]:
+                self._reduce(operands, ops)
+            ops.append(info)
+            operands.append(self.parse_unary())
+        while ops:
+            self._reduce(operands, ops)
+        return operands[0]
+
+    def _reduce(self, operands: list[Expr], ops: list[tuple[str, int]]) -> None:
+        name, _ = ops.pop()
+        rhs = operands.pop()
+        lhs = operands.pop()
+        span = lhs.span.merge(rhs.span) if lhs.span is not None else rhs.span
+        operands.append(Call(op(name), (lhs, rhs), self._op_attrs(name, {}, {}, span), span=span))
+
+    def parse_unary(self) -> Expr:
+        if not self.at(T.MINUS):
+            return self.parse_postfix()
+        minuses: list[Token] = []
+        while self.at(T.MINUS):
+            minuses.append(self.next())
+        if self.at(T.NUMBER):
+            tok = self.next()
+            return self.number_constant(tok, len(minuses) % 2 == 1,
+                                        self.span_from(minuses[0]), "-" * len(minuses))
+        expr = self.parse_postfix()
+        for minus in reversed(minuses):
+            span = minus.span.merge(expr.span)
+            expr = Call(op("negative"), (expr,), self._op_attrs("negative", {}, {}, span),
+                        span=span)
+        return expr
+
+    def parse_postfix(self) -> Expr:
+        start = self.peek()
+        expr = self.parse_atom()
+        while True:
+            if self.at(T.LPAREN):
+                expr = self.parse_call(expr, start)
+            elif self.at(T.PERIOD) and self.peek(1).kind is T.NUMBER:
+                self.next()
+                index_tok = self.next()
+                number = index_tok.value
+                assert isinstance(number, Number)
+                if number.is_float or number.dtype is not None:
+                    self.error(f"a tuple index must be a plain integer, found "
+                               f"`{index_tok.text}`", index_tok.span)
+                expr = TupleGetItem(expr, int(number.value), span=self.span_from(start))
+            else:
+                break
+        if isinstance(expr, Constructor) and not expr.inputs:
+            expr = Call(expr, (), span=self.span_from(start))
+        return expr
+
+    def parse_atom(self) -> Expr:
+        tok = self.peek()
+        kind = tok.kind
+        if kind is T.NUMBER:
+            self.next()
+            return self.number_constant(tok, False, tok.span, "")
+        if kind is T.BOOL:
+            self.next()
+            return Constant(np.array(bool(tok.value)), span=tok.span)
+        if kind is T.LOCAL:
+            self.next()
+            return self._local(tok)
+        if kind is T.GRAPH:
+            self.next()
+            value = self.scopes.lookup(("graph", tok.value))
+            if value is None:
+                self.error(f"undefined graph variable `%{tok.value}`", tok.span)
+                return Var(f"v{tok.value}", span=tok.span)
+            return value
+        if kind is T.GLOBAL:
+            self.next()
+            return self.global_ref(tok)
+        if kind is T.IDENT:
+            return self._identifier()
+        if kind is T.META:
+            self.next()
+            return self._meta_ref(tok)
+        if kind is T.FN:
+            self.next()
+            return self.parse_function(tok)
+        if kind is T.IF:
+            return self.parse_if()
+        if kind in (T.MATCH, T.MATCH_PARTIAL):
+            return self.parse_match()
+        if kind is T.REF:
+            self.next()
+            self.expect(T.LPAREN, "after `ref`")
+            value = self.parse_body()
+            self.expect(T.RPAREN, "to close `ref(...)`")
+            return RefCreate(value, span=self.span_from(tok))
+        if kind is T.REF_READ:
+            self.next()
+            self.expect(T.LPAREN, "after `ref_read`")
+            ref = self.parse_body()
+            self.expect(T.RPAREN, "to close `ref_read(...)`")
+            return RefRead(ref, span=self.span_from(tok))
+        if kind is T.REF_WRITE:
+            self.next()
+            self.expect(T.LPAREN, "after `ref_write`")
+            ref = self.parse_body()
+            self.expect(T.COMMA, "between the reference and the value of `ref_write`")
+            value = self.parse_body()
+            self.expect(T.RPAREN, "to close `ref_write(...)`")
+            return RefWrite(ref, value, span=self.span_from(tok))
+        if kind is T.LPAREN:
+            return self._parens()
+        self.fatal(f"expected an expression, found {tok.describe()}")
+        raise AssertionError("unreachable")
+
+    def _parens(self) -> Expr:
+        start = self.expect(T.LPAREN)
+        if self.accept(T.RPAREN):
+            return Tuple((), span=self.span_from(start))
+        first = self.parse_body()
+        if self.accept(T.RPAREN):
+            return first
+        self.expect(T.COMMA, "or `)` after the expression")
+        fields = [first]
+        while not self.accept(T.RPAREN):
+            fields.append(self.parse_body())
+            if not self.accept(T.COMMA):
+                self.expect(T.RPAREN, "to close the tuple")
+                break
+        return Tuple(tuple(fields), span=self.span_from(start))
+
+    def _local(self, tok: Token) -> Expr:
+        name = str(tok.value)
+        var = self.scopes.lookup(name)
+        if var is None:
+            var = self.free_vars.get(name)
+        if var is None:
+            self.error(f"undefined variable `%{name}`", tok.span)
+            var = Var(name, span=tok.span)
+        return var
+
+    def global_ref(self, tok: Token) -> GlobalVar:
+        name = str(tok.value)
+        gv = self.gvars.get(name)
+        if gv is None:
+            gv = self.gvars[name] = GlobalVar(name)
+        if self.strict_globals and name not in self.base_globals and (
+                self.prescan is None or name not in self.prescan.globals):
+            self.unresolved.add(("global", name))
+            self.error(f"undefined global function `@{name}`", tok.span)
+        return gv
+
+    def _identifier(self) -> Expr:
+        first = self.peek()
+        ctor = self.ctors.get(str(first.value))
+        if ctor is not None:
+            self.next()
+            return ctor
+        parts = [str(self.next().value)]
+        while self.at(T.PERIOD) and self.peek(1).kind is T.IDENT:
+            self.next()
+            parts.append(str(self.next().value))
+        name = ".".join(parts)
+        span = self.span_from(first)
+        if lookup(name) is None:
+            if len(parts) == 1:
+                self.unresolved.add(("ident", name))
+            self.error(f"unknown operator `{name}`", span)
+        return op(name)
+
+    def _meta_ref(self, tok: Token) -> Expr:
+        ref = tok.value
+        assert isinstance(ref, MetaRef)
+        if ref.kind != CONSTANT_KEY:
+            self.error(f"unsupported meta reference `{tok.text}`: only `meta[{CONSTANT_KEY}][i]` "
+                       f"(a constant) can appear in an expression", tok.span)
+            return Tuple((), span=tok.span)
+        if self.meta_table is None:
+            if self.meta_as_params:
+                var = self.meta_params.get(ref.index)
+                if var is None:
+                    var = Var(f"meta_relay_Constant_{ref.index}", IncompleteType(),
+                              span=tok.span)
+                    self.meta_params[ref.index] = var
+                return var
+            self.error(f"`{tok.text}` refers to the metadata section, but the program has "
+                       f"none (`#[metadata]`)", tok.span)
+            return Tuple((), span=tok.span)
+        items = self.meta_table.get(CONSTANT_KEY)
+        if items is None:
+            self.error(f"the metadata section has no `{CONSTANT_KEY}` entry for `{tok.text}`",
+                       tok.span)
+            return Tuple((), span=tok.span)
+        if ref.index >= len(items):
+            self.error(f"`{tok.text}`: the index {ref.index} is out of bounds (the metadata "
+                       f"section holds {len(items)} constants)", tok.span)
+            return Tuple((), span=tok.span)
+        item = items[ref.index]
+        if isinstance(item, UnsupportedNode) or not isinstance(item, Constant):
+            self.error(f"`{tok.text}` is not a constant", tok.span)
+            return Tuple((), span=tok.span)
+        const = self.meta_consts.get(ref.index)
+        if const is None:
+            const = self.meta_consts[ref.index] = Constant(item.data, span=tok.span)
+        return const
+
+    # ------------------------------------------------------------ literals
+    def number_constant(self, tok: Token, negate: bool, span: Span | None,
+                        sign_text: str) -> Constant:
+        value, dtype = self.number_value(tok, negate, sign_text)
+        return Constant(np.array(value, dtype=dtype.np), span=span)
+
+    def number_value(self, tok: Token, negate: bool, sign_text: str) -> tuple[Any, DType]:
+        """The (Python) value and dtype of a number literal, range-checked."""
+        number = tok.value
+        assert isinstance(number, Number)
+        text = sign_text + number.text
+        if number.is_float:
+            dtype = number.dtype or DType.FLOAT32
+            fvalue = -float(number.value) if negate else float(number.value)
+            limit = float(np.finfo(dtype.np).max)
+            if math.isfinite(fvalue) and abs(fvalue) > limit:
+                self.error(f"floating-point literal `{text}` is out of range for {dtype}",
+                           tok.span)
+                fvalue = 0.0
+            return fvalue, dtype
+        ivalue = -int(number.value) if negate else int(number.value)
+        if number.dtype is None:
+            for candidate in (DType.INT32, DType.INT64):
+                info = np.iinfo(candidate.np)
+                if info.min <= ivalue <= info.max:
+                    return ivalue, candidate
+            self.error(f"integer literal `{text}` is out of range for int64", tok.span)
+            return 0, DType.INT64
+        dtype = number.dtype
+        info = np.iinfo(dtype.np)
+        if not info.min <= ivalue <= info.max:
+            self.error(f"integer literal `{text}` is out of range for {dtype} "
+                       f"({info.min} to {info.max})", tok.span)
+            return 0, dtype
+        return ivalue, dtype
+
+    # ------------------------------------------------------------ control flow
+    def parse_if(self) -> Expr:
+        start = self.expect(T.IF)
+        self.expect(T.LPAREN, "after `if`")
+        cond = self.parse_body()
+        self.expect(T.RPAREN, "to close the condition")
+        self.expect(T.LCURLY, "to start the `if` branch")
+        then = self.parse_body()
+        self.expect(T.RCURLY, "to close the `if` branch")
+        self.expect(T.ELSE, "(an `if` needs an `else` branch)")
+        self.expect(T.LCURLY, "to start the `else` branch")
+        other = self.parse_body()
+        self.expect(T.RCURLY, "to close the `else` branch")
+        return If(cond, then, other, span=self.span_from(start))
+
+    def parse_match(self) -> Expr:
+        start = self.next()
+        complete = start.kind is T.MATCH
+        data = self.parse_postfix()
+        self.expect(T.LCURLY, "to start the match clauses")
+        clauses: list[Clause] = []
+        while not self.accept(T.RCURLY):
+            clause_start = self.peek()
+            self.scopes.push()
+            try:
+                lhs = self.parse_pattern()
+                self.expect(T.FAT_ARROW, "after the pattern")
+                rhs = self.parse_body()
+            finally:
+                self.scopes.pop()
+            clauses.append(Clause(lhs, rhs, span=self.span_from(clause_start)))
+            if not self.accept(T.COMMA):
+                self.expect(T.RCURLY, "to close the match")
+                break
+        return Match(data, tuple(clauses), complete, span=self.span_from(start))
+
+    def parse_pattern(self) -> Pattern:
+        tok = self.peek()
+        if tok.kind is T.UNDERSCORE:
+            self.next()
+            return PatternWildcard(span=tok.span)
+        if tok.kind is T.LOCAL:
+            self.next()
+            annotation = self.parse_type() if self.accept(T.COLON) else None
+            var = Var(str(tok.value), annotation, span=tok.span)
+            self.scopes.bind(var.name_hint, var)
+            return PatternVar(var, span=self.span_from(tok))
+        if tok.kind is T.IDENT:
+            self.next()
+            name = str(tok.value)
+            ctor = self.ctors.get(name)
+            if ctor is None:
+                self.unresolved.add(("ctor", name))
+                self.error(f"undefined constructor `{name}` (a pattern variable is written "
+                           f"`%{name}`)", tok.span)
+                ctor = Constructor(name, (), GlobalTypeVar(name), 0)
+            subs: tuple[Pattern, ...] = ()
+            if self.at(T.LPAREN):
+                subs = self._pattern_list()
+            return PatternConstructor(ctor, subs, span=self.span_from(tok))
+        if tok.kind is T.LPAREN:
+            return PatternTuple(self._pattern_list(), span=self.span_from(tok))
+        self.fatal(f"expected a pattern, found {tok.describe()}")
+        raise AssertionError("unreachable")
+
+    def _pattern_list(self) -> tuple[Pattern, ...]:
+        self.expect(T.LPAREN)
+        out: list[Pattern] = []
+        while not self.accept(T.RPAREN):
+            out.append(self.parse_pattern())
+            if not self.accept(T.COMMA):
+                self.expect(T.RPAREN, "to close the pattern list")
+                break
+        return tuple(out)
+
+    # ------------------------------------------------------------ calls
+    def parse_call(self, callee: Expr, start: Token) -> Expr:
+        self.expect(T.LPAREN)
+        args: list[Expr] = []
+        raw: dict[str, Any] = {}
+        key_spans: dict[str, Span] = {}
+        while not self.accept(T.RPAREN):
+            if self.at(T.IDENT) and self.peek(1).kind is T.EQUAL:
+                raw, key_spans = self.parse_attrs()
+                self.expect(T.RPAREN, "to close the call")
+                break
+            args.append(self.parse_body())
+            if not self.accept(T.COMMA):
+                self.expect(T.RPAREN, "to close the call")
+                break
+        span = self.span_from(start)
+        attrs: Attrs = NO_ATTRS
+        if isinstance(callee, Op):
+            op_def = lookup(callee.name)
+            if op_def is not None:
+                if op_def.arity >= 0 and len(args) != op_def.arity:
+                    plural = "s" if op_def.arity != 1 else ""
+                    self.error(f"operator `{callee.name}` takes {op_def.arity} argument{plural}, "
+                               f"got {len(args)}", span)
+                attrs = self._op_attrs(callee.name, raw, key_spans, span)
+        elif raw:
+            attrs = RawCallAttrs.from_raw(raw)
+        return Call(callee, tuple(args), attrs, span=span)
+
+    def _op_attrs(self, name: str, raw: dict[str, Any], key_spans: dict[str, Span],
+                  span: Span | None) -> Attrs:
+        op_def = lookup(name)
+        if op_def is None:
+            self.error(f"unknown operator `{name}`", span)
+            return NO_ATTRS
+        attrs_type = op_def.attrs_type
+        try:
+            return attrs_type.from_raw(raw)
+        except AttrError as exc:
+            where = span
+            for key in raw:  # point at the offending attribute when we can tell which
+                try:
+                    attrs_type.from_raw({key: raw[key]})
+                except AttrError:
+                    where = key_spans.get(key, span)
+                    break
+            self.error(f"invalid attributes for `{name}`: {exc}", where)
+            return attrs_type.from_raw({})
+
+    def parse_attrs(self) -> tuple[dict[str, Any], dict[str, Span]]:
+        """``key=value, ...`` up to (not including) a closing bracket."""
+        raw: dict[str, Any] = {}
+        spans: dict[str, Span] = {}
+        while self.at(T.IDENT):
+            first = self.next()
+            parts = [str(first.value)]
+            while self.at(T.PERIOD) and self.peek(1).kind is T.IDENT:
+                self.next()
+                parts.append(str(self.next().value))
+            key = ".".join(parts)
+            self.expect(T.EQUAL, f"after the attribute name `{key}`")
+            value = self.parse_attr_value()
+            if key in raw:
+                self.error(f"duplicate attribute `{key}`", first.span)
+            raw[key] = value
+            spans[key] = self.span_from(first) or first.span
+            if not self.accept(T.COMMA):
+                break
+        return raw, spans
+
+    def parse_attr_value(self) -> Any:
+        tok = self.peek()
+        if tok.kind in (T.MINUS, T.NUMBER):
+            minuses = 0
+            while self.accept(T.MINUS):
+                minuses += 1
+            num = self.expect(T.NUMBER, "after `-`")
+            value, _ = self.number_value(num, minuses % 2 == 1, "-" * minuses)
+            return value
+        if tok.kind is T.BOOL:
+            self.next()
+            return bool(tok.value)
+        if tok.kind is T.STRING:
+            self.next()
+            return str(tok.value)
+        if tok.kind is T.LSQUARE:
+            self.next()
+            items: list[Any] = []
+            while not self.accept(T.RSQUARE):
+                items.append(self.parse_attr_value())
+                if not self.accept(T.COMMA):
+                    self.expect(T.RSQUARE, "to close the list")
+                    break
+            return items
+        if tok.kind is T.LPAREN:
+            self.next()
+            items = []
+            saw_comma = False
+            while not self.accept(T.RPAREN):
+                items.append(self.parse_attr_value())
+                if self.accept(T.COMMA):
+                    saw_comma = True
+                    continue
+                self.expect(T.RPAREN, "to close the value")
+                break
+            return items if saw_comma or not items else items[0]
+        if tok.kind is T.META:
+            self.next()
+            self.error(f"unsupported meta reference `{tok.text}` in an attribute value",
+                       tok.span)
+            return None
+        if tok.kind is T.IDENT:
+            self.next()
+            if tok.value in ("None", "nullptr"):
+                return None
+            parts = [str(tok.value)]
+            while self.at(T.PERIOD) and self.peek(1).kind is T.IDENT:
+                self.next()
+                parts.append(str(self.next().value))
+            return ".".join(parts)
+        self.fatal(f"expected an attribute value (a number, string, bool, None or list), "
+                   f"found {tok.describe()}")
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------ types
+    def parse_type(self) -> Type:
+        tok = self.peek()
+        if tok.kind is T.LPAREN:
+            return TupleType(tuple(self._type_list(T.LPAREN, T.RPAREN)))
+        if tok.kind is T.FN:
+            self.next()
+            self.type_scopes.push()
+            try:
+                type_params = self._type_params()
+                args = self._type_list(T.LPAREN, T.RPAREN)
+                self.expect(T.ARROW, "in the function type")
+                ret = self.parse_type()
+            finally:
+                self.type_scopes.pop()
+            return FuncType(tuple(args), ret, tuple(type_params))
+        if tok.kind is T.UNDERSCORE:
+            self.next()
+            return IncompleteType()
+        if tok.kind is T.IDENT:
+            return self._named_type()
+        self.fatal(f"expected a type, found {tok.describe()}")
+        raise AssertionError("unreachable")
+
+    def _type_list(self, open_kind: T, close_kind: T) -> list[Type]:
+        self.expect(open_kind)
+        out: list[Type] = []
+        while not self.accept(close_kind):
+            out.append(self.parse_type())
+            if not self.accept(T.COMMA):
+                self.expect(close_kind, "to close the type list")
+                break
+        return out
+
+    def _named_type(self) -> Type:
+        tok = self.next()
+        name = str(tok.value)
+        tv = self.type_scopes.lookup(name)
+        if tv is not None:
+            if self.at(T.LSQUARE):
+                self.error(f"the type variable `{name}` cannot take type arguments", tok.span)
+                self._type_list(T.LSQUARE, T.RSQUARE)
+            return tv
+        if name == "Tensor" and self.at(T.LSQUARE) and name not in self.type_names:
+            return self._tensor_type(tok)
+        if name == "Ref" and self.at(T.LSQUARE) and name not in self.type_names:
+            lsq = self.peek()
+            args = self._type_list(T.LSQUARE, T.RSQUARE)
+            if len(args) != 1:
+                self.error("a reference type takes one type argument: `Ref[T]`",
+                           self.span_from(lsq))
+                return RefType(IncompleteType())
+            return RefType(args[0])
+        if name in self.type_names or (self.prescan is not None and name in self.prescan.types):
+            args: list[Type] = []
+            if self.at(T.LSQUARE):
+                args = self._type_list(T.LSQUARE, T.RSQUARE)
+            return TypeCall(GlobalTypeVar(name), tuple(args))
+        dtype = DType.parse(name)
+        if dtype is not None:
+            return TensorType((), dtype)
+        if name.startswith(_DTYPE_PREFIXES):
+            self.error(f"unknown dtype `{name}`", tok.span)
+            return IncompleteType()
+        self.unresolved.add(("type", name))
+        self.error(f"undefined type `{name}`", tok.span)
+        if self.at(T.LSQUARE):
+            self._type_list(T.LSQUARE, T.RSQUARE)
+        return IncompleteType()
+
+    def _tensor_type(self, start: Token) -> Type:
+        self.expect(T.LSQUARE)
+        self.expect(T.LPAREN, "to start the shape (write `Tensor[(1, 2), float32]`)")
+        dims: list[Any] = []
+        while not self.accept(T.RPAREN):
+            tok = self.peek()
+            if self.accept(T.QUESTION):
+                dims.append(ANY)
+            elif tok.kind is T.NUMBER and isinstance(tok.value, Number) \
+                    and not tok.value.is_float:
+                self.next()
+                dims.append(int(tok.value.value))
+            else:
+                self.fatal(f"expected a dimension (an integer or `?`), found {tok.describe()}")
+            if not self.accept(T.COMMA):
+                self.expect(T.RPAREN, "to close the shape")
+                break
+        self.expect(T.COMMA, "between the shape and the dtype")
+        dtype_tok = self.expect(T.IDENT, "(the dtype)")
+        dtype = DType.parse(str(dtype_tok.value))
+        self.expect(T.RSQUARE, "to close the tensor type")
+        if dtype is None:
+            self.error(f"unknown dtype `{dtype_tok.value}`", dtype_tok.span)
+            return IncompleteType()
+        return TensorType(tuple(dims), dtype)
+
+
+# ----------------------------------------------------------------- API
+
+def _load_prelude() -> IRModule | None:
+    try:
+        from .prelude import load_prelude
+    except ImportError:
+        return None
+    try:
+        return load_prelude()
+    except (DiagnosticError, ImportError):
+        return None
+
+
+def _prelude_base(prelude: IRModule, base: IRModule | None, scan: _Prescan | None) -> IRModule:
+    """``base`` plus whatever the prelude defines that neither ``base`` nor
+    the program defines (the program's own definitions win)."""
+    own_globals = set(scan.globals) if scan is not None else set()
+    own_types = set(scan.types) if scan is not None else set()
+    own_ctors = set(scan.ctors) if scan is not None else set()
+    out = base.copy() if base is not None else IRModule()
+    taken_ctors = {c.name for td in out.type_definitions.values() for c in td.constructors}
+    for data in prelude.type_definitions.values():
+        names = {c.name for c in data.constructors}
+        if data.header.name in own_types or out.has_type(data.header.name) \
+                or names & (own_ctors | own_types | taken_ctors):
+            continue
+        out.add_type(data)
+    for gv, func in prelude.functions.items():
+        if gv.name in own_globals or gv.name in out:
+            continue
+        out.add(gv, func)
+    return out
+
+
+def _defines(mod: IRModule, kind: str, name: str) -> bool:
+    if kind == "global":
+        return name in mod
+    if kind == "type":
+        return mod.has_type(name)
+    return mod.constructor(name) is not None
+
+
+def parse_module(text: str, source_name: str = "<string>", *, base: IRModule | None = None,
+                 prelude: bool | None = None, meta_as_params: bool = False) -> IRModule:
+    """Parse a module (definitions) or a bare expression, which becomes
+    ``@main`` (its free variables, declared with ``free_var``, become its
+    parameters).
+
+    ``base``: a module whose globals, types and constructors are in scope
+    and copied into the result.  ``prelude``: None adds the standard
+    prelude when the program uses a name it does not define and the prelude
+    does; True always adds it; False never.  ``meta_as_params``: without a
+    metadata section, each ``meta[relay.Constant][i]`` becomes a trailing
+    parameter ``%meta_relay_Constant_<i>`` of the function using it."""
+    register_source(source_name, text)
+    if prelude:
+        prelude_mod = _load_prelude()
+        if prelude_mod is not None:
+            scanner = Parser(text, source_name, None)
+            scan = scanner.run(scanner.scan_names)
+            base = _prelude_base(prelude_mod, base, scan)
+    parser = Parser(text, source_name, base, meta_as_params)
+    try:
+        return parser.run(parser.module)
+    except DiagnosticError:
+        if prelude is not None or not parser.unresolved:
+            raise
+        prelude_mod = _load_prelude()
+        if prelude_mod is None or not any(_defines(prelude_mod, kind, name)
+                                          for kind, name in sorted(parser.unresolved)):
+            raise
+    # The program uses names only the prelude defines: parse again with it.
+    retry = Parser(text, source_name, _prelude_base(prelude_mod, base, parser.prescan),
+                   meta_as_params)
+    return retry.run(retry.module)
+
+
+def parse_expr(text: str, source_name: str = "<string>", *,
+               base: IRModule | None = None) -> Expr:
+    """Parse one expression (``free_var`` declarations, bindings and a
+    metadata section allowed).  Globals of ``base`` and its types and
+    constructors are in scope; other ``@names`` become fresh GlobalVars."""
+    register_source(source_name, text)
+    parser = Parser(text, source_name, base, strict_globals=False)
+    return parser.run(parser.expression)
