@@ -34,12 +34,18 @@ default is ``round``, the default of Relay's C++ attrs (what the text
 parser fills in).
 
 ``linear`` interpolates between ``floor(v)`` and ``floor(v) + 1`` with
-weight ``v - floor(v)``; ``cubic`` uses the Keys spline with
+weight ``t = v - floor(v)`` (the exact fraction rounded once to float64),
+as ``(1 - t)*a + t*b`` along W first, then along H; ``cubic`` uses the Keys spline with
 ``cubic_alpha`` over taps ``floor(v) - 1 .. floor(v) + 2``; with
 ``cubic_exclude`` taps outside the image get weight 0 and the weights are
 renormalised.  Interpolation is computed in float64 and converted once to
-``out_dtype`` (integers: truncation toward zero, saturating, as TOPI's
-cast).  ``nearest_neighbor`` copies values exactly.
+``out_dtype``.  A floating-point value converted to an integer
+``out_dtype`` is rounded to nearest, ties to even, and saturated.  (TOPI
+truncates; but an interpolated value that is mathematically an integer
+comes out of floating point as ``160.99999`` or ``161.00001`` depending on
+the order of operations, so truncation would make integer results depend
+on rounding noise — rounding to nearest does not.)  ``nearest_neighbor``
+copies values exactly.
 
 ``nn.upsampling`` has output size ``round(in * scale)`` (half to even, as
 TVM folds ``round``) and resizes with ``align_corners`` or ``asymmetric``
@@ -232,6 +238,28 @@ def _axis_table(in_size: int, out_size: int, r: _Resize, start: float,
     return tap_arr, np.array(weights, dtype=np.float64), np.array(outside, dtype=bool)
 
 
+def _weighted_sum(weights: np.ndarray, terms: list[np.ndarray]) -> np.ndarray:
+    """``w0*t0 + w1*t1 + ...`` left to right (TOPI's order)."""
+    acc = weights[0] * terms[0]
+    for w, t in zip(weights[1:], terms[1:]):
+        acc = acc + w * t
+    return acc
+
+
+def _interpolate(x: np.ndarray, ty: np.ndarray, wy: np.ndarray, tx: np.ndarray,
+                 wx: np.ndarray) -> np.ndarray:
+    """Separable interpolation in float64 with a fixed order of operations:
+    each source row is first interpolated along W, then the rows along H —
+    for linear exactly TOPI's ``lerp(lerp(p00, p01, tx), lerp(p10, p11,
+    tx), ty)`` with ``lerp(a, b, t) = (1 - t)*a + t*b``."""
+    rows = []
+    for j in range(ty.shape[1]):
+        row = x[..., ty[:, j], :]  # (..., OH, W)
+        rows.append(_weighted_sum([wx[:, i] for i in range(wx.shape[1])],
+                                  [row[..., tx[:, i]] for i in range(tx.shape[1])]))
+    return _weighted_sum([wy[:, j][:, None] for j in range(wy.shape[1])], rows)
+
+
 def resize_nchw(x: np.ndarray, out_h: int, out_w: int, r: _Resize,
                 out_dtype: DType) -> np.ndarray:
     """Resize the last two axes of ``x`` to ``(out_h, out_w)``."""
@@ -242,15 +270,21 @@ def resize_nchw(x: np.ndarray, out_h: int, out_w: int, r: _Resize,
     if r.method is ResizeMethod.NEAREST_NEIGHBOR:
         value = x[..., ty[:, 0][:, None], tx[:, 0][None, :]]
         if r.mode is not CoordinateMode.TF_CROP_AND_RESIZE:
-            return cast_result(value, out_dtype)
+            return _to_out(value, out_dtype)
         value = value.astype(np.float64)
     else:
-        # (..., OH, KY, OW, KX) gathered taps, weighted and summed.
-        gathered = x.astype(np.float64)[..., ty[:, :, None, None], tx[None, None, :, :]]
-        value = np.einsum("...yiwj,yi,wj->...yw", gathered, wy, wx)
+        value = _interpolate(x.astype(np.float64), ty, wy, tx, wx)
     if r.mode is CoordinateMode.TF_CROP_AND_RESIZE:
         mask = oy[:, None] | ox[None, :]
         value = np.where(mask, r.extrapolation, value)
+    return _to_out(value, out_dtype)
+
+
+def _to_out(value: np.ndarray, out_dtype: DType) -> np.ndarray:
+    """Floats to an integer type round to nearest (ties to even) and
+    saturate; everything else casts as :func:`cast_result`."""
+    if out_dtype.is_int and value.dtype.kind == "f":
+        value = np.rint(value)
     return cast_result(value, out_dtype)
 
 
