@@ -149,6 +149,19 @@ class _Fatal(Exception):
         self.diagnostic = diagnostic
 
 
+class _Clamped:
+    """Token list access that never runs past the final EOF token."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+
+    def __getitem__(self, i: int) -> Token:
+        return self.tokens[min(i, len(self.tokens) - 1)]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
 @dataclass
 class _Prescan:
     globals: dict[str, Token]
@@ -375,7 +388,7 @@ class Parser:
     # ------------------------------------------------------------ pre-scan
     def _prescan(self) -> _Prescan:
         """Top-level names, found without parsing (forward references)."""
-        tokens = self.tokens
+        tokens = _Clamped(self.tokens)
         result = _Prescan({}, {}, {}, [])
         openers = (T.LPAREN, T.LSQUARE, T.LCURLY)
         closers = (T.RPAREN, T.RSQUARE, T.RCURLY)
@@ -407,7 +420,7 @@ class Parser:
         return result
 
     def _prescan_ctors(self, i: int, result: _Prescan) -> int:
-        tokens = self.tokens
+        tokens = _Clamped(self.tokens)
         if tokens[i].kind is T.LSQUARE:
             while tokens[i].kind not in (T.RSQUARE, T.EOF, T.METADATA):
                 i += 1
@@ -856,11 +869,13 @@ class Parser:
     # ------------------------------------------------------------ literals
     def number_constant(self, tok: Token, negate: bool, span: Span | None,
                         sign_text: str) -> Constant:
-        value, dtype = self.number_value(tok, negate, sign_text)
+        value, dtype = self.number_value(tok, negate, sign_text, span)
         return Constant(np.array(value, dtype=dtype.np), span=span)
 
-    def number_value(self, tok: Token, negate: bool, sign_text: str) -> tuple[Any, DType]:
+    def number_value(self, tok: Token, negate: bool, sign_text: str,
+                     span: Span | None = None) -> tuple[Any, DType]:
         """The (Python) value and dtype of a number literal, range-checked."""
+        span = span if span is not None else tok.span
         number = tok.value
         assert isinstance(number, Number)
         text = sign_text + number.text
@@ -870,7 +885,7 @@ class Parser:
             limit = float(np.finfo(dtype.np).max)
             if math.isfinite(fvalue) and abs(fvalue) > limit:
                 self.error(f"floating-point literal `{text}` is out of range for {dtype}",
-                           tok.span)
+                           span)
                 fvalue = 0.0
             return fvalue, dtype
         ivalue = -int(number.value) if negate else int(number.value)
@@ -879,13 +894,13 @@ class Parser:
                 info = np.iinfo(candidate.np)
                 if info.min <= ivalue <= info.max:
                     return ivalue, candidate
-            self.error(f"integer literal `{text}` is out of range for int64", tok.span)
+            self.error(f"integer literal `{text}` is out of range for int64", span)
             return 0, DType.INT64
         dtype = number.dtype
         info = np.iinfo(dtype.np)
         if not info.min <= ivalue <= info.max:
             self.error(f"integer literal `{text}` is out of range for {dtype} "
-                       f"({info.min} to {info.max})", tok.span)
+                       f"({info.min} to {info.max})", span)
             return 0, dtype
         return ivalue, dtype
 
@@ -1041,7 +1056,8 @@ class Parser:
             while self.accept(T.MINUS):
                 minuses += 1
             num = self.expect(T.NUMBER, "after `-`")
-            value, _ = self.number_value(num, minuses % 2 == 1, "-" * minuses)
+            value, _ = self.number_value(num, minuses % 2 == 1, "-" * minuses,
+                                         self.span_from(tok))
             return value
         if tok.kind is T.BOOL:
             self.next()

@@ -55,7 +55,7 @@ from .visitor import ExprFunctor, post_order
 VERSION_HEADER = '#[version = "0.0.5"]'
 
 #: maximum nesting height of an expression printed inline
-INLINE_LIMIT = 24
+INLINE_LIMIT = 8
 
 _ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
 
