@@ -388,23 +388,23 @@ defop("reverse", 1, _reverse_rel, INJ, _reverse, "reverse the order along axis",
 
 # ====================================================== joining and splitting
 
-def _same_dims(ts: Sequence[TensorType], skip: int | None, what: str) -> list[Dim]:
+def _same_dims(ts: Sequence[TensorType], skip: int | None) -> list[Dim]:
     """The common shape of ``ts`` (ignoring dimension ``skip``); ``?``
     matches anything and a static extent wins over it."""
     shape: list[Dim] = list(ts[0].shape)
     for j, t in enumerate(ts[1:], 1):
         if t.ndim != len(shape):
-            raise RelationError(f"{what}: tensor 0 has rank {len(shape)} but tensor {j} has "
+            raise RelationError(f"tensor 0 has rank {len(shape)} but tensor {j} has "
                                 f"rank {t.ndim} ({t})")
         if t.dtype != ts[0].dtype:
-            raise RelationError(f"{what}: tensor 0 is {ts[0].dtype} but tensor {j} is "
+            raise RelationError(f"tensor 0 is {ts[0].dtype} but tensor {j} is "
                                 f"{t.dtype}")
         for k, d in enumerate(t.shape):
             if k == skip:
                 continue
             if isinstance(shape[k], int) and isinstance(d, int):
                 if shape[k] != d:
-                    raise RelationError(f"{what}: dimension {k} of tensor {j} is {d} but "
+                    raise RelationError(f"dimension {k} of tensor {j} is {d} but "
                                         f"{shape[k]} in tensor 0 ({fmt_shape(ts[0].shape)} "
                                         f"vs {fmt_shape(t.shape)})")
             elif isinstance(d, int):
@@ -427,7 +427,7 @@ def _concatenate_rel(args: Sequence[Type], attrs: ConcatenateAttrs) -> Type | No
     if ts[0].ndim == 0:
         raise RelationError("cannot concatenate 0-d tensors")
     axis = normalize_axis(attrs.axis, ts[0].ndim)
-    shape = _same_dims(ts, axis, "concatenate")
+    shape = _same_dims(ts, axis)
     shape[axis] = _sum_dims(t.shape[axis] for t in ts)
     return TensorType(tuple(shape), ts[0].dtype)
 
@@ -464,7 +464,7 @@ def _stack_rel(args: Sequence[Type], attrs: StackAttrs) -> Type | None:
         return None
     if not ts:
         raise RelationError("needs at least one tensor to stack")
-    shape = _same_dims(ts, None, "stack")
+    shape = _same_dims(ts, None)
     p = _expand_pivot(len(shape), attrs.axis)
     return TensorType(tuple(shape[:p]) + (len(ts),) + tuple(shape[p:]), ts[0].dtype)
 
