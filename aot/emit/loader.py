@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import os
 import sys
 import sysconfig
 import threading
@@ -59,9 +58,14 @@ from aot.emit.build import ArtifactLayout, default_jobs, header_key_parts
 from aot.emit.toolchain import BuildError, Toolchain, find_toolchain, run_tool
 from aot.ir.dtype import DType
 
-#: Flags for the cffi wrapper (not our C: no strict warnings).
-EXTENSION_FLAGS: tuple[str, ...] = ("-O1", "-fPIC", "-shared", "-w",
-                                    "-fdiagnostics-color=never")
+#: Flags for the cffi wrapper.  It is cffi's C, not ours, so the strict set
+#: does not apply; but a cdef that disagrees with the real header must fail
+#: (a call through a mismatched prototype corrupts memory silently).
+EXTENSION_FLAGS: tuple[str, ...] = (
+    "-O1", "-fPIC", "-shared", "-fdiagnostics-color=never",
+    "-Werror=incompatible-pointer-types", "-Werror=int-conversion",
+    "-Werror=implicit-function-declaration", "-Werror=pointer-sign",
+)
 
 #: C element type for each dtype, as spelled in generated headers.  float16
 #: travels as its raw 16 bits.
