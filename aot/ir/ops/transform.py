@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from ..types import Dim
-from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
-                      Type, as_array, broadcast_shapes, defop, np, tensor_arg, tensor_args)
+from ._common import (ANY, Attrs, PatternKind, RelationError, TensorType, TupleType, Type,
+                      as_array, defop, np, tensor_arg, tensor_args)
 from ._shape_util import (dims_product, fmt_shape, normalize_axes, normalize_axis,
                           tuple_tensor_arg)
 
@@ -182,16 +182,10 @@ def _reshape_rel(args: Sequence[Type], attrs: ReshapeAttrs) -> Type | None:
     return TensorType(infer_reshape(t.shape, attrs.newshape, attrs.allowzero), t.dtype)
 
 
-def _static_or_infer(out: TensorType, x: np.ndarray, infer) -> tuple[int, ...]:
-    if out.is_static:
-        return tuple(int(d) for d in out.shape)
-    return tuple(int(d) for d in infer(x))
-
-
 def _reshape(args: Sequence[np.ndarray], attrs: ReshapeAttrs, out: Type) -> np.ndarray:
     (x,) = args
-    shape = _static_or_infer(_out(out), x,
-                             lambda a: infer_reshape(a.shape, attrs.newshape, attrs.allowzero))
+    # from the data's own (static) shape, so a `?` in the type is no obstacle
+    shape = infer_reshape(x.shape, attrs.newshape, attrs.allowzero)
     return as_array(np.reshape(x, shape), x.dtype)
 
 
