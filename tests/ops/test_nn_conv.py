@@ -8,6 +8,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aot.ir.attrs import AttrError
 from aot.ir.dtype import DType
@@ -353,3 +355,29 @@ def test_conv2d_attrs_round_trip(raw):
 def test_conv_pattern_is_out_elemwise_fusable(name):
     assert get(name).pattern is PatternKind.OUT_ELEMWISE_FUSABLE
     assert get(name).arity == 2
+
+
+@st.composite
+def conv_configs(draw):
+    groups = draw(st.integers(1, 3))
+    cin = groups * draw(st.integers(1, 2))
+    cout = groups * draw(st.integers(1, 2))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dil = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    pad = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    strides = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    # input large enough for a non-empty output
+    h = draw(st.integers(max(1, (kh - 1) * dil[0] + 1 - pad[0] - pad[2]), 7))
+    w = draw(st.integers(max(1, (kw - 1) * dil[1] + 1 - pad[1] - pad[3]), 7))
+    return (1, cin, h, w), (cout, cin // groups, kh, kw), strides, pad, dil, groups
+
+
+@settings(max_examples=40, deadline=None)
+@given(conv_configs())
+def test_conv2d_random_configurations_match_the_direct_definition(cfg):
+    xs, ws, strides, pad, dil, groups = cfg
+    x = sample(RNG, xs, "int8")
+    w = sample(RNG, ws, "int8")
+    got = run("nn.conv2d", x, w, strides=list(strides), padding=list(pad), dilation=list(dil),
+              groups=groups, out_dtype="int32")
+    assert_close(got, conv2d_ref(x, w, strides, pad, dil, groups, "int32"))

@@ -79,6 +79,14 @@ def expand(values: Sequence[int], n: int) -> tuple[int, ...]:
     return tuple(values) * n if len(values) == 1 else tuple(values)
 
 
+def pair(values: Sequence[int]) -> tuple[int, int]:
+    """Two values from one or two (``[2]`` is ``(2, 2)``)."""
+    if len(values) == 1:
+        return (values[0], values[0])
+    assert len(values) == 2, values
+    return (values[0], values[1])
+
+
 def padding_2d(p: Sequence[int]) -> tuple[int, int, int, int]:
     """Relay's normalisation: 1 value everywhere, 2 values (vertical,
     horizontal), 4 values (top, left, bottom, right)."""

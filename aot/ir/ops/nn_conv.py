@@ -53,7 +53,7 @@ from ._common import (ANY, DType, PatternKind, RelationError, TensorType, defop,
 from ._nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical, cast_result,
                        check_layout, check_out_dtype, check_padding, check_positive,
                        check_product_dtypes, check_rank, compatible, div_dim, expand,
-                       from_canonical, padding_1d, padding_2d, shape_str, to_canonical)
+                       from_canonical, padding_1d, padding_2d, pair, shape_str, to_canonical)
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
@@ -157,6 +157,11 @@ def _pads(attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
     """(before, after) per spatial axis."""
     if rank == 1:
         return (padding_1d(attrs.padding),)
+    return _pads_2d(attrs)
+
+
+def _pads_2d(attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs
+             ) -> tuple[tuple[int, int], tuple[int, int]]:
     top, left, bottom, right = padding_2d(attrs.padding)
     return ((top, bottom), (left, right))
 
@@ -335,9 +340,8 @@ def _conv2d(args: Sequence[np.ndarray], attrs: Conv2DAttrs, out: Type) -> np.nda
     dtype = _out_dtype(out)
     xc = array_to_canonical(x, attrs.data_layout, "NCHW")
     wc = array_to_canonical(w, attrs.kernel_layout, "OIHW")
-    res = conv2d_nchw(xc, wc, expand(attrs.strides, 2), _pads(attrs, 2),  # type: ignore[arg-type]
-                      expand(attrs.dilation, 2), attrs.groups,  # type: ignore[arg-type]
-                      accumulator(dtype))
+    res = conv2d_nchw(xc, wc, pair(attrs.strides), _pads_2d(attrs), pair(attrs.dilation),
+                      attrs.groups, accumulator(dtype))
     res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCHW")
     return cast_result(res, dtype)
 
@@ -359,10 +363,8 @@ def _conv2d_transpose(args: Sequence[np.ndarray], attrs: Conv2DTransposeAttrs,
     dtype = _out_dtype(out)
     xc = array_to_canonical(x, attrs.data_layout, "NCHW")
     wc = array_to_canonical(w, attrs.kernel_layout, "IOHW")
-    res = conv2d_transpose_nchw(xc, wc, expand(attrs.strides, 2),  # type: ignore[arg-type]
-                                _pads(attrs, 2),  # type: ignore[arg-type]
-                                expand(attrs.output_padding, 2),  # type: ignore[arg-type]
-                                expand(attrs.dilation, 2), attrs.groups,  # type: ignore[arg-type]
+    res = conv2d_transpose_nchw(xc, wc, pair(attrs.strides), _pads_2d(attrs),
+                                pair(attrs.output_padding), pair(attrs.dilation), attrs.groups,
                                 accumulator(dtype))
     res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCHW")
     return cast_result(res, dtype)

@@ -34,7 +34,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..types import Dim, Type
 from ._common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np, \
     tensor_arg
-from ._nn_util import (check_padding, check_positive, check_spatial_layout, expand, padding_2d,
+from ._nn_util import (check_padding, check_positive, check_spatial_layout, padding_2d, pair,
                        trunc_div_int)
 
 FAMILY = "nn"
@@ -112,9 +112,8 @@ class _Window:
     @staticmethod
     def of(a: MaxPool2DAttrs | AvgPool2DAttrs) -> _Window:
         top, left, bottom, right = padding_2d(a.padding)
-        return _Window(expand(a.pool_size, 2), expand(a.strides, 2),  # type: ignore[arg-type]
-                       expand(a.dilation, 2), (top, left), (bottom, right),  # type: ignore[arg-type]
-                       a.ceil_mode)
+        return _Window(pair(a.pool_size), pair(a.strides), pair(a.dilation), (top, left),
+                       (bottom, right), a.ceil_mode)
 
     def dilated(self, i: int) -> int:
         return (self.kernel[i] - 1) * self.dilation[i] + 1
