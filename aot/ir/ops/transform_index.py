@@ -54,11 +54,6 @@ FAMILY = "transform"
 INJ = PatternKind.INJECTIVE
 
 
-def _out(out: Type) -> TensorType:
-    assert isinstance(out, TensorType), out
-    return out
-
-
 # ============================================================ strided_slice
 
 class SliceMode(enum.Enum):
@@ -239,9 +234,7 @@ def _take(args: Sequence[np.ndarray], attrs: TakeAttrs, out: Type) -> np.ndarray
     b = attrs.batch_dims + indices.ndim if attrs.batch_dims < 0 else attrs.batch_dims
     if b == 0:
         return as_array(np.take(data, idx, axis=axis), data.dtype)
-    result = np.empty(_out(out).shape if _out(out).is_static else
-                      tuple(data.shape[:axis]) + idx.shape[b:] + data.shape[axis + 1:],
-                      dtype=data.dtype)
+    result = np.empty(data.shape[:axis] + idx.shape[b:] + data.shape[axis + 1:], data.dtype)
     for pos in np.ndindex(*data.shape[:b]):
         result[pos] = np.take(data[pos], idx[pos], axis=axis - b)
     return result
