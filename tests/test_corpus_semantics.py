@@ -33,12 +33,42 @@ def records(tiers: str) -> list[dict]:
 
 
 def ill_typed(rec: dict) -> bool:
-    return "ill-typed" in (rec.get("expect") or "").lower()
+    return "ill-typed" in (rec.get("expect") or "").lower() or _stem(rec) in NOT_TYPEABLE
+
+
+def _stem(rec: dict) -> str:
+    return Path(rec["id"]).stem
+
+
+#: Tier-A programs that TVM's tests only parsed and that are not well typed,
+#: though the manifest does not say so; type inference must reject them with
+#: this text in the message.
+NOT_TYPEABLE = {
+    "L0267_test_vars_0": "undefined global function `@foo`",  # `@foo` alone
+    "L0540_test_tensor_type_0": "type mismatch",   # let %_ : Tensor[(), float32] = ()
+    "L0545_test_tensor_type_0": "type mismatch",   # let %_ : Tensor[(1), float32] = ()
+    "L0550_test_tensor_type_0": "type mismatch",   # let %_ : Tensor[(1, 1), float32] = ()
+    "L0555_test_tensor_type_0": "type mismatch",   # let %_ : Tensor[(?, 1), float32] = ()
+}
+
+#: Tier-C programs whose metadata constants' shapes no relation determines
+#: (the constants were given by TVM's metadata section, which the corpus
+#: lacks): type inference must say which call it cannot type.
+UNDERDETERMINED = {
+    "L0089_mnist_0": "nn.dense",          # units=None: the weight's row count is free
+    "L0304_gpt2_0": "take",               # the embedding table's shape is free
+    "L1255_gpt2_16_0": "take",
+    "L2328_gpt2_16_for_cutlass_extract_0": "nn.batch_matmul",  # no attribute fixes the weight
+}
 
 
 def load(rec: dict, **kw) -> aot.IRModule:
     path = CORPUS / rec["id"]
     text = path.read_text()
+    if "only with init module" in (rec.get("expect") or ""):
+        # TVM's test parsed it on top of the module of the previous snippet.
+        init = CORPUS / "verbatim/test_ir_parser/L1009_test_init_module_and_metatable_0.relay"
+        return aot.parse(text, str(path), base=aot.parse(init.read_text(), str(init)), **kw)
     if rec["id"] == "std/nat.rly":
         base = aot.parse((CORPUS / "std/prelude.rly").read_text(), "prelude.rly", prelude=False)
         return aot.parse(text, str(path), base=base, prelude=False)
@@ -65,12 +95,12 @@ def diverges(rec: dict) -> bool:
 
 @pytest.mark.parametrize("rec", records("AL"), ids=lambda r: r["id"])
 def test_tier_a_and_l_type_check(rec: dict) -> None:
-    mod = load(rec)
     if ill_typed(rec):
-        with pytest.raises(DiagnosticError):
-            aot.infer_types(mod)
+        with pytest.raises(DiagnosticError) as info:
+            aot.infer_types(load(rec))
+        assert NOT_TYPEABLE.get(_stem(rec), "") in str(info.value)
         return
-    typed = aot.infer_types(mod)
+    typed = aot.infer_types(load(rec))
     assert typed.is_typed
 
 
@@ -124,6 +154,12 @@ def test_tier_b_type_checks_and_evaluates(rec: dict) -> None:
 
 @pytest.mark.parametrize("rec", records("C"), ids=lambda r: r["id"])
 def test_tier_c_type_checks_with_inferred_constant_shapes(rec: dict) -> None:
+    if _stem(rec) in UNDERDETERMINED:
+        with pytest.raises(DiagnosticError) as info:
+            aot.infer_types(load(rec, meta_as_params=True))
+        assert f"cannot infer the type of this `{UNDERDETERMINED[_stem(rec)]}` call" \
+            in info.value.message
+        return
     mod = aot.infer_types(load(rec, meta_as_params=True))
     for p in mod["main"].params:
         assert _static(p.checked_type), (p.name_hint, p.checked_type)

@@ -148,11 +148,14 @@ class TypeCall(Type):
 
 @dataclass(frozen=True, slots=True)
 class TypeRelation(Type):
-    """A constraint ``Name(args...)`` inside a function type (an operator's
-    shape rule, written symbolically)."""
+    """A constraint ``name(args...)`` inside a function type: the operator
+    ``name``'s relation must hold between its argument types and its result
+    type (the last of ``args``).  ``attrs`` are the call's operator attributes
+    (None: the operator's defaults)."""
 
     name: str
     args: tuple[Type, ...]
+    attrs: object = None
 
     def __str__(self) -> str:
         return f"{self.name}(" + ", ".join(str(a) for a in self.args) + ")"
@@ -170,7 +173,10 @@ class FuncType(Type):
         if self.type_params:
             tps = "[" + ", ".join(str(t) for t in self.type_params) + "]"
         args = ", ".join(str(a) for a in self.arg_types)
-        return f"fn {tps}({args}) -> {self.ret_type}"
+        where = ""
+        if self.type_constraints:
+            where = " where " + ", ".join(str(c) for c in self.type_constraints)
+        return f"fn {tps}({args}) -> {self.ret_type}{where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +245,7 @@ def map_type(t: Type, fn: Callable[[Type], Type | None]) -> Type:
     if isinstance(t, RefType):
         return RefType(map_type(t.value, fn))
     if isinstance(t, TypeRelation):
-        return TypeRelation(t.name, tuple(map_type(a, fn) for a in t.args))
+        return TypeRelation(t.name, tuple(map_type(a, fn) for a in t.args), t.attrs)
     return t
 
 

@@ -62,12 +62,14 @@ def infer_types(mod: IRModule) -> IRModule:
         for gv in component:
             infer.check_global(gv, mod[gv], skeletons[gv])
         solver.solve()
+        while solver.relations and solver.apply_defaults():
+            solver.solve()
+        finished = {gv: _finish(mod[gv], skeletons[gv], solver, infer) for gv in component}
         solver.report_stuck()
         if diags:
             # Later components would only repeat these errors.
             break
-        for gv in component:
-            func_type, typed_func = _finish(mod[gv], skeletons[gv], solver, infer)
+        for gv, (func_type, typed_func) in finished.items():
             final[gv] = func_type
             typed[gv] = typed_func
     diags.raise_if_any()
@@ -473,8 +475,22 @@ def _finish(func: Function, skeleton: FuncType, solver: TypeSolver,
             return None
         return map_type(resolved, fill)
 
+    # Relations still pending over nothing but generalised holes become
+    # constraints of the function's type, checked at each instantiation
+    # (``def @f(%x, %y) { %x + %y }`` : ``fn [A, B, C](A, B) -> C where
+    # add(A, B, C)``).
+    constraints: list[TypeRelation] = []
+    pending = []
+    for rel in solver.relations:
+        types = [solver.resolve(a) for a in (*rel.args, rel.out)]
+        if all(h in generalised for t in types for h in holes(t)):
+            constraints.append(TypeRelation(rel.op.name, tuple(final(t) for t in types),
+                                            rel.attrs))
+        else:
+            pending.append(rel)
+    solver.relations = pending
     func_type = FuncType(tuple(final(a) for a in sig.arg_types), final(sig.ret_type),
-                         params)  # type: ignore[arg-type]
+                         params, tuple(constraints))  # type: ignore[arg-type]
     typed = _Annotate(infer, final).visit(func)
     assert isinstance(typed, Function)
     typed = dataclasses.replace(typed, ret_type=func_type.ret_type, type_params=params,

@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 from ..diagnostics import DiagnosticCollector, Span
 from ..ir.attrs import Attrs
-from ..ir.registry import OpDef, RelationError, Solved
+from ..ir.registry import OpDef, PatternKind, RelationError, Solved
 from ..ir.types import (ANY, Dim, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType,
                         TupleType, Type, TypeCall, TypeRelation, TypeVar, map_type, substitute)
 
@@ -103,8 +103,8 @@ class TypeSolver:
         return t
 
     # ----------------------------------------------------- instantiation
-    def instantiate(self, t: FuncType, span: Span | None = None,
-                    attrs: Attrs | None = None) -> tuple[FuncType, tuple[Type, ...]]:
+    def instantiate(self, t: FuncType,
+                    span: Span | None = None) -> tuple[FuncType, tuple[Type, ...]]:
         """Replace ``t``'s type parameters by fresh holes; returns the
         monomorphic type and the holes (the call's type arguments).
         Relation constraints of the type become pending relations."""
@@ -113,16 +113,16 @@ class TypeSolver:
         inst = FuncType(tuple(substitute(a, mapping) for a in t.arg_types),
                         substitute(t.ret_type, mapping))
         for rel in t.type_constraints:
-            self._add_type_relation(rel, mapping, span, attrs)
+            self._add_type_relation(rel, mapping, span)
         return inst, holes
 
     def _add_type_relation(self, rel: TypeRelation, mapping: dict[Type, Type],
-                           span: Span | None, attrs: Attrs | None) -> None:
+                           span: Span | None) -> None:
         op = self.op_lookup(rel.name) if self.op_lookup else None
         assert op is not None, f"type relation {rel.name} names no operator"
         args = tuple(substitute(a, mapping) for a in rel.args)
-        self.relations.append(Relation(op, args[:-1], args[-1],
-                                       attrs if attrs is not None else op.attrs_type(), span))
+        attrs = rel.attrs if isinstance(rel.attrs, Attrs) else op.attrs_type()
+        self.relations.append(Relation(op, args[:-1], args[-1], attrs, span))
 
     # ------------------------------------------------------------ unify
     def unify(self, expected: Type, found: Type, span: Span | None,
@@ -271,8 +271,35 @@ class TypeSolver:
         self.unify(result, rel.out, rel.span, f"`{rel.op.name}` result")
         return True
 
-    def report_stuck(self) -> None:
+    def apply_defaults(self) -> bool:
+        """Last resort after the fixed point: an argument of an elementwise
+        or broadcasting operator whose type nothing determines is assumed
+        to have the type of a sibling argument of rank > 0 that is known
+        (``add(%conv, %bias)`` with an unknown ``%bias``).  Returns True if it changed
+        anything (then solve again)."""
+        changed = False
         for rel in self.relations:
+            if rel.op.pattern > PatternKind.BROADCAST:
+                continue
+            args = [self.resolve(a) for a in rel.args]
+            # a scalar sibling says nothing about the operand's shape
+            known = [a for a in args if isinstance(a, TensorType) and a.shape]
+            if not known:
+                continue
+            for given, now in zip(rel.args, args):
+                if isinstance(now, IncompleteType):
+                    self.unify(known[0], given, rel.span, f"`{rel.op.name}`")
+                    changed = True
+        return changed
+
+    def report_stuck(self) -> None:
+        """Report what could not be inferred: only the root causes, not the
+        calls that are stuck merely because they consume a stuck result."""
+        outs = {self.resolve(r.out) for r in self.relations}
+        roots = [r for r in self.relations
+                 if not any(isinstance(a, IncompleteType) and a in outs
+                            for a in (self.resolve(x) for x in r.args))]
+        for rel in roots or self.relations:
             args = ", ".join(str(self.resolve(a)) for a in rel.args)
             self.diagnostics.error(
                 f"cannot infer the type of this `{rel.op.name}` call: its argument types "

@@ -53,7 +53,8 @@ def error_of(text: str) -> DiagnosticError:
      "fn (Tensor[(?, 3), float32]) -> Tensor[(?, 3), float32]"),
     ("let %t = fn (%p) { %p.1 }; %t((1, 2f))", "fn () -> float32"),
     ("let %_ : _ = (); ()", "fn () -> ()"),
-    ("fn (%x) { %x }", "fn [A]() -> fn (A) -> A"),
+    ("fn (%x) { %x }", "fn [A](A) -> A"),
+    ("let %f = fn (%x) { %x }; %f", "fn [A]() -> fn (A) -> A"),
 ])
 def test_expression_types(src: str, expected: str) -> None:
     assert main_type(src) == expected
@@ -287,8 +288,32 @@ def test_several_errors_are_reported_at_once() -> None:
 
 
 def test_unsolvable_relation_is_reported() -> None:
-    err = error_of("def @f(%x, %y) { %x + %y }")
+    err = error_of("def @main() { let %f = fn (%x, %y) { %x + %y }; () }")
     assert "cannot infer the type of this `add` call" in err.message
+
+
+def test_relations_over_generalised_types_become_constraints() -> None:
+    mod = typed("""
+        def @f(%x, %y) { %x + %y }
+        def @main(%a: Tensor[(2, 1), float32], %b: Tensor[(3), float32]) { @f(%a, %b) }
+    """)
+    assert str(mod["f"].checked_type) == "fn [A, B, C](A, B) -> C where add(A, B, C)"
+    assert str(mod["main"].checked_type) == \
+        "fn (Tensor[(2, 1), float32], Tensor[(3), float32]) -> Tensor[(2, 3), float32]"
+    err = error_of("""
+        def @f(%x, %y) { %x + %y }
+        def @main(%a: float32, %b: int32) { @f(%a, %b) }
+    """)
+    assert "dtype mismatch" in err.message
+
+
+def test_operator_value_has_a_constrained_polymorphic_type() -> None:
+    assert main_type("add") == "fn [A, B, C]() -> fn (A, B) -> C where add(A, B, C)"
+
+
+def test_defaulting_gives_an_undetermined_operand_its_siblings_type() -> None:
+    assert main_type("def @main(%x: Tensor[(2), float32], %b) { %x + %b }") == \
+        "fn (Tensor[(2), float32], Tensor[(2), float32]) -> Tensor[(2), float32]"
 
 
 def test_recursive_type_is_rejected() -> None:
@@ -298,7 +323,7 @@ def test_recursive_type_is_rejected() -> None:
 
 def test_type_definition_with_unknown_type() -> None:
     err = error_of("type T { C(Missing[int32]) }")
-    assert "unknown type `Missing`" in str(err)
+    assert "type `Missing`" in str(err)
 
 
 # ------------------------------------------------------------------ solver
