@@ -100,7 +100,7 @@ from .. import quant
 from ..quant import QuantizationError
 from ..registry import Solved
 from ..types import Type
-from ..types import Dim
+from ..types import Dim, IncompleteType, TypeVar
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
                       as_array, broadcast_shapes, defop, np, ordinal, tensor_arg)
 from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, normalize_axis,
@@ -323,9 +323,9 @@ def _tuple_fields(args: Sequence[Type], i: int, what: str) -> tuple[Type, ...] |
     t = args[i]
     if isinstance(t, TupleType):
         return t.fields
-    if tensor_arg(args, i, what) is None:  # a hole; a tensor type raises here
+    if isinstance(t, (IncompleteType, TypeVar)):
         return None
-    raise AssertionError("unreachable")
+    raise RelationError(f"{what} must be a tuple, got {t}")
 
 
 def _concat_shape(tensors: Sequence[TensorType], axis: int) -> tuple[Dim, ...]:
