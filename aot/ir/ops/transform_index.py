@@ -12,11 +12,16 @@ Semantic choices (Relay's unless stated):
   ``n`` as Relay's ``CanonicalizeIndex``: a negative index gets ``n``
   added, then it is clamped to ``[0, n]`` for a positive stride and to
   ``[-1, n - 1]`` for a negative one (-1 meaning "before the first
-  element").  ``slice_mode="size"`` reads ``end`` as a size (a negative
-  size means "to the end") and ignores ``strides`` (all 1).  Where Relay
-  rejects a slice whose ``end`` lies before ``begin`` (in stride
-  direction), we give an empty axis, as NumPy does -- a strict extension.
-  A stride of 0 is rejected.  An axis of extent ``?`` gives ``?``.
+  element").  ``slice_mode="size"`` reads ``end`` as a size counted from
+  the canonical begin (a negative size means "to the end") and ignores
+  ``strides`` (all 1).  A stride of 0 is rejected.  An axis of extent
+  ``?`` gives ``?``.  Three strict extensions of Relay, each where Relay
+  rejects or misbehaves: a slice whose ``end`` lies before ``begin`` (in
+  stride direction) is empty, as in NumPy (Relay rejects it); in size mode
+  Relay adds the size to the *raw* begin, which differs only when a
+  negative begin plus the size reaches 0 or beyond (Relay then rejects the
+  slice); and an axis with a negative stride but no ``end`` runs through
+  element 0 (Relay pads the missing end with 0, which drops element 0).
 * ``take`` (NumPy's ``take``, with Relay's ``batch_dims``): out-of-range
   indices are handled by ``mode``: ``clip`` clamps to ``[0, n - 1]`` (so a
   negative index selects element 0, as in Relay, not the Python
