@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import stat
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,11 @@ def test_two_builds_of_one_model_name_do_not_interpose(tmp_path, toolchain):
     x = np.arange(3, dtype=np.float32)
     np.testing.assert_array_equal(run_affine(ffi_old, lib_old, "net", x), x * 2 + 1)
     np.testing.assert_array_equal(run_affine(ffi_new, lib_new, "net", x), x * 5 + 1)
+    # Belt and braces: the model's symbols are not exported from the extension.
+    module = load_extension(new, "net", affine_cdef("net"), toolchain=toolchain)
+    exported = subprocess.run(["nm", "-D", "--defined-only", module.__file__],
+                              capture_output=True, text=True, check=True).stdout
+    assert "PyInit_" in exported and "net_affine" not in exported
 
 
 def test_loading_the_same_build_twice_reuses_the_module(tmp_path, toolchain):
