@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 EXAMPLE ?= examples/list_fold.relay
 EXAMPLE_ARGS ?= --input "a=[1, 2, 3]" --input "b=[0.5, 0.25, 2]"
 
-.PHONY: all install run test check clean
+.PHONY: all install deps run test check clean
 
 all: test
 
@@ -22,13 +22,18 @@ $(STAMP): $(PY) pyproject.toml
 
 install: $(STAMP)
 
+# System tools the C backend's tests need (gcc, clang, make); installs only
+# what is missing.
+deps:
+	bash scripts/install-ci-deps.sh
+
 # The main job on a bundled example: type-check it and run it with the
 # reference interpreter.
 run: install
 	$(VENV)/bin/aot check $(EXAMPLE)
 	$(VENV)/bin/aot run $(EXAMPLE) $(EXAMPLE_ARGS) --backend interp
 
-test: install
+test: install deps
 	$(PY) -m pytest
 
 clean:
