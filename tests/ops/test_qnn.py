@@ -253,9 +253,12 @@ def test_relation_accepts(name: str, args: list[Type], attrs: object, expected: 
 
 
 @pytest.mark.parametrize("name, args, attrs, message", [
-    ("qnn.quantize", [X23, F32, I32], QuantizeAttrs(), r"data must be float32, got Tensor\[\(2, 3\), int8\]"),
-    ("qnn.quantize", [F23, T((), "float64"), I32], QuantizeAttrs(), "output_scale must be a float32"),
-    ("qnn.quantize", [F23, F32, T((), "int8")], QuantizeAttrs(), "output_zero_point must be an? int32"),
+    ("qnn.quantize", [X23, F32, I32], QuantizeAttrs(),
+     r"data must be float32, got Tensor\[\(2, 3\), int8\]"),
+    ("qnn.quantize", [F23, T((), "float64"), I32], QuantizeAttrs(),
+     "output_scale must be a float32"),
+    ("qnn.quantize", [F23, F32, T((), "int8")], QuantizeAttrs(),
+     "output_zero_point must be an? int32"),
     ("qnn.quantize", [F23, T((4,), "float32"), I32], QuantizeAttrs(axis=1),
      r"3 elements \(axis=1 of the data"),
     ("qnn.quantize", [F23, T((2, 3), "float32"), I32], QuantizeAttrs(), "1-D float32"),
@@ -374,7 +377,7 @@ def test_quantize_per_channel() -> None:
     assert got.tolist() == [[2, 2, 2], [-4, -4, -4]]
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(st.floats(-200, 200, width=32), st.sampled_from([0.5, 0.1, 0.0078125, 1.7, 0.03]),
        st.integers(-128, 127))
 def test_quantize_dequantize_round_trip(x: float, scale: float, zp: int) -> None:
@@ -389,6 +392,7 @@ def test_quantize_dequantize_round_trip(x: float, scale: float, zp: int) -> None
         assert int(q[0]) == (127 if level > 127 else -128)
 
 
+@settings(deadline=None)
 @given(st.integers(-128, 127), st.sampled_from([0.5, 0.1, 0.0078125, 3.0]),
        st.integers(-20, 20))
 def test_dequantize_quantize_is_identity(q: int, scale: float, zp: int) -> None:
@@ -495,7 +499,7 @@ def test_requantize_per_channel_matches_slices() -> None:
 scales_st = st.floats(2.0 ** -13, 2.0 ** 10, width=32)
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(st.lists(st.integers(-(2 ** 31), 2 ** 31 - 1), min_size=1, max_size=6), scales_st,
        st.integers(-1000, 1000), scales_st, st.integers(-128, 127),
        st.sampled_from(["TFLITE", "UPWARD", "TONEAREST"]),
@@ -512,6 +516,7 @@ def test_requantize_matches_exact_reference(x: list[int], s_in: float, z_in: int
             assert g == requantize_ref(v, s_in, z_in, s_out, z_out, rounding, out_dtype)
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(-128, 127), min_size=1, max_size=8), scales_st,
        st.integers(-128, 127),
        st.sampled_from(["None", "TFLITE", "UPWARD", "TONEAREST"]),
@@ -526,6 +531,7 @@ def test_requantize_same_parameters_is_identity(x: list[int], scale: float, zp: 
     assert np.array_equal(got, data)
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(-(2 ** 20), 2 ** 20), min_size=1, max_size=6), scales_st,
        scales_st, st.sampled_from(["TFLITE", "UPWARD", "TONEAREST"]))
 def test_requantize_is_close_to_real_rescaling(x: list[int], s_in: float, s_out: float,
@@ -633,7 +639,7 @@ def test_binary_uint8_and_broadcasting() -> None:
 int8_lists = st.lists(st.integers(-128, 127), min_size=1, max_size=6)
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(st.data(), scales_st, st.integers(-128, 127), scales_st, st.integers(-128, 127),
        scales_st, st.integers(-128, 127))
 def test_add_and_mul_match_tflite_reference(data: st.DataObject, sa: float, za: int, sb: float,
@@ -652,6 +658,7 @@ def test_add_and_mul_match_tflite_reference(data: st.DataObject, sa: float, za: 
                                 for x, y in zip(a, b)]
 
 
+@settings(deadline=None)
 @given(int8_lists, int8_lists, st.sampled_from([0.5, 0.02, 1.0, 0.0078125]))
 def test_add_equal_scales_is_exact_sum(a: list[int], b: list[int], scale: float) -> None:
     n = min(len(a), len(b))
@@ -660,6 +667,7 @@ def test_add_equal_scales_is_exact_sum(a: list[int], b: list[int], scale: float)
     assert got.tolist() == [clamp(x + y, "int8") for x, y in zip(a, b)]
 
 
+@settings(deadline=None)
 @given(int8_lists, int8_lists, scales_st, scales_st, scales_st, st.integers(-50, 50))
 def test_add_and_mul_commute(a: list[int], b: list[int], sa: float, sb: float, so: float,
                              zp: int) -> None:
@@ -709,6 +717,7 @@ def test_concatenate_zero_points_and_saturation() -> None:
     assert got.tolist() == [127, -128, 50, 51]
 
 
+@settings(deadline=None)
 @given(st.lists(int8_lists, min_size=1, max_size=4), st.integers(-128, 127), scales_st)
 def test_concatenate_same_parameters_is_plain(parts: list[list[int]], zp: int,
                                               scale: float) -> None:

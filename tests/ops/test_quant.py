@@ -63,6 +63,7 @@ def test_smaller_than_one_exp_rejects(real: float) -> None:
         quant.quantize_multiplier_smaller_than_one_exp(real)
 
 
+@settings(deadline=None)
 @given(st.floats(min_value=2.0 ** -31, max_value=2.0 ** 29.9, allow_nan=False))
 def test_quantize_multiplier_is_nearest_q31(real: float) -> None:
     qm = quant.quantize_multiplier(real)
@@ -101,6 +102,7 @@ def test_srdhm_golden(a: int, b: int, expected: int) -> None:
     assert int(quant.saturating_rounding_doubling_high_mul(a, b)) == expected
 
 
+@settings(deadline=None)
 @given(int32s, int32s)
 def test_srdhm_matches_exact_rounding(a: int, b: int) -> None:
     assert int(quant.saturating_rounding_doubling_high_mul(a, b)) == srdhm_reference(a, b)
@@ -132,6 +134,7 @@ def test_rdbpot_golden(x: int, e: int, expected: int) -> None:
     assert int(quant.rounding_divide_by_pot(x, e)) == expected
 
 
+@settings(deadline=None)
 @given(int32s, st.integers(0, 31))
 def test_rdbpot_matches_exact_rounding(x: int, e: int) -> None:
     assert int(quant.rounding_divide_by_pot(x, e)) == rdbpot_reference(x, e)
@@ -167,12 +170,14 @@ def test_multiply_by_quantized_multiplier_golden(x: int, m: int, shift: int,
     assert int(quant.multiply_by_quantized_multiplier(x, m, shift)) == expected
 
 
+@settings(deadline=None)
 @given(int32s, multipliers, st.integers(-31, 30))
 def test_multiply_by_quantized_multiplier_reference(x: int, m: int, shift: int) -> None:
     assert int(quant.multiply_by_quantized_multiplier(x, m, shift)) == \
         double_rounding_reference(x, m, shift)
 
 
+@settings(deadline=None)
 @given(st.integers(-(1 << 20), 1 << 20), multipliers, st.integers(-31, 0))
 def test_double_rounding_error_is_small(x: int, m: int, shift: int) -> None:
     exact = Fraction(x * m) * Fraction(2) ** (shift - 31)
@@ -218,6 +223,7 @@ def test_single_rounding_golden(x: int, m: int, shift: int, upward: int,
     assert int(f(x, m, shift, to_nearest=True)) == tonearest
 
 
+@settings(deadline=None)
 @given(int32s, multipliers, st.integers(-31, 30), st.booleans())
 def test_single_rounding_reference(x: int, m: int, shift: int, to_nearest: bool) -> None:
     got = quant.multiply_by_quantized_multiplier_single_rounding(x, m, shift, to_nearest)
@@ -255,7 +261,7 @@ def test_round_half_away_from_zero_float32() -> None:
     assert np.isnan(quant.round_half_away_from_zero(np.array([np.nan], np.float32)))[0]
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(st.floats(width=32, allow_nan=False, allow_infinity=False))
 def test_round_half_away_matches_exact(x: float) -> None:
     got = float(quant.round_half_away_from_zero(np.array([x], dtype=np.float32))[0])
