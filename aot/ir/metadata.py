@@ -98,10 +98,10 @@ def _from_dl_dtype(code: int, bits: int, lanes: int) -> DType:
 
 def ndarray_to_bytes(array: np.ndarray) -> bytes:
     """TVM's NDArray serialization of ``array``."""
-    arr = np.ascontiguousarray(array)
+    arr = np.asarray(array)  # (np.ascontiguousarray would make a 0-d array 1-d)
     dtype = DType.from_numpy(arr.dtype)
     code, bits = _dl_dtype(dtype)
-    data = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+    data = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
     head = struct.pack("<QQiii", NDARRAY_MAGIC, 0, _KDL_CPU, 0, arr.ndim)
     head += struct.pack("<BBH", code, bits, 1)
     head += struct.pack(f"<{arr.ndim}q", *arr.shape)

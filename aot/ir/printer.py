@@ -460,11 +460,12 @@ class _Printer(ExprFunctor[str]):
         if hint == "_" and self.plan.uses.get(var, 0) == 0:
             name = "%_"
         else:
+            # `%_` is reserved for unused variables (several may share it)
             base = _sanitize(hint)
-            candidate = base
+            candidate = base if base != "_" else "_1"
             k = 1
             while candidate in self.used_names:
-                candidate = f"{base}_{k}"
+                candidate = f"{base}_{k}" if base != "_" else f"_{k + 1}"
                 k += 1
             self.used_names.add(candidate)
             name = "%" + candidate
