@@ -99,8 +99,7 @@ from typing import ClassVar, Sequence
 from .. import quant
 from ..quant import QuantizationError
 from ..registry import Solved
-from ..types import Type
-from ..types import Dim, IncompleteType, TypeVar
+from ..types import Dim, IncompleteType, Type, TypeVar
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
                       as_array, broadcast_shapes, defop, np, ordinal, tensor_arg)
 from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, normalize_axis,
@@ -233,7 +232,7 @@ def _data(args: Sequence[Type], i: int, what: str, allowed: Sequence[DType]) -> 
 
 
 def _axis_info(data: TensorType, axis: int, params: Params, idx: Sequence[int],
-               attr: str = "axis") -> tuple[object, str]:
+               attr: str = "axis") -> tuple[Dim, str]:
     """The extent of the quantized axis and a description for messages.
     An out-of-range axis is an error only when a parameter is per-channel
     (as in Relay: the axis does not matter for per-tensor parameters)."""
