@@ -1,0 +1,1241 @@
+"""Kernel IR: one fused group of tensor operators as explicit loop nests.
+
+Design note
+-----------
+A fused group becomes ONE C function.  Before it is printed it is data: the
+classes below, frozen and compared by value (two structurally equal nodes
+are equal and hash alike; hashes are cached, so a node is hashed in O(1)
+whatever its depth).  Lowering builds it, :mod:`aot.emit.simplify` cleans
+it, :mod:`aot.emit.cprint` prints it -- the printer makes no decisions
+beyond the spelling of each node in C.
+
+Scalar expressions (:class:`Expr`) carry a :class:`~aot.ir.dtype.DType`;
+statements (:class:`Stmt`) are loops, stores, scalar temporaries and
+conditionals; a :class:`Kernel` is a name, its buffer parameters and a body.
+
+Semantics (exactly the interpreter's, ``aot/ir/ops/elemwise.py`` and
+``aot/ir/ops/transform_init.py``; :func:`evaluate` and :func:`run_kernel`
+below are the executable definition, on NumPy scalars):
+
+* Binary operands have the same dtype (shift amounts excepted: any integer
+  dtype).  Integer ``+ - * <<`` and unary ``-`` wrap (two's complement).
+  ``no_wrap=True`` on a signed ``+ - *`` marks index arithmetic: the
+  lowering promises that no partial result of the expression (under any
+  re-association of its sums and products, which :mod:`simplify` may
+  perform) leaves the dtype's range -- true when every term is bounded by
+  buffer sizes.  It prints as plain C.
+* ``/`` and ``%`` on integers truncate toward zero; ``x / 0 == x % 0 == 0``;
+  ``INT_MIN / -1 == INT_MIN`` and ``INT_MIN % -1 == 0``.  ``floordiv`` and
+  ``floormod`` round toward negative infinity (NumPy ``//`` and ``%``).  On
+  floats ``/`` is IEEE division, ``%`` is C ``fmod`` and ``floordiv`` /
+  ``floormod`` are NumPy's ``floor_divide`` / ``mod``.
+* ``min`` / ``max`` propagate NaN (``np.minimum`` / ``np.maximum``).
+* Shifts: the amount must lie in ``[0, bits)`` (checked when constant; a
+  lowering precondition otherwise).  ``>>`` on a signed value is arithmetic.
+* Comparisons and ``&&`` ``||`` ``!`` give ``bool`` (logical operators take
+  ``bool`` operands only).  ``bool`` values are 0 or 1.
+* :class:`Cast`: float -> integer truncates toward zero, saturates at the
+  type's limits, NaN -> 0; integer -> integer wraps; anything -> bool is
+  ``x != 0``; to float rounds to nearest.
+* ``float16`` is stored as IEEE binary16 and computed in float32: every
+  ``float16`` arithmetic result (``+ - * /``, ``floordiv``, ``floormod``,
+  calls) is rounded back to half precision, as NumPy does.
+* :class:`Call` names a C function (a ``math.h`` function such as ``expf``
+  or a runtime helper); :func:`math_call` picks the right name per dtype.
+
+Scoping: a :class:`For` variable is visible in its body; a :class:`Decl`
+is visible in the rest of its :class:`Block` (a Block nested directly in a
+Block is a C compound statement, i.e. a new scope).  Buffers of scope
+``LOCAL`` are small stack arrays declared at the top of the kernel; ``CONST``
+buffers may also be referenced without being parameters (a global
+``static const`` table).  :func:`verify_kernel` checks all of this.
+
+Expression trees are walked iteratively (:func:`postorder`), so a deep
+fused chain cannot exhaust Python's stack; statement trees are as deep as
+the loop nest and are walked recursively.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from dataclasses import dataclass, field, fields
+from typing import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence, TypeVar
+
+import numpy as np
+
+from ..ir.dtype import DType
+
+__all__ = [
+    "BinaryOperator", "UnaryOperator", "BufferScope", "ForKind",
+    "Expr", "Const", "Var", "Load", "BinOp", "UnaryOp", "Cast", "Select", "Call",
+    "Stmt", "For", "Store", "Decl", "Assign", "Block", "IfThenElse", "Comment",
+    "Buffer", "Kernel", "KernelIRError",
+    "const", "as_expr", "var", "index_var", "load", "store", "binop", "add", "sub", "mul",
+    "div", "mod", "floordiv", "floormod", "minimum", "maximum", "bit_and", "bit_or",
+    "bit_xor", "shl", "shr", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+    "neg", "logical_not", "bit_not", "cast", "select", "call", "math_call", "MATH_FUNCTIONS",
+    "block", "for_range", "if_then_else", "flat_index", "strided_index", "row_major_strides",
+    "children", "with_children", "postorder", "walk_exprs", "walk_stmts", "stmt_exprs",
+    "map_stmt_exprs", "substitute", "substitute_stmt", "buffers_in", "stored_buffers", "verify_kernel",
+    "evaluate", "run_kernel", "C_KEYWORDS", "is_c_identifier",
+]
+
+
+class KernelIRError(AssertionError):
+    """Malformed kernel IR: a bug in whoever built it (never a user error)."""
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise KernelIRError(message)
+
+
+# ===================================================================== enums
+
+class BinaryOperator(enum.Enum):
+    ADD = "+"
+    SUB = "-"
+    MUL = "*"
+    DIV = "/"
+    MOD = "%"
+    FLOORDIV = "floordiv"
+    FLOORMOD = "floormod"
+    MIN = "min"
+    MAX = "max"
+    BIT_AND = "&"
+    BIT_OR = "|"
+    BIT_XOR = "^"
+    SHL = "<<"
+    SHR = ">>"
+    EQ = "=="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    AND = "&&"
+    OR = "||"
+
+    @property
+    def is_comparison(self) -> bool:
+        return self in _COMPARISONS
+
+    @property
+    def is_logical(self) -> bool:
+        return self in (BinaryOperator.AND, BinaryOperator.OR)
+
+    @property
+    def is_shift(self) -> bool:
+        return self in (BinaryOperator.SHL, BinaryOperator.SHR)
+
+    @property
+    def is_bitwise(self) -> bool:
+        return self in (BinaryOperator.BIT_AND, BinaryOperator.BIT_OR, BinaryOperator.BIT_XOR)
+
+
+_COMPARISONS = frozenset({BinaryOperator.EQ, BinaryOperator.NE, BinaryOperator.LT,
+                          BinaryOperator.LE, BinaryOperator.GT, BinaryOperator.GE})
+_RING = frozenset({BinaryOperator.ADD, BinaryOperator.SUB, BinaryOperator.MUL})
+
+
+class UnaryOperator(enum.Enum):
+    NEG = "-"
+    NOT = "!"
+    BIT_NOT = "~"
+
+
+class BufferScope(enum.Enum):
+    INPUT = "input"      # a model input: read only
+    OUTPUT = "output"    # a model output
+    ARENA = "arena"      # an intermediate in the planned arena
+    CONST = "const"      # a constant table (flash): read only
+    LOCAL = "local"      # a small fixed-size stack array inside the kernel
+
+
+class ForKind(enum.Enum):
+    SERIAL = "serial"
+    UNROLL = "unroll"        # hint: the loop is worth unrolling
+    VECTORIZE = "vectorize"  # hint: iterations are independent, contiguous
+
+
+INDEX_DTYPES = (DType.INT32, DType.INT64)
+
+# ============================================================ identifiers
+
+C_KEYWORDS = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef
+union unsigned void volatile while _Bool _Complex _Imaginary bool true false
+""".split())
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def is_c_identifier(name: str) -> bool:
+    """A plain C identifier that is not a keyword and not reserved to the
+    implementation (``__x``, ``_X``)."""
+    return (bool(_IDENT.match(name)) and name not in C_KEYWORDS
+            and not name.startswith("__") and not re.match(r"_[A-Z]", name))
+
+
+# ============================================================ node plumbing
+
+def _node(cls: type) -> type:
+    """Frozen, slotted dataclass whose hash is computed once, at
+    construction, from the children's cached hashes."""
+    cls = dataclass(frozen=True, slots=True)(cls)
+    cls.__hash__ = _cached_hash  # type: ignore[assignment]
+    return cls
+
+
+def _cached_hash(self: object) -> int:
+    return self._hash  # type: ignore[attr-defined]
+
+
+def _seal(node: object) -> None:
+    key = tuple(getattr(node, f.name) for f in fields(node) if f.compare)  # type: ignore[arg-type]
+    object.__setattr__(node, "_hash", hash((type(node).__name__,) + key))
+
+
+# ======================================================= scalar expressions
+
+class Expr:
+    """A scalar expression with a dtype."""
+    __slots__ = ()
+
+    @property
+    def dtype(self) -> DType:
+        raise NotImplementedError
+
+
+def _range(dtype: DType) -> tuple[int, int]:
+    if dtype is DType.BOOL:
+        return 0, 1
+    info = np.iinfo(dtype.np)
+    return int(info.min), int(info.max)
+
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
+class Const(Expr):
+    """A literal.  Integers must be in the dtype's range; floats are
+    rounded to the dtype on construction; ``bool`` is 0 or 1.  Equality
+    and hashing compare bit patterns, so ``-0.0 != 0.0`` and NaN equals
+    itself."""
+    value: int | float
+    dtype: DType  # type: ignore[misc]
+    _hash: int = field(repr=False, compare=False)
+
+    def __init__(self, value: int | float | bool | np.generic, dtype: DType) -> None:
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "value", _normalize(value, dtype))
+        object.__setattr__(self, "_hash", hash(("Const", dtype, self.bits)))
+
+    @property
+    def bits(self) -> int:
+        """The value's bit pattern in the dtype (integers: the value)."""
+        if self.dtype.is_float:
+            raw = np.array(self.value, dtype=self.dtype.np).view(f"u{self.dtype.itemsize}")
+            return int(raw)
+        return int(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Const) and other.dtype is self.dtype
+                and other.bits == self.bits)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r}, {self.dtype!r})"
+
+
+def _normalize(value: int | float | bool | np.generic, dtype: DType) -> int | float:
+    if dtype.is_float:
+        _check(isinstance(value, (int, float, np.integer, np.floating, np.bool_)),
+               f"float constant must be a number, got {value!r}")
+        with np.errstate(over="ignore"):
+            return float(np.array(value, dtype=np.float64).astype(dtype.np))
+    _check(isinstance(value, (int, bool, np.integer, np.bool_)),
+           f"{dtype} constant must be an integer, got {value!r}")
+    lo, hi = _range(dtype)
+    v = int(value)
+    _check(lo <= v <= hi, f"constant {v} out of range of {dtype}")
+    return v
+
+
+@_node
+class Var(Expr):
+    """A loop variable or scalar temporary."""
+    name: str
+    dtype: DType  # type: ignore[misc]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(is_c_identifier(self.name), f"bad variable name {self.name!r}")
+        _seal(self)
+
+
+@_node
+class Buffer:
+    """A flat array.  ``shape`` is static; the flat (row-major) index of a
+    Load/Store is computed by the lowering (:func:`flat_index`).
+    ``restrict``: the caller guarantees no other parameter aliases it.
+    ``alignment``: bytes the caller guarantees for the base address (None:
+    the dtype's natural alignment); recorded for the planner, not printed."""
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    scope: BufferScope
+    restrict: bool = True
+    alignment: int | None = None
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(is_c_identifier(self.name), f"bad buffer name {self.name!r}")
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        _check(all(d >= 0 for d in self.shape), f"buffer {self.name}: negative dim {self.shape}")
+        if self.scope is BufferScope.LOCAL:
+            _check(self.size >= 1, f"local buffer {self.name} must have at least one element")
+        if self.alignment is not None:
+            _check(self.alignment > 0 and self.alignment & (self.alignment - 1) == 0,
+                   f"buffer {self.name}: alignment {self.alignment} is not a power of two")
+        _seal(self)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def read_only(self) -> bool:
+        return self.scope in (BufferScope.INPUT, BufferScope.CONST)
+
+
+@_node
+class Load(Expr):
+    buffer: Buffer
+    index: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(self.index.dtype in INDEX_DTYPES,
+               f"index into {self.buffer.name} must be int32/int64, got {self.index.dtype}")
+        _seal(self)
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
+
+@_node
+class BinOp(Expr):
+    op: BinaryOperator
+    a: Expr
+    b: Expr
+    no_wrap: bool = False
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_binop(self.op, self.a, self.b, self.no_wrap)
+        _seal(self)
+
+    @property
+    def dtype(self) -> DType:
+        if self.op.is_comparison or self.op.is_logical:
+            return DType.BOOL
+        return self.a.dtype
+
+
+def _check_binop(op: BinaryOperator, a: Expr, b: Expr, no_wrap: bool) -> None:
+    ta, tb = a.dtype, b.dtype
+    what = f"{op.value} on {ta}, {tb}"
+    if op.is_shift:
+        _check(ta.is_int and tb.is_int, f"{what}: shifts take integers")
+        if isinstance(b, Const):
+            _check(0 <= int(b.value) < ta.bits, f"{what}: shift amount {b.value} out of range")
+    else:
+        _check(ta is tb, f"{what}: operands must have the same dtype")
+    if op.is_logical:
+        _check(ta is DType.BOOL, f"{what}: logical operators take bool")
+    elif op.is_bitwise:
+        _check(not ta.is_float, f"{what}: bitwise operators take integers or bool")
+    elif op in _RING or op in (BinaryOperator.DIV, BinaryOperator.MOD, BinaryOperator.FLOORDIV,
+                               BinaryOperator.FLOORMOD):
+        _check(ta is not DType.BOOL, f"{what}: arithmetic on bool")
+    if no_wrap:
+        _check(op in _RING and ta.is_int and ta.is_signed,
+               f"{what}: no_wrap applies to signed integer + - * only")
+
+
+@_node
+class UnaryOp(Expr):
+    op: UnaryOperator
+    a: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        t = self.a.dtype
+        if self.op is UnaryOperator.NOT:
+            _check(t is DType.BOOL, f"! on {t}: logical not takes bool")
+        elif self.op is UnaryOperator.BIT_NOT:
+            _check(t.is_int, f"~ on {t}: bitwise not takes integers")
+        else:
+            _check(t is not DType.BOOL, "negation of bool")
+        _seal(self)
+
+    @property
+    def dtype(self) -> DType:
+        return self.a.dtype
+
+
+@_node
+class Cast(Expr):
+    to: DType
+    a: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _seal(self)
+
+    @property
+    def dtype(self) -> DType:
+        return self.to
+
+
+@_node
+class Select(Expr):
+    """``cond ? a : b`` (both arms are pure, either may be evaluated)."""
+    cond: Expr
+    a: Expr
+    b: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(self.cond.dtype is DType.BOOL, f"select condition must be bool, got {self.cond.dtype}")
+        _check(self.a.dtype is self.b.dtype,
+               f"select arms differ: {self.a.dtype} and {self.b.dtype}")
+        _seal(self)
+
+    @property
+    def dtype(self) -> DType:
+        return self.a.dtype
+
+
+@_node
+class Call(Expr):
+    """A call of a pure C function (``math.h`` or a runtime helper)."""
+    name: str
+    args: tuple[Expr, ...]
+    dtype: DType  # type: ignore[misc]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(is_c_identifier(self.name), f"bad function name {self.name!r}")
+        object.__setattr__(self, "args", tuple(self.args))
+        _seal(self)
+
+
+# ================================================================ statements
+
+class Stmt:
+    __slots__ = ()
+
+
+@_node
+class For(Stmt):
+    """``for (var = start; var < start + extent; ++var) body``."""
+    var: Var
+    start: Expr
+    extent: Expr
+    body: Stmt
+    kind: ForKind = ForKind.SERIAL
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        t = self.var.dtype
+        _check(t in INDEX_DTYPES, f"loop variable {self.var.name} must be int32/int64, got {t}")
+        _check(self.start.dtype is t and self.extent.dtype is t,
+               f"loop {self.var.name}: start/extent must be {t}")
+        if isinstance(self.extent, Const):
+            _check(int(self.extent.value) >= 0, f"loop {self.var.name}: negative extent")
+        _seal(self)
+
+
+@_node
+class Store(Stmt):
+    buffer: Buffer
+    index: Expr
+    value: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(self.index.dtype in INDEX_DTYPES,
+               f"index into {self.buffer.name} must be int32/int64, got {self.index.dtype}")
+        _check(self.value.dtype is self.buffer.dtype,
+               f"store of {self.value.dtype} into {self.buffer.dtype} buffer {self.buffer.name}")
+        _check(not self.buffer.read_only, f"store into read-only buffer {self.buffer.name}")
+        _seal(self)
+
+
+@_node
+class Decl(Stmt):
+    """Declare a scalar temporary, optionally initialised."""
+    var: Var
+    init: Expr | None = None
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.init is not None:
+            _check(self.init.dtype is self.var.dtype,
+                   f"{self.var.name}: {self.var.dtype} initialised with {self.init.dtype}")
+        _seal(self)
+
+
+@_node
+class Assign(Stmt):
+    var: Var
+    value: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(self.value.dtype is self.var.dtype,
+               f"{self.var.name}: {self.var.dtype} assigned {self.value.dtype}")
+        _seal(self)
+
+
+@_node
+class Block(Stmt):
+    stmts: tuple[Stmt, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stmts", tuple(self.stmts))
+        _seal(self)
+
+
+@_node
+class IfThenElse(Stmt):
+    cond: Expr
+    then: Stmt
+    else_: Stmt | None = None
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(self.cond.dtype is DType.BOOL, f"if condition must be bool, got {self.cond.dtype}")
+        _seal(self)
+
+
+@_node
+class Comment(Stmt):
+    text: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _seal(self)
+
+
+@_node
+class Kernel:
+    """One C function ``static void name(params...)``."""
+    name: str
+    params: tuple[Buffer, ...]
+    body: Stmt
+    comment: str = ""
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check(is_c_identifier(self.name), f"bad kernel name {self.name!r}")
+        object.__setattr__(self, "params", tuple(self.params))
+        _seal(self)
+
+
+# ========================================================= traversal helpers
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, (Const, Var)):
+        return ()
+    if isinstance(e, Load):
+        return (e.index,)
+    if isinstance(e, BinOp):
+        return (e.a, e.b)
+    if isinstance(e, (UnaryOp, Cast)):
+        return (e.a,)
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    if isinstance(e, Call):
+        return e.args
+    raise KernelIRError(f"not an expression: {e!r}")
+
+
+def with_children(e: Expr, new: Sequence[Expr]) -> Expr:
+    """``e`` with its children replaced (``e`` itself when unchanged)."""
+    old = children(e)
+    if len(old) == len(new) and all(x is y for x, y in zip(old, new)):
+        return e
+    if isinstance(e, Load):
+        return Load(e.buffer, new[0])
+    if isinstance(e, BinOp):
+        return BinOp(e.op, new[0], new[1], e.no_wrap)
+    if isinstance(e, UnaryOp):
+        return UnaryOp(e.op, new[0])
+    if isinstance(e, Cast):
+        return Cast(e.to, new[0])
+    if isinstance(e, Select):
+        return Select(new[0], new[1], new[2])
+    if isinstance(e, Call):
+        return Call(e.name, tuple(new), e.dtype)
+    raise KernelIRError(f"{type(e).__name__} has no children")
+
+
+N = TypeVar("N")
+R = TypeVar("R")
+
+
+def postorder(root: N, kids: Callable[[N], Sequence[N]],
+              combine: Callable[[N, list[R]], R]) -> R:
+    """Fold a tree bottom-up without recursion: ``combine(node, results of
+    its children)``.  Results are memoised by node identity, so a shared
+    sub-tree is combined once."""
+    done: dict[int, R] = {}
+    stack: list[tuple[N, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        ks = kids(node)
+        if expanded or not ks:
+            done[id(node)] = combine(node, [done[id(k)] for k in ks])
+            continue
+        stack.append((node, True))
+        for k in reversed(ks):
+            if id(k) not in done:
+                stack.append((k, False))
+    return done[id(root)]
+
+
+def walk_exprs(root: Expr) -> Iterator[Expr]:
+    """Every node of an expression tree, pre-order, each shared node once."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        stack.extend(reversed(children(e)))
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions held directly by a statement (not by nested ones)."""
+    if isinstance(s, For):
+        return (s.start, s.extent)
+    if isinstance(s, Store):
+        return (s.index, s.value)
+    if isinstance(s, Decl):
+        return () if s.init is None else (s.init,)
+    if isinstance(s, Assign):
+        return (s.value,)
+    if isinstance(s, IfThenElse):
+        return (s.cond,)
+    return ()
+
+
+def _sub_stmts(s: Stmt) -> tuple[Stmt, ...]:
+    if isinstance(s, For):
+        return (s.body,)
+    if isinstance(s, Block):
+        return s.stmts
+    if isinstance(s, IfThenElse):
+        return (s.then,) if s.else_ is None else (s.then, s.else_)
+    return ()
+
+
+def walk_stmts(s: Stmt) -> Iterator[Stmt]:
+    """Every statement, pre-order (recursion depth = nesting depth)."""
+    yield s
+    for sub in _sub_stmts(s):
+        yield from walk_stmts(sub)
+
+
+def map_stmt_exprs(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
+    """Apply ``fn`` to every top-level expression of every statement."""
+    if isinstance(s, For):
+        return For(s.var, fn(s.start), fn(s.extent), map_stmt_exprs(s.body, fn), s.kind)
+    if isinstance(s, Store):
+        return Store(s.buffer, fn(s.index), fn(s.value))
+    if isinstance(s, Decl):
+        return s if s.init is None else Decl(s.var, fn(s.init))
+    if isinstance(s, Assign):
+        return Assign(s.var, fn(s.value))
+    if isinstance(s, IfThenElse):
+        return IfThenElse(fn(s.cond), map_stmt_exprs(s.then, fn),
+                          None if s.else_ is None else map_stmt_exprs(s.else_, fn))
+    if isinstance(s, Block):
+        return Block(tuple(map_stmt_exprs(x, fn) for x in s.stmts))
+    return s
+
+
+def substitute(root: Expr, mapping: Mapping[Var, Expr]) -> Expr:
+    """``root`` with every variable in ``mapping`` replaced."""
+    def combine(e: Expr, kids: list[Expr]) -> Expr:
+        if isinstance(e, Var):
+            return mapping.get(e, e)
+        return with_children(e, kids) if kids else e
+    return postorder(root, children, combine)
+
+
+def substitute_stmt(s: Stmt, mapping: Mapping[Var, Expr]) -> Stmt:
+    return map_stmt_exprs(s, lambda e: substitute(e, mapping))
+
+
+def buffers_in(s: Stmt) -> list[Buffer]:
+    """Buffers referenced by a statement tree, in order of first reference."""
+    out: dict[Buffer, None] = {}
+    for st in walk_stmts(s):
+        if isinstance(st, Store):
+            out.setdefault(st.buffer)
+        for root in stmt_exprs(st):
+            for e in walk_exprs(root):
+                if isinstance(e, Load):
+                    out.setdefault(e.buffer)
+    return list(out)
+
+
+def stored_buffers(s: Stmt) -> frozenset[str]:
+    """Names of the buffers a statement tree stores into."""
+    return frozenset(st.buffer.name for st in walk_stmts(s) if isinstance(st, Store))
+
+
+# ======================================================= helper constructors
+
+Operand = Expr | int | float | bool
+
+
+def const(value: int | float | bool, dtype: DType = DType.INT32) -> Const:
+    return Const(value, dtype)
+
+
+def as_expr(x: Operand, like: Expr | DType) -> Expr:
+    """``x`` itself, or a Python number as a constant of ``like``'s dtype."""
+    if isinstance(x, Expr):
+        return x
+    return Const(x, like if isinstance(like, DType) else like.dtype)
+
+
+def var(name: str, dtype: DType = DType.INT32) -> Var:
+    return Var(name, dtype)
+
+
+def index_var(name: str, dtype: DType = DType.INT32) -> Var:
+    _check(dtype in INDEX_DTYPES, f"index variable {name} must be int32/int64")
+    return Var(name, dtype)
+
+
+def load(buffer: Buffer, index: Operand) -> Load:
+    return Load(buffer, as_expr(index, DType.INT32))
+
+
+def store(buffer: Buffer, index: Operand, value: Operand) -> Store:
+    return Store(buffer, as_expr(index, DType.INT32), as_expr(value, buffer.dtype))
+
+
+def binop(op: BinaryOperator, a: Operand, b: Operand, no_wrap: bool = False) -> BinOp:
+    """Build ``a op b``; a Python number takes the other operand's dtype."""
+    if not isinstance(a, Expr):
+        _check(isinstance(b, Expr), "binop needs at least one expression operand")
+        a = as_expr(a, b)  # type: ignore[arg-type]
+    b = as_expr(b, a)
+    return BinOp(op, a, b, no_wrap)
+
+
+def _binary(op: BinaryOperator) -> Callable[..., BinOp]:
+    def build(a: Operand, b: Operand) -> BinOp:
+        return binop(op, a, b)
+    build.__name__ = op.name.lower()
+    build.__doc__ = f"``a {op.value} b``"
+    return build
+
+
+def add(a: Operand, b: Operand, no_wrap: bool = False) -> BinOp:
+    return binop(BinaryOperator.ADD, a, b, no_wrap)
+
+
+def sub(a: Operand, b: Operand, no_wrap: bool = False) -> BinOp:
+    return binop(BinaryOperator.SUB, a, b, no_wrap)
+
+
+def mul(a: Operand, b: Operand, no_wrap: bool = False) -> BinOp:
+    return binop(BinaryOperator.MUL, a, b, no_wrap)
+
+
+div = _binary(BinaryOperator.DIV)
+mod = _binary(BinaryOperator.MOD)
+floordiv = _binary(BinaryOperator.FLOORDIV)
+floormod = _binary(BinaryOperator.FLOORMOD)
+minimum = _binary(BinaryOperator.MIN)
+maximum = _binary(BinaryOperator.MAX)
+bit_and = _binary(BinaryOperator.BIT_AND)
+bit_or = _binary(BinaryOperator.BIT_OR)
+bit_xor = _binary(BinaryOperator.BIT_XOR)
+eq = _binary(BinaryOperator.EQ)
+ne = _binary(BinaryOperator.NE)
+lt = _binary(BinaryOperator.LT)
+le = _binary(BinaryOperator.LE)
+gt = _binary(BinaryOperator.GT)
+ge = _binary(BinaryOperator.GE)
+logical_and = _binary(BinaryOperator.AND)
+logical_or = _binary(BinaryOperator.OR)
+
+
+def shl(a: Expr, amount: Operand) -> BinOp:
+    return BinOp(BinaryOperator.SHL, a, as_expr(amount, a))
+
+
+def shr(a: Expr, amount: Operand) -> BinOp:
+    return BinOp(BinaryOperator.SHR, a, as_expr(amount, a))
+
+
+def neg(a: Expr) -> UnaryOp:
+    return UnaryOp(UnaryOperator.NEG, a)
+
+
+def logical_not(a: Expr) -> UnaryOp:
+    return UnaryOp(UnaryOperator.NOT, a)
+
+
+def bit_not(a: Expr) -> UnaryOp:
+    return UnaryOp(UnaryOperator.BIT_NOT, a)
+
+
+def cast(dtype: DType, a: Expr) -> Expr:
+    """``a`` converted to ``dtype`` (``a`` itself when already of it)."""
+    return a if a.dtype is dtype else Cast(dtype, a)
+
+
+def select(cond: Expr, a: Operand, b: Operand) -> Select:
+    if not isinstance(a, Expr):
+        a = as_expr(a, b)  # type: ignore[arg-type]
+    return Select(cond, a, as_expr(b, a))
+
+
+def call(name: str, args: Sequence[Expr], dtype: DType) -> Call:
+    return Call(name, tuple(args), dtype)
+
+
+# name -> (arity, NumPy reference); the C name is name + "f" for float32
+# and float16 (computed in float32), name for float64.
+MATH_FUNCTIONS: Mapping[str, tuple[int, Callable[..., np.ndarray]]] = {
+    "exp": (1, np.exp), "expm1": (1, np.expm1), "exp2": (1, np.exp2),
+    "log": (1, np.log), "log2": (1, np.log2), "log10": (1, np.log10), "log1p": (1, np.log1p),
+    "sqrt": (1, np.sqrt), "cbrt": (1, np.cbrt),
+    "sin": (1, np.sin), "cos": (1, np.cos), "tan": (1, np.tan),
+    "asin": (1, np.arcsin), "acos": (1, np.arccos), "atan": (1, np.arctan),
+    "sinh": (1, np.sinh), "cosh": (1, np.cosh), "tanh": (1, np.tanh),
+    "asinh": (1, np.arcsinh), "acosh": (1, np.arccosh), "atanh": (1, np.arctanh),
+    "erf": (1, np.vectorize(math.erf, otypes=[np.float64])),
+    "floor": (1, np.floor), "ceil": (1, np.ceil), "trunc": (1, np.trunc),
+    "nearbyint": (1, np.rint),   # round half to even in the default rounding mode
+    "fabs": (1, np.fabs),
+    "pow": (2, np.power), "fmod": (2, np.fmod), "atan2": (2, np.arctan2),
+    "copysign": (2, np.copysign), "hypot": (2, np.hypot),
+}
+
+
+def _math_base(name: str) -> str | None:
+    """``expf`` / ``exp`` -> ``exp``; None when not a known math function."""
+    if name in MATH_FUNCTIONS:
+        return name
+    if name.endswith("f") and name[:-1] in MATH_FUNCTIONS:
+        return name[:-1]
+    return None
+
+
+def math_call(fn: str, *args: Expr) -> Call:
+    """The ``math.h`` function ``fn`` (``"exp"``, ``"sqrt"``, ...) for the
+    arguments' float dtype: ``expf`` for float32 and float16, ``exp`` for
+    float64."""
+    _check(fn in MATH_FUNCTIONS, f"unknown math function {fn!r}")
+    arity, _ = MATH_FUNCTIONS[fn]
+    _check(len(args) == arity, f"{fn} takes {arity} arguments")
+    dtype = args[0].dtype
+    _check(dtype.is_float and all(a.dtype is dtype for a in args),
+           f"{fn} takes float arguments of one dtype")
+    return Call(fn if dtype is DType.FLOAT64 else fn + "f", tuple(args), dtype)
+
+
+def block(*stmts: Stmt | Iterable[Stmt]) -> Block:
+    """A Block of the statements given, nested iterables flattened."""
+    out: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, Stmt):
+            out.append(s)
+        else:
+            out.extend(s)
+    return Block(tuple(out))
+
+
+def for_range(v: Var, extent: Operand, body: Stmt | Sequence[Stmt], start: Operand = 0,
+              kind: ForKind = ForKind.SERIAL) -> For:
+    body_stmt = body if isinstance(body, Stmt) else block(*body)
+    return For(v, as_expr(start, v), as_expr(extent, v), body_stmt, kind)
+
+
+def if_then_else(cond: Expr, then: Stmt | Sequence[Stmt],
+                 else_: Stmt | Sequence[Stmt] | None = None) -> IfThenElse:
+    t = then if isinstance(then, Stmt) else block(*then)
+    e = else_ if (else_ is None or isinstance(else_, Stmt)) else block(*else_)
+    return IfThenElse(cond, t, e)
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * max(int(shape[i + 1]), 1)
+    return tuple(strides)
+
+
+def strided_index(indices: Sequence[Operand], strides: Sequence[int], offset: int = 0,
+                  dtype: DType = DType.INT32) -> Expr:
+    """``offset + sum(indices[i] * strides[i])`` as no-wrap index arithmetic.
+    Terms with stride 0 (broadcast) are dropped, stride 1 is not multiplied,
+    constant indices are folded into the offset."""
+    _check(len(indices) == len(strides), "one stride per index")
+    _check(dtype in INDEX_DTYPES, "index dtype must be int32/int64")
+    total = int(offset)
+    terms: list[Expr] = []
+    for idx, stride in zip(indices, strides):
+        stride = int(stride)
+        if stride == 0:
+            continue
+        if isinstance(idx, Const) or not isinstance(idx, Expr):
+            total += int(idx.value if isinstance(idx, Const) else idx) * stride
+            continue
+        _check(idx.dtype is dtype, f"index of dtype {idx.dtype}, expected {dtype}")
+        terms.append(idx if stride == 1 else BinOp(BinaryOperator.MUL, idx, Const(stride, dtype),
+                                                   no_wrap=True))
+    result: Expr | None = None
+    for t in terms:
+        result = t if result is None else BinOp(BinaryOperator.ADD, result, t, no_wrap=True)
+    if result is None:
+        return Const(total, dtype)
+    if total > 0:
+        return BinOp(BinaryOperator.ADD, result, Const(total, dtype), no_wrap=True)
+    if total < 0:
+        return BinOp(BinaryOperator.SUB, result, Const(-total, dtype), no_wrap=True)
+    return result
+
+
+def flat_index(indices: Sequence[Operand], shape: Sequence[int],
+               dtype: DType = DType.INT32) -> Expr:
+    """Row-major flat index of an N-d index into a tensor of ``shape``."""
+    _check(len(indices) == len(shape), f"{len(indices)} indices for shape {tuple(shape)}")
+    return strided_index(indices, row_major_strides(shape), 0, dtype)
+
+
+# ================================================================ verifier
+
+def verify_kernel(kernel: Kernel) -> None:
+    """Check scoping, buffer use and names; raise KernelIRError listing
+    every problem found.  What the printer relies on to produce C that
+    compiles warning-free is checked here."""
+    problems = _Verifier(kernel).run()
+    if problems:
+        raise KernelIRError(f"kernel {kernel.name}:\n  " + "\n  ".join(problems))
+
+
+@dataclass
+class _Binding:
+    var: Var
+    is_loop: bool
+    read: bool = False
+
+
+class _Verifier:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.problems: list[str] = []
+        self.buffers: dict[str, Buffer] = {}
+        self.scopes: list[dict[str, _Binding]] = []
+        self.bindings: list[_Binding] = []
+        self.functions: set[str] = set()
+
+    def run(self) -> list[str]:
+        for p in self.kernel.params:
+            if p.name in self.buffers:
+                self.problems.append(f"duplicate parameter {p.name}")
+            if p.scope is BufferScope.LOCAL:
+                self.problems.append(f"local buffer {p.name} cannot be a parameter")
+            self.buffers[p.name] = p
+        for b in buffers_in(self.kernel.body):
+            known = self.buffers.get(b.name)
+            if known is None:
+                if b.scope not in (BufferScope.LOCAL, BufferScope.CONST):
+                    self.problems.append(f"buffer {b.name} ({b.scope.value}) is not a parameter")
+                self.buffers[b.name] = b
+            elif known != b:
+                self.problems.append(f"two different buffers named {b.name}")
+        self.stmt(self.kernel.body, new_scope=True)
+        for b in self.bindings:
+            if not b.is_loop and not b.read:
+                self.problems.append(f"temporary {b.var.name} is never read")
+        names = {b.var.name for b in self.bindings}
+        for name in sorted(names & set(self.buffers)):
+            self.problems.append(f"{name} names both a variable and a buffer")
+        reserved = self.functions | {f for base in MATH_FUNCTIONS for f in (base, base + "f")}
+        for name in sorted((names | set(self.buffers)) & reserved):
+            self.problems.append(f"{name} shadows a function")
+        for name in sorted(names | set(self.buffers)):
+            if name.lower().startswith("aot_"):
+                self.problems.append(f"{name}: the aot_ prefix is reserved for the runtime")
+        return self.problems
+
+    def lookup(self, name: str) -> _Binding | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def bind(self, v: Var, is_loop: bool) -> None:
+        if self.lookup(v.name) is not None:
+            self.problems.append(f"{v.name} is declared twice in nested scopes")
+        binding = _Binding(v, is_loop)
+        self.scopes[-1][v.name] = binding
+        self.bindings.append(binding)
+
+    def expr(self, root: Expr) -> None:
+        for e in walk_exprs(root):
+            if isinstance(e, Var):
+                bound = self.lookup(e.name)
+                if bound is None:
+                    self.problems.append(f"{e.name} used out of scope")
+                    continue
+                if bound.var != e:
+                    self.problems.append(f"{e.name} used as {e.dtype}, declared {bound.var.dtype}")
+                bound.read = True
+            elif isinstance(e, Load):
+                self.access(e.buffer, e.index)
+            elif isinstance(e, Call):
+                self.functions.add(e.name)
+
+    def access(self, buffer: Buffer, index: Expr) -> None:
+        if isinstance(index, Const) and not 0 <= int(index.value) < buffer.size:
+            self.problems.append(f"constant index {index.value} outside {buffer.name}"
+                                 f"[{buffer.size}]")
+
+    def stmt(self, s: Stmt, new_scope: bool = False) -> None:
+        if isinstance(s, Block):
+            if new_scope:
+                self.scopes.append({})
+            for x in s.stmts:
+                self.stmt(x, new_scope=True)
+            if new_scope:
+                self.scopes.pop()
+        elif isinstance(s, For):
+            self.expr(s.start)
+            self.expr(s.extent)
+            self.scopes.append({})
+            self.bind(s.var, is_loop=True)
+            self.stmt(s.body, new_scope=True)
+            self.scopes.pop()
+        elif isinstance(s, IfThenElse):
+            self.expr(s.cond)
+            self.stmt(s.then, new_scope=True)
+            if s.else_ is not None:
+                self.stmt(s.else_, new_scope=True)
+        elif isinstance(s, Store):
+            self.expr(s.index)
+            self.expr(s.value)
+            self.access(s.buffer, s.index)
+        elif isinstance(s, Decl):
+            if s.init is not None:
+                self.expr(s.init)
+            self.bind(s.var, is_loop=False)
+        elif isinstance(s, Assign):
+            self.expr(s.value)
+            bound = self.lookup(s.var.name)
+            if bound is None:
+                self.problems.append(f"assignment to undeclared {s.var.name}")
+            elif bound.is_loop:
+                self.problems.append(f"assignment to loop variable {s.var.name}")
+            elif bound.var != s.var:
+                self.problems.append(f"{s.var.name} assigned as {s.var.dtype}, "
+                                     f"declared {bound.var.dtype}")
+        elif isinstance(s, Comment):
+            pass
+        else:
+            self.problems.append(f"unknown statement {type(s).__name__}")
+
+
+# ===================================================== reference semantics
+
+def _np_scalar(value: int | float, dtype: DType) -> np.generic:
+    return np.array(value, dtype=dtype.np)[()]
+
+
+def _shift_left(a: np.generic, b: int) -> np.generic:
+    dt = a.dtype
+    unsigned = np.dtype(f"u{dt.itemsize}")
+    shifted = np.left_shift(np.array(a).view(unsigned), unsigned.type(b))
+    return np.array(shifted, dtype=unsigned).view(dt)[()]
+
+
+def _apply_binop(op: BinaryOperator, a: np.generic, b: np.generic, dtype: DType) -> np.generic:
+    from ..ir.ops.elemwise import floor_divide, floor_mod, trunc_divide, trunc_mod
+    O = BinaryOperator
+    is_int = dtype.is_int or dtype is DType.BOOL
+    with np.errstate(all="ignore"):
+        if op is O.ADD:
+            r = np.add(a, b)
+        elif op is O.SUB:
+            r = np.subtract(a, b)
+        elif op is O.MUL:
+            r = np.multiply(a, b)
+        elif op is O.DIV:
+            r = trunc_divide(np.array(a), np.array(b)) if is_int else np.divide(a, b)
+        elif op is O.MOD:
+            r = trunc_mod(np.array(a), np.array(b)) if is_int else np.fmod(a, b)
+        elif op is O.FLOORDIV:
+            r = floor_divide(np.array(a), np.array(b)) if is_int else np.floor_divide(a, b)
+        elif op is O.FLOORMOD:
+            r = floor_mod(np.array(a), np.array(b)) if is_int else np.mod(a, b)
+        elif op is O.MIN:
+            r = np.minimum(a, b)
+        elif op is O.MAX:
+            r = np.maximum(a, b)
+        elif op is O.BIT_AND:
+            r = np.bitwise_and(a, b)
+        elif op is O.BIT_OR:
+            r = np.bitwise_or(a, b)
+        elif op is O.BIT_XOR:
+            r = np.bitwise_xor(a, b)
+        elif op is O.SHL:
+            r = _shift_left(a, int(b))
+        elif op is O.SHR:
+            r = np.right_shift(a, a.dtype.type(int(b)))
+        elif op is O.EQ:
+            r = np.equal(a, b)
+        elif op is O.NE:
+            r = np.not_equal(a, b)
+        elif op is O.LT:
+            r = np.less(a, b)
+        elif op is O.LE:
+            r = np.less_equal(a, b)
+        elif op is O.GT:
+            r = np.greater(a, b)
+        elif op is O.GE:
+            r = np.greater_equal(a, b)
+        elif op is O.AND:
+            r = np.logical_and(a, b)
+        elif op is O.OR:
+            r = np.logical_or(a, b)
+        else:
+            raise KernelIRError(f"unknown operator {op}")
+    out = DType.BOOL if (op.is_comparison or op.is_logical) else dtype
+    return np.array(r).astype(out.np)[()]
+
+
+def _cast_value(x: np.generic, to: DType) -> np.generic:
+    from ..ir.ops.transform_init import cast_array
+    return np.asarray(cast_array(np.array(x), to)).astype(to.np)[()]
+
+
+def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
+    base = _math_base(name)
+    _check(base is not None, f"no reference semantics for function {name}")
+    _, fn = MATH_FUNCTIONS[base]  # type: ignore[index]
+    compute = np.float32 if dtype is DType.FLOAT16 else dtype.np.type
+    with np.errstate(all="ignore"):
+        r = fn(*[np.array(a, dtype=compute) for a in args])
+    return np.array(r, dtype=compute).astype(dtype.np)[()]
+
+
+def evaluate(root: Expr, env: Mapping[str, np.generic | int | float],
+             memory: Mapping[str, np.ndarray]) -> np.generic:
+    """The value of an expression: a NumPy scalar of ``root.dtype``.
+    ``env`` maps variable names to values, ``memory`` buffer names to flat
+    arrays."""
+    def combine(e: Expr, vals: list[np.generic]) -> np.generic:
+        if isinstance(e, Const):
+            return _np_scalar(e.value, e.dtype)
+        if isinstance(e, Var):
+            _check(e.name in env, f"unbound variable {e.name}")
+            return np.array(env[e.name]).astype(e.dtype.np)[()]
+        if isinstance(e, Load):
+            arr = memory[e.buffer.name]
+            i = int(vals[0])
+            _check(0 <= i < arr.size, f"{e.buffer.name}[{i}] out of bounds ({arr.size})")
+            return arr.reshape(-1)[i]
+        if isinstance(e, BinOp):
+            return _apply_binop(e.op, vals[0], vals[1], e.a.dtype)
+        if isinstance(e, UnaryOp):
+            with np.errstate(all="ignore"):
+                if e.op is UnaryOperator.NEG:
+                    return np.negative(vals[0])
+                if e.op is UnaryOperator.NOT:
+                    return np.logical_not(vals[0])
+                return np.invert(vals[0])
+        if isinstance(e, Cast):
+            return _cast_value(vals[0], e.to)
+        if isinstance(e, Select):
+            return vals[1] if bool(vals[0]) else vals[2]
+        if isinstance(e, Call):
+            return _call_value(e.name, vals, e.dtype)
+        raise KernelIRError(f"not an expression: {e!r}")
+    return postorder(root, children, combine)
+
+
+def run_kernel(kernel: Kernel, arrays: MutableMapping[str, np.ndarray]) -> None:
+    """Execute a kernel on NumPy arrays (one per parameter, and per global
+    CONST buffer), in place: the reference the printed C must match."""
+    memory: dict[str, np.ndarray] = {}
+    for b in kernel.params:
+        arr = arrays[b.name]
+        _check(arr.dtype == b.dtype.np and arr.size == b.size,
+               f"{b.name}: expected {b.size} x {b.dtype}, got {arr.size} x {arr.dtype}")
+        memory[b.name] = arr.reshape(-1)
+    for b in buffers_in(kernel.body):
+        if b.name not in memory:
+            memory[b.name] = (arrays[b.name].reshape(-1) if b.scope is BufferScope.CONST
+                              else np.zeros(b.size, dtype=b.dtype.np))
+    _Runner(memory).stmt(kernel.body)
+
+
+class _Runner:
+    def __init__(self, memory: dict[str, np.ndarray]) -> None:
+        self.memory = memory
+        self.env: dict[str, np.generic] = {}
+
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, Block):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, For):
+            start = int(evaluate(s.start, self.env, self.memory))
+            stop = start + int(evaluate(s.extent, self.env, self.memory))
+            for i in range(start, stop):
+                self.env[s.var.name] = _np_scalar(i, s.var.dtype)
+                self.stmt(s.body)
+        elif isinstance(s, Store):
+            i = int(evaluate(s.index, self.env, self.memory))
+            arr = self.memory[s.buffer.name]
+            _check(0 <= i < arr.size, f"{s.buffer.name}[{i}] out of bounds ({arr.size})")
+            arr[i] = evaluate(s.value, self.env, self.memory)
+        elif isinstance(s, (Decl, Assign)):
+            value = s.init if isinstance(s, Decl) else s.value
+            if value is not None:
+                self.env[s.var.name] = evaluate(value, self.env, self.memory)
+        elif isinstance(s, IfThenElse):
+            if bool(evaluate(s.cond, self.env, self.memory)):
+                self.stmt(s.then)
+            elif s.else_ is not None:
+                self.stmt(s.else_)
+        elif isinstance(s, Comment):
+            pass
+        else:
+            raise KernelIRError(f"unknown statement {type(s).__name__}")
