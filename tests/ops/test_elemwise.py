@@ -238,3 +238,10 @@ def test_relation_cases():
         add.rel([TupleType(()), TensorType((3,), f32)], at)
     less = lookup("less")
     assert less.rel([TensorType((2,), DType.INT8)] * 2, at) == TensorType((2,), DType.BOOL)
+
+
+def test_float_math_on_64_bit_integers_saturates_at_the_limits():
+    big = np.array([2 ** 62], dtype=np.int64)
+    # exp(2**62) is +inf in float64: it saturates to INT64_MAX, not INT64_MIN
+    assert run("exp", big).tolist() == [np.iinfo(np.int64).max]
+    assert run("exp", np.array([100], dtype=np.uint64)).tolist() == [np.iinfo(np.uint64).max]

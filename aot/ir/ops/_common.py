@@ -18,7 +18,7 @@ from ..registry import Compute, OpDef, PatternKind, Relation, RelationError, Rel
 from ..types import ANY, Dim, TensorType, TupleType, Type
 
 __all__ = ["defop", "tensor_arg", "tensor_args", "broadcast_shapes", "broadcast_rel",
-           "compare_rel", "identity_rel", "same_dtype", "as_array", "ordinal",
+           "compare_rel", "identity_rel", "same_dtype", "as_array", "float_to_int", "ordinal",
            "RelationError", "PatternKind", "NO_ATTRS", "Attrs", "DType", "ANY",
            "TensorType", "TupleType", "Type", "np"]
 
@@ -118,6 +118,24 @@ def compare_rel(args: Sequence[Type], attrs: Attrs) -> RelResult:
 
 def identity_rel(args: Sequence[Type], attrs: Attrs) -> RelResult:
     return tensor_arg(args, 0)
+
+
+def float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The language's float -> integer conversion: truncate toward zero,
+    saturate at ``dtype``'s limits, NaN -> 0 (bool: nonzero -> True)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.asarray(np.asarray(x) != 0)
+    info = np.iinfo(dtype)
+    t = np.nan_to_num(np.trunc(np.asarray(x, dtype=np.float64)), nan=0.0)
+    # float(info.max) rounds up to 2**63 / 2**64 for the 64-bit types, so
+    # compare with >= and saturate explicitly instead of clipping.
+    hi = t >= float(info.max)
+    lo = t <= float(info.min)
+    out = np.asarray(np.where(hi | lo, 0.0, t).astype(dtype))
+    out[hi] = info.max
+    out[lo] = info.min
+    return out
 
 
 def as_array(value: object, dtype: DType | np.dtype) -> np.ndarray:

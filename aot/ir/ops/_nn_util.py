@@ -20,6 +20,7 @@ from ..attrs import Attrs, RawValue
 from ..dtype import DType
 from ..registry import RelationError
 from ..types import ANY, Dim, TensorType
+from ._common import float_to_int
 
 # --------------------------------------------------------------- attributes
 
@@ -193,20 +194,12 @@ def accumulator(dtype: DType) -> type:
     return np.int64 if dtype.is_int else np.float64
 
 
-def float_to_int(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """Float -> integer conversion: truncate toward zero, saturate at the
-    type's limits, NaN -> 0."""
-    info = np.iinfo(dtype.np)
-    x = np.nan_to_num(np.trunc(x), nan=0.0, posinf=float(info.max), neginf=float(info.min))
-    return np.clip(x, float(info.min), float(info.max)).astype(dtype.np)
-
-
 def cast_result(x: np.ndarray, dtype: DType) -> np.ndarray:
     """Cast an accumulator (int64 or float64) to the output dtype: integers
     wrap, floats round to nearest, float -> integer truncates and
     saturates."""
     if dtype.is_int and x.dtype.kind == "f":
-        return float_to_int(x, dtype)
+        return float_to_int(x, dtype.np)
     return np.asarray(x).astype(dtype.np)
 
 

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 from ..types import Type
 from ._common import (DType, PatternKind, RelationError, TensorType, as_array, broadcast_rel,
-                      compare_rel, defop, identity_rel, np, tensor_arg)
+                      compare_rel, defop, float_to_int, identity_rel, np, tensor_arg)
 
 FAMILY = "elemwise"
 EW = PatternKind.ELEMWISE
@@ -160,22 +160,12 @@ defop("logical_not", 1, identity_rel, EW, _logical(np.logical_not),
 
 # -------------------------------------------------------------------- unary
 
-def _saturating_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float -> integer: truncate toward zero, saturate, NaN -> 0."""
-    if dtype == np.bool_:
-        return (x != 0)
-    info = np.iinfo(dtype)
-    x = np.nan_to_num(np.trunc(x), nan=0.0, posinf=float(info.max), neginf=float(info.min))
-    x = np.clip(x, float(info.min), float(info.max))
-    return x.astype(dtype)
-
-
 def _float_math(fn: Callable) -> Callable:
     def compute(args: Sequence[np.ndarray], attrs: object, out: Type) -> np.ndarray:
         (x,) = args
         with np.errstate(all="ignore"):
             if _is_int(x):
-                return _saturating_cast(fn(x.astype(np.float64)), x.dtype)
+                return float_to_int(fn(x.astype(np.float64)), x.dtype)
             return as_array(fn(x), x.dtype)
     return compute
 

@@ -45,7 +45,8 @@ from typing import ClassVar, Sequence
 from ..registry import Solved
 from ..types import IncompleteType, TypeVar
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
-                      as_array, defop, identity_rel, np, tensor_arg, tensor_args)
+                      as_array, defop, float_to_int, identity_rel, np, tensor_arg,
+                      tensor_args)
 from ._shape_util import require_scalar
 from .transform_broadcast import InitOpAttrs
 
@@ -63,20 +64,6 @@ def _is_hole(t: Type) -> bool:
 
 
 # ===================================================================== cast
-
-def float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Truncate toward zero, saturate at ``dtype``'s limits, NaN -> 0."""
-    info = np.iinfo(dtype)
-    t = np.nan_to_num(np.trunc(np.asarray(x, dtype=np.float64)), nan=0.0)
-    # float(info.max) rounds up to 2**63 / 2**64 for the 64-bit types, so
-    # compare with >= and saturate explicitly instead of clipping.
-    hi = t >= float(info.max)
-    lo = t <= float(info.min)
-    out = np.where(hi | lo, 0.0, t).astype(dtype)
-    out[hi] = info.max
-    out[lo] = info.min
-    return out
-
 
 def cast_array(x: np.ndarray, dtype: DType | np.dtype) -> np.ndarray:
     """``x`` converted to ``dtype`` with the module's conversion rules."""
