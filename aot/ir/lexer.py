@@ -33,6 +33,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..diagnostics import Diagnostic, Span
 from .dtype import DType
@@ -111,6 +112,7 @@ _PUNCT1: dict[str, T] = {
     ">": T.GT,
 }
 
+_WHITESPACE = re.compile(r"[ \t\r\n\f\v]+")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DIGITS = re.compile(r"[0-9]+")
 _NUMBER = re.compile(r"[0-9]+(?P<frac>\.[0-9]+)?(?P<exp>[eE][+-]?[0-9]+)?"
@@ -150,13 +152,12 @@ class MetaRef:
     index: int
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     kind: T
     text: str
     span: Span
     #: NUMBER: Number; STRING/IDENT/LOCAL/GLOBAL: str; GRAPH: int; BOOL: bool;
-    #: META: MetaRef; VERSION: the quoted version; METADATA: the JSON text.
+    #: META: MetaRef; VERSION: the quoted version; METADATA: (JSON text, line, col).
     value: object = None
     #: offset of the first character in the source
     offset: int = 0
@@ -212,7 +213,9 @@ class Lexer:
         while self.pos < n:
             c = text[self.pos]
             if c in " \t\r\n\f\v":
-                self._advance(1)
+                m = _WHITESPACE.match(text, self.pos)
+                assert m is not None
+                self._advance(m.end() - self.pos)
             elif text.startswith("//", self.pos):
                 end = text.find("\n", self.pos)
                 self._advance((n if end < 0 else end) - self.pos)

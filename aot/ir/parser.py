@@ -32,7 +32,8 @@ with its own structure:
 
 Deviations from TVM, all deliberate: unary minus works on any expression
 (``-%x`` is ``negative(%x)``); ``match`` may appear wherever an atom may;
-``Ref[T]`` is a reference type (the form ``str(RefType)`` prints);
+``Ref[T]`` (the form ``str(RefType)`` prints) and TVM's ``ref(T)`` are
+reference types; ``Tensor[(2), f32]`` accepts literal suffixes as dtypes;
 ``fn [A](A) -> A`` is a polymorphic function type; integer suffixes
 ``u8``...``u64`` exist; ``1.5`` without suffix is float32.
 """
@@ -54,7 +55,7 @@ from .attrs import NO_ATTRS, AttrError, Attrs, FuncAttrs
 from .dtype import DType
 from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
                    RefRead, RefWrite, Tuple, TupleGetItem, Var, op)
-from .lexer import MetaRef, Number, T, Token, tokenize
+from .lexer import MetaRef, Number, T, Token, suffix_dtype, tokenize
 from .metadata import CONSTANT_KEY, MetadataError, UnsupportedNode, read_metadata
 from .module import IRModule
 from .registry import lookup
@@ -1123,6 +1124,12 @@ class Parser:
         if tok.kind is T.UNDERSCORE:
             self.next()
             return IncompleteType()
+        if tok.kind is T.REF:  # TVM prints a reference type as `ref(T)`
+            self.next()
+            self.expect(T.LPAREN, "after `ref` in a type")
+            value = self.parse_type()
+            self.expect(T.RPAREN, "to close the reference type")
+            return RefType(value)
         if tok.kind is T.IDENT:
             return self._named_type()
         self.fatal(f"expected a type, found {tok.describe()}")
@@ -1193,7 +1200,8 @@ class Parser:
                 break
         self.expect(T.COMMA, "between the shape and the dtype")
         dtype_tok = self.expect(T.IDENT, "(the dtype)")
-        dtype = DType.parse(str(dtype_tok.value))
+        # a dtype name, or a literal suffix as shorthand (`f32`, `i64`, `u8`, `f`)
+        dtype = DType.parse(str(dtype_tok.value)) or suffix_dtype(str(dtype_tok.value))
         self.expect(T.RSQUARE, "to close the tensor type")
         if dtype is None:
             self.error(f"unknown dtype `{dtype_tok.value}`", dtype_tok.span)

@@ -366,6 +366,10 @@ def test_version_header():
     ("fn (int32, int32) -> int32", FuncType((TensorType((), DType.INT32),) * 2,
                                             TensorType((), DType.INT32))),
     ("Ref[int32]", RefType(TensorType((), DType.INT32))),
+    ("ref(Tensor[(2), int8])", RefType(TensorType((2,), DType.INT8))),
+    ("Tensor[(1), f]", TensorType((1,), DType.FLOAT32)),
+    ("Tensor[(3, 1), f16]", TensorType((3, 1), DType.FLOAT16)),
+    ("Tensor[(3), u8]", TensorType((3,), DType.UINT8)),
 ])
 def test_types(text, expected):
     e = parse_expr(f"let %v: {text} = (); %v")
@@ -384,7 +388,7 @@ def test_incomplete_and_polymorphic_types():
 @pytest.mark.parametrize("text, message, col", [
     ("Foo", "undefined type `Foo`", 9),
     ("int7", "unknown dtype `int7`", 9),
-    ("Tensor[(1), f]", "unknown dtype `f`", 21),
+    ("Tensor[(1), g]", "unknown dtype `g`", 21),
 ])
 def test_type_errors(text, message, col):
     err = diag(f"let %v: {text} = (); %v")
