@@ -230,9 +230,9 @@ class Lexer:
             elif c == "#":
                 if self._attribute():
                     break  # a metadata section runs to the end of the file
-            elif c.isdigit():
+            elif "0" <= c <= "9":
                 self._number()
-            elif c.isalpha() or c == "_":
+            elif ("a" <= c <= "z") or ("A" <= c <= "Z") or c == "_":
                 self._word()
             elif text[self.pos:self.pos + 2] in _PUNCT2:
                 self._emit(_PUNCT2[text[self.pos:self.pos + 2]], 2)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aot.diagnostics import DiagnosticError
 from aot.ir import (ANY, Call, Constant, Constructor, DType, FuncAttrs, FuncType, Function,
@@ -666,3 +668,23 @@ def test_parse_never_raises_other_exceptions():
             parse_module(text, "fuzz.relay", prelude=False)
         except DiagnosticError as exc:
             assert exc.diagnostics and all(d.span is not None for d in exc.diagnostics)
+
+
+_FUZZ_PIECES = ["def", "@f", "@main", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".", "=",
+                "->", "=>", "%x", "%0", "%1", "let", "fn", "if", "else", "match", "match?",
+                "type", "extern", "List", "Cons", "Nil", "A", "_", "1", "-", "2.5f", "+", "*",
+                "==", "ref", "ref_read", "free_var", "Tensor", "float32", "add", "nn.dense",
+                "meta[relay.Constant][0]", '"s"', "#[version = \"0.0.5\"]", "//c\n", "/*", "*/",
+                "é", "²", "$", "units=", "Primitive=1", "?", "True", "\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FUZZ_PIECES), max_size=30))
+def test_random_token_soup_only_gives_diagnostics(pieces):
+    text = " ".join(pieces)
+    for parse in (lambda: parse_module(text, "soup.relay", prelude=False),
+                  lambda: parse_expr(text, "soup.relay")):
+        try:
+            parse()
+        except DiagnosticError as exc:
+            assert all(d.span is not None for d in exc.diagnostics)
