@@ -60,7 +60,7 @@ from .metadata import CONSTANT_KEY, MetadataError, UnsupportedNode, read_metadat
 from .module import IRModule
 from .registry import lookup
 from .types import (ANY, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType,
-                    TupleType, Type, TypeCall, TypeVar)
+                    TupleType, Type, TypeCall, TypeRelation, TypeVar)
 
 SUPPORTED_VERSION = '"0.0.5"'
 
@@ -1118,9 +1118,10 @@ class Parser:
                 args = self._type_list(T.LPAREN, T.RPAREN)
                 self.expect(T.ARROW, "in the function type")
                 ret = self.parse_type()
+                constraints = self._type_constraints()
             finally:
                 self.type_scopes.pop()
-            return FuncType(tuple(args), ret, tuple(type_params))
+            return FuncType(tuple(args), ret, tuple(type_params), tuple(constraints))
         if tok.kind is T.UNDERSCORE:
             self.next()
             return IncompleteType()
@@ -1134,6 +1135,27 @@ class Parser:
             return self._named_type()
         self.fatal(f"expected a type, found {tok.describe()}")
         raise AssertionError("unreachable")
+
+    def _type_constraints(self) -> list[TypeRelation]:
+        """``where rel(A, B), nn.rel(C)`` after a function type (the form
+        ``str(FuncType)`` prints for a polymorphic operator-like type)."""
+        out: list[TypeRelation] = []
+        tok = self.peek()
+        if tok.kind is not T.IDENT or tok.value != "where":
+            return out
+        self.next()
+        while True:
+            parts = [str(self.expect(T.IDENT, "(a type relation)").value)]
+            while self.at(T.PERIOD) and self.peek(1).kind is T.IDENT:
+                self.next()
+                parts.append(str(self.next().value))
+            out.append(TypeRelation(".".join(parts), tuple(self._type_list(T.LPAREN,
+                                                                            T.RPAREN))))
+            nxt, after = self.peek(1), self.peek(2)
+            if self.at(T.COMMA) and nxt.kind is T.IDENT and after.kind in (T.LPAREN, T.PERIOD):
+                self.next()
+                continue
+            return out
 
     def _type_list(self, open_kind: T, close_kind: T) -> list[Type]:
         self.expect(open_kind)

@@ -5,24 +5,26 @@ Design note
 The output is text that :mod:`aot.ir.parser` reads back to a structurally
 equal module; it is deterministic (same module, same bytes).
 
-**Sharing.**  An expression node used by more than one parent (a graph
-binding) is printed once as ``%n = ...;`` and referred to as ``%n``.
-Atomic nodes (variables, globals, operators, constructors, constants) are
-never bound.  Where does ``%n = ...;`` go?  The parser scopes graph
-bindings like ``let``, so the binding must come before the first statement
-that uses it, in a *region* (a function body, an ``if`` branch, a match
-clause, a parenthesised let) that encloses every use.  A planning pass
-visits the program parents-first (reverse post-order), records the region
-of every use, and gives each shared node the lowest common ancestor of its
-use regions as its *home*.  While printing, the first encounter of a
-shared node prints it and queues ``%n = ...;`` in its home region, which
-emits queued bindings just before the statement being printed.
+**Graph form.**  As TVM prints Relay, operands are atomic: the arguments
+and callee of a call, the fields of a tuple and the operands of ``ref``
+operations are variables, globals, operators, constructors, literals,
+projections of those (``%3.0``) or graph variables ``%n`` bound by an
+earlier ``%n = ...;``.  Let values, binding right-hand sides, ``if``
+conditions, ``match`` scrutinees and the result of each block print inline.
+So a 10,000-node dataflow graph prints as 10,000 flat bindings, never as
+deeply nested text.  A node used by more than one parent is bound too (and
+stays shared when parsed back).
 
-**Depth.**  Single-use nodes print inline, but a 10,000-deep chain of
-calls printed inline would be 10,000 levels of parentheses (and too deep
-for a recursive-descent parser), so a node whose inline nesting height
-would exceed :data:`INLINE_LIMIT` is bound as well.  Let chains print as
-flat statement lists.  Printing itself runs on the trampoline of
+**Placement.**  The parser scopes graph bindings like ``let``, so
+``%n = ...;`` must come before the first statement that uses it, in a
+*region* (a function body, an ``if`` branch, a match clause, a
+parenthesised let) that encloses every use.  A planning pass visits the
+program parents-first (reverse post-order), records the region of every
+use, and gives each bound node the lowest common ancestor of its use
+regions as its *home*.  While printing, the first encounter of a bound
+node prints it and queues ``%n = ...;`` in its home region, which emits
+queued bindings just before the statement being printed.  Let chains print
+as flat statement lists, and printing runs on the trampoline of
 :mod:`aot.ir.visitor`, so no Python recursion grows with the program.
 
 **Names.**  Variables keep their name hints, made unique per definition
@@ -53,9 +55,6 @@ from .module import IRModule
 from .visitor import ExprFunctor, post_order
 
 VERSION_HEADER = '#[version = "0.0.5"]'
-
-#: maximum nesting height of an expression printed inline
-INLINE_LIMIT = 8
 
 _ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
 
@@ -228,6 +227,32 @@ def _expr_children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+def _operands(e: Expr) -> tuple[Expr, ...]:
+    """Sub-expressions that print as atoms (or ``%n``) in graph form."""
+    if isinstance(e, Call):
+        return (e.op, *e.args)
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    if isinstance(e, RefCreate):
+        return (e.value,)
+    if isinstance(e, RefRead):
+        return (e.ref,)
+    if isinstance(e, RefWrite):
+        return (e.ref, e.value)
+    return ()
+
+
+def _atomic(e: Expr) -> bool:
+    """Printed as a name or literal, never bound (a nullary constructor
+    call such as ``Nil`` counts: it reads back as a fresh call)."""
+    if isinstance(e, _ATOMIC):
+        return True
+    return isinstance(e, Call) and isinstance(e.op, Constructor) and not e.args \
+        and not e.op.inputs and e.attrs.to_raw() == {}
+
+
 class _Plan:
     """Which nodes are bound, and in which region each binding goes."""
 
@@ -239,22 +264,14 @@ class _Plan:
             for child in _expr_children(node):
                 uses[child] = uses.get(child, 0) + 1
         self.uses = uses
-        bound = {n for n in nodes if uses.get(n, 0) >= 2 and not isinstance(n, _ATOMIC)}
-        height: dict[Expr, int] = {}
-
-        def eff(c: Expr) -> int:
-            return 0 if c in bound else height[c]
-
+        bound = {n for n in nodes if uses.get(n, 0) >= 2 and not _atomic(n)}
         for node in nodes:
-            if isinstance(node, _ATOMIC):
-                height[node] = 0
-                continue
-            if isinstance(node, Let):
-                height[node] = max(eff(node.value) + 1, eff(node.body))
-                continue
-            height[node] = 1 + max((eff(c) for c in _expr_children(node)), default=0)
-            if height[node] > INLINE_LIMIT and node is not root:
-                bound.add(node)
+            for child in _operands(node):
+                if _atomic(child) or child in bound:
+                    continue
+                if isinstance(child, TupleGetItem) and not isinstance(node, TupleGetItem):
+                    continue  # `f(%t.0)`: its own operand is atomic or bound
+                bound.add(child)
         self.bound = bound
         self.parent: dict[RegionKey, RegionKey | None] = {ROOT: None}
         self.depth: dict[RegionKey, int] = {ROOT: 0}
@@ -283,14 +300,14 @@ class _Plan:
         body_position: set[Expr] = set()
 
         def use(child: Expr, region: RegionKey, in_body: bool = False) -> None:
-            if isinstance(child, _ATOMIC):
+            if _atomic(child):
                 return
             use_regions.setdefault(child, []).append(region)
             if in_body and isinstance(child, Let):
                 body_position.add(child)
 
         for node in reversed(nodes):
-            if isinstance(node, _ATOMIC):
+            if _atomic(node) and node is not self.root:
                 continue
             if node is self.root:
                 region = ROOT

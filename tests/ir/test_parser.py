@@ -387,6 +387,19 @@ def test_incomplete_and_polymorphic_types():
     assert t.arg_types == (t.type_params[0],) and t.ret_type is t.type_params[0]
 
 
+def test_function_types_with_constraints():
+    e = parse_expr("let %v: fn [A, B, C](A, B) -> C where add(A, B, C), nn.relu(C, C) = ();"
+                   " let %w: (fn [A](A) -> A where negative(A, A), int32) = (); %v")
+    t = e.var.type_annotation
+    a, b, c = t.type_params
+    assert [r.name for r in t.type_constraints] == ["add", "nn.relu"]
+    assert t.type_constraints[0].args == (a, b, c)
+    assert str(t) == "fn [A, B, C](A, B) -> C where add(A, B, C), nn.relu(C, C)"
+    pair = e.body.var.type_annotation
+    assert isinstance(pair, TupleType) and len(pair.fields) == 2
+    assert pair.fields[0].type_constraints[0].name == "negative"
+
+
 @pytest.mark.parametrize("text, message, col", [
     ("Foo", "undefined type `Foo`", 9),
     ("int7", "unknown dtype `int7`", 9),

@@ -18,7 +18,7 @@ from aot.ir import (Call, Constant, DType, FuncAttrs, Function, If, IncompleteTy
                     const, op)
 from aot.ir.adt import Clause, PatternConstructor, PatternTuple, PatternWildcard
 from aot.ir.parser import RawCallAttrs, parse_expr, parse_module
-from aot.ir.printer import INLINE_LIMIT, attr_value, print_expr, print_module, scalar_literal
+from aot.ir.printer import attr_value, print_expr, print_module, scalar_literal
 from aot.ir.registry import lookup
 from aot.ir.structural import structural_equal
 
@@ -81,7 +81,10 @@ def @main(%x: Tensor[(2, 2), float32], %c: bool) -> (Tensor[(2, 2), float32], Te
 
 def @len[A](%l: List[A]) -> int32 {
   match (%l) {
-    Cons(_, %t) => add(1, @len(%t)),
+    Cons(_, %t) => {
+      %0 = @len(%t);
+      add(1, %0)
+    },
     Nil => 0,
   }
 }
@@ -90,7 +93,10 @@ def @len[A](%l: List[A]) -> int32 {
 
 
 @pytest.mark.parametrize("source, expected", [
-    ("1 + 2 * 3", "add(1, multiply(2, 3))"),
+    ("1 + 2 * 3", "%0 = multiply(2, 3);\nadd(1, %0)"),
+    ("1 * 2 + 3", "%0 = multiply(1, 2);\nadd(%0, 3)"),
+    ("free_var %t: ((int32,), int32); add(%t.1, %t.0.0)",
+     "free_var %t: ((int32,), int32);\n%0 = %t.0;\nadd(%t.1, %0.0)"),
     ("(); ()", "();\n()"),
     ("let %x = 1; let %y = (%x,); %y.0", "let %x = 1;\nlet %y = (%x,);\n%y.0"),
     ("free_var %x: float32; -%x", "free_var %x: float32;\nnegative(%x)"),
@@ -98,13 +104,15 @@ def @len[A](%l: List[A]) -> int32 {
     ("fn [A](%x: A) -> A { %x }", "fn [A](%x: A) -> A {\n  %x\n}"),
     ('fn (%x, Primitive=1, Compiler="foo") { %x }',
      'fn (%x, Compiler="foo", Primitive=1) {\n  %x\n}'),
-    ("(fn (%x) { %x })(1)", "(fn (%x) {\n  %x\n})(1)"),
+    ("(fn (%x) { %x })(1)", "%0 = fn (%x) {\n  %x\n};\n%0(1)"),
     ("%0 = (); %1 = 1; (%0, %0, %1)", "%0 = ();\n(%0, %0, 1)"),
     ("let %r = ref(1); ref_write(%r, 2); ref_read(%r)",
      "let %r = ref(1);\nref_write(%r, 2);\nref_read(%r)"),
     ("if (True) { 0 } else { 1 }", "if (True) {\n  0\n} else {\n  1\n}"),
-    ("let %f = fn () { (1, 2) }; %f().1", "let %f = fn () {\n  (1, 2)\n};\n(%f()).1"),
-    ("(let %a = 1; 3) + 2", "add((\n  let %a = 1;\n  3\n), 2)"),
+    ("let %f = fn () { (1, 2) }; %f().1", "let %f = fn () {\n  (1, 2)\n};\n%0 = %f();\n%0.1"),
+    ("(let %a = 1; 3) + 2", "%0 = (\n  let %a = 1;\n  3\n);\nadd(%0, 2)"),
+    ("let %b = (let %a = 1; %a); %b", "let %b = (\n  let %a = 1;\n  %a\n);\n%b"),
+    ("if (1 < 2) { 3 } else { 4 }", "if (less(1, 2)) {\n  3\n} else {\n  4\n}"),
     ("let %v: _ = 1; %v", "let %v: _ = 1;\n%v"),
     ("let %v: Ref[int32] = ref(1); %v", "let %v: Ref[int32] = ref(1);\n%v"),
 ])
@@ -362,7 +370,7 @@ def test_tensor_constants_go_to_the_metadata_section():
     mod = IRModule()
     mod.add("main", Function((x,), Tuple((Call(op("add"), (x, w)), b, w, odd_nan))))
     text = roundtrip_module(mod)
-    assert "(add(%x, meta[relay.Constant][0]), meta[relay.Constant][1], " \
+    assert "  %0 = add(%x, meta[relay.Constant][0]);\n  (%0, meta[relay.Constant][1], " \
            "meta[relay.Constant][0], meta[relay.Constant][2])" in text
     assert "\n#[metadata]\n{" in text and text.count("relay.Constant\"") >= 3
     e = Tuple((w, w))
@@ -446,13 +454,13 @@ def test_deep_call_chain_is_bound_to_stay_shallow():
         e = Call(op("negative"), (e,))
     f = Function((x,), e)
     text = roundtrip_expr(f)
-    assert _max_paren_depth(text) <= INLINE_LIMIT + 2
+    assert _max_paren_depth(text) <= 2
 
 
 def test_long_operator_chain():
     e = parse_expr(" + ".join(f"{i}" for i in range(5000)))
     text = roundtrip_expr(e)
-    assert _max_paren_depth(text) <= INLINE_LIMIT + 2
+    assert _max_paren_depth(text) <= 2
 
 
 def test_wide_graph_with_many_shared_nodes():
