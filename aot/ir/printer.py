@@ -277,6 +277,26 @@ class _Plan:
         self.depth: dict[RegionKey, int] = {ROOT: 0}
         self.home: dict[Expr, RegionKey] = {}
         self._place(nodes)
+        self.recursive = self._recursive_lets(nodes)
+
+    @staticmethod
+    def _recursive_lets(nodes: list[Expr]) -> dict[Var, set[Expr]]:
+        """For each ``let %f = fn ...`` whose function mentions ``%f``: the
+        nodes of the function that (transitively) mention it.  A binding of
+        such a node cannot go before the ``let``."""
+        out: dict[Var, set[Expr]] = {}
+        for node in nodes:
+            if not (isinstance(node, Let) and isinstance(node.value, Function)):
+                continue
+            inner = post_order(node.value)
+            if node.var not in set(inner):
+                continue
+            mentions: set[Expr] = {node.var}
+            for n in inner:
+                if any(c in mentions for c in _expr_children(n)):
+                    mentions.add(n)
+            out[node.var] = mentions
+        return out
 
     def _region(self, key: RegionKey, parent: RegionKey) -> RegionKey:
         self.parent[key] = parent
@@ -341,6 +361,8 @@ class _Region:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.pending: list[str] = []
+        #: the recursive let variable whose value is being printed, if any
+        self.binding: Var | None = None
 
     def flush(self) -> None:
         self.lines.extend(self.pending)
@@ -371,9 +393,10 @@ class _Printer(ExprFunctor[str]):
     def _reset(self, root: Expr | None) -> None:
         self.var_names: dict[Var, str] = {}
         self.used_names: set[str] = set()
-        self.graph_names: dict[Expr, str] = {}
+        self.graph_names: dict[Expr, tuple[str, RegionKey]] = {}
         self.counter = 0
         self.active: dict[RegionKey, _Region] = {}
+        self.stack: list[RegionKey] = [ROOT]
         self.plan = _Plan(root) if root is not None else None
 
     # ------------------------------------------------------------ drivers
@@ -420,13 +443,20 @@ class _Printer(ExprFunctor[str]):
 
     def _bound(self, node: Expr) -> Generator[Expr, Any, str]:
         assert self.plan is not None
-        name = self.graph_names.get(node)
-        if name is None:
-            text = yield from _gen(self._inline(node))
-            name = f"%{self.counter}"
-            self.counter += 1
-            self.active[self.plan.home[node]].pending.append(f"{name} = {text}{self._ty(node)};")
-            self.graph_names[node] = name
+        entry = self.graph_names.get(node)
+        if entry is not None and entry[1] in self.active:
+            return entry[0]
+        target = self.plan.home[node]
+        binding = self.active[target].binding
+        if binding is not None and node in self.plan.recursive[binding]:
+            # first used inside the recursive function that defines `binding`:
+            # bind it where it is used (a later use outside binds it again)
+            target = self.stack[-1]
+        text = yield from _gen(self._inline(node))
+        name = f"%{self.counter}"
+        self.counter += 1
+        self.active[target].pending.append(f"{name} = {text}{self._ty(node)};")
+        self.graph_names[node] = (name, target)
         return name
 
     def _inline(self, node: Expr) -> Any:
@@ -501,11 +531,16 @@ class _Printer(ExprFunctor[str]):
         """Print a region: its let chain as statements, then its result."""
         assert self.plan is not None
         region = self.active[key] = _Region() if key not in self.active else self.active[key]
+        if key is not ROOT:
+            self.stack.append(key)
         cur = expr
         first = True
         while isinstance(cur, Let) and ((first and inline_let) or cur not in self.plan.bound):
             first = False
+            if cur.var in self.plan.recursive:
+                region.binding = cur.var
             value = yield cur.value
+            region.binding = None
             region.flush()
             if cur.var.name_hint == "_" and cur.var.type_annotation is None \
                     and self.plan.uses.get(cur.var, 0) == 0:
@@ -519,6 +554,7 @@ class _Printer(ExprFunctor[str]):
         region.lines.append(result + self._ty(cur))
         if key is not ROOT:
             del self.active[key]
+            self.stack.pop()
         return region.lines
 
     def _inline_let(self, node: Let) -> Generator[Expr, Any, str]:

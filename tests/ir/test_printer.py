@@ -222,6 +222,16 @@ def test_shared_nodes_in_a_let_chain_come_before_their_first_use():
     assert lines.index("%0 = negative(%a);") == lines.index("let %a = exp(%x);") + 1
 
 
+def test_shared_node_of_a_recursive_function_is_not_bound_before_its_let():
+    f = Var("f")
+    n = Var("n", F32)
+    mention = Tuple((f,))  # mentions %f: cannot be bound before `let %f`
+    body = If(const(True), Tuple((mention, mention)), Call(f, (n,)))
+    e = Let(f, Function((n,), body), Tuple((mention, mention)))
+    text = roundtrip_expr(e)
+    assert text.index("let %f = fn") < text.index("%0 = (%f,);")
+
+
 def test_sharing_is_preserved_by_the_round_trip():
     x = Var("x", F32)
     shared = Call(op("negative"), (x,))
@@ -508,7 +518,11 @@ class _Gen:
             e = TupleGetItem(Tuple((self.expr(scope, pool, depth - 1),)), 0)
         elif kind == "let":
             v = Var(rng.choice(self.NAMES), rng.choice([None, F32, IncompleteType()]))
-            value = self.expr(scope, pool, depth - 1)
+            if rng.random() < 0.3:  # a recursive function
+                params = (Var(rng.choice(self.NAMES)),)
+                value = Function(params, self.expr(scope + [v, *params], list(pool), depth - 1))
+            else:
+                value = self.expr(scope, pool, depth - 1)
             inner = list(pool)
             e = Let(v, value, self.expr(scope + [v], inner, depth - 1))
         elif kind == "fn":
