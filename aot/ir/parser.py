@@ -611,15 +611,15 @@ class Parser:
                 else:
                     expr = self.parse_expr()
                 if self.accept(T.SEMI):
-                    steps.append((Var("_"), expr, expr.span))
+                    steps.append((Var("_"), expr, tok.span))
                     continue
                 result = expr
                 break
         finally:
             self.scopes.pop()
+        end = self.last.span
         for var, value, span in reversed(steps):
-            result = Let(var, value, result,
-                         span=span.merge(result.span) if span is not None else None)
+            result = Let(var, value, result, span=span.merge(end) if span is not None else None)
         return result
 
     def parse_block(self) -> Expr:
@@ -656,8 +656,9 @@ class Parser:
 
     # ------------------------------------------------------------ expressions
     def parse_expr(self) -> Expr:
-        """Binary operator chains, left associative, by precedence."""
-        operands = [self.parse_unary()]
+        """Binary operator chains, left associative, by precedence.  Spans
+        come from the tokens (a variable's own span is its binding site)."""
+        operands: list[tuple[Expr, Span | None]] = [self._operand()]
         ops: list[tuple[str, int]] = []
         while True:
             info = BINARY_OPS.get(self.peek().kind)
@@ -667,17 +668,24 @@ class Parser:
             while ops and ops[-1][1] >= info[1]:
                 self._reduce(operands, ops)
             ops.append(info)
-            operands.append(self.parse_unary())
+            operands.append(self._operand())
         while ops:
             self._reduce(operands, ops)
-        return operands[0]
+        return operands[0][0]
 
-    def _reduce(self, operands: list[Expr], ops: list[tuple[str, int]]) -> None:
+    def _operand(self) -> tuple[Expr, Span | None]:
+        start = self.peek()
+        expr = self.parse_unary()
+        return expr, self.span_from(start)
+
+    def _reduce(self, operands: list[tuple[Expr, Span | None]],
+                ops: list[tuple[str, int]]) -> None:
         name, _ = ops.pop()
-        rhs = operands.pop()
-        lhs = operands.pop()
-        span = lhs.span.merge(rhs.span) if lhs.span is not None else rhs.span
-        operands.append(Call(op(name), (lhs, rhs), self._op_attrs(name, {}, {}, span), span=span))
+        rhs, rhs_span = operands.pop()
+        lhs, lhs_span = operands.pop()
+        span = lhs_span.merge(rhs_span) if lhs_span is not None else rhs_span
+        call = Call(op(name), (lhs, rhs), self._op_attrs(name, {}, {}, span), span=span)
+        operands.append((call, span))
 
     def parse_unary(self) -> Expr:
         if not self.at(T.MINUS):
@@ -691,7 +699,7 @@ class Parser:
                                         self.span_from(minuses[0]), "-" * len(minuses))
         expr = self.parse_postfix()
         for minus in reversed(minuses):
-            span = minus.span.merge(expr.span)
+            span = self.span_from(minus)
             expr = Call(op("negative"), (expr,), self._op_attrs("negative", {}, {}, span),
                         span=span)
         return expr

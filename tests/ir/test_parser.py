@@ -665,6 +665,19 @@ def test_spans():
     assert e.var.span is not None and e.var.span.col == 5
 
 
+def test_spans_come_from_tokens_not_variables():
+    mod = parse_module("def @main(%x: float32) {\n  let %y = %x;\n  %y; -%x + %y * %x\n}",
+                       "s.relay")
+    let = mod["main"].body
+    assert (let.span.line, let.span.col, let.span.end_line, let.span.end_col) == (2, 3, 3, 20)
+    seq = let.body
+    assert (seq.span.line, seq.span.col) == (3, 3)
+    add = seq.body
+    assert (add.span.line, add.span.col, add.span.end_col) == (3, 7, 20)
+    neg, mul = add.args
+    assert (neg.span.col, neg.span.end_col, mul.span.col) == (7, 10, 13)
+
+
 def test_errors_render_with_caret():
     err = diag("let %x = 1;\nfoo(%x)")
     assert str(err) == ("t.relay:2:1: error: unknown operator `foo`\n"
