@@ -44,7 +44,7 @@ from typing import Any, Generator, Iterable
 
 import numpy as np
 
-from .adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
+from .adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
                   PatternWildcard, TypeData)
 from .analysis import free_vars
 from .dtype import DType

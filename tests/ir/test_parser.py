@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aot.diagnostics import DiagnosticError
-from aot.ir import (ANY, Call, Constant, Constructor, DType, FuncAttrs, FuncType, Function,
+from aot.ir import (ANY, Call, Constant, DType, FuncAttrs, FuncType, Function,
                     GlobalTypeVar, GlobalVar, If, IncompleteType, Let, Match, Op, RefCreate,
                     RefRead, RefType, RefWrite, TensorType, Tuple, TupleGetItem, TupleType,
                     TypeCall, TypeVar, Var)
@@ -416,7 +416,8 @@ LIST = "type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}\n"
 
 
 def test_adt_definition():
-    mod = parse_module(LIST + "type Ayy { }\nextern type T[A]\ntype Either[A, B] { Left(A), Right(B) }")
+    mod = parse_module(LIST + "type Ayy { }\nextern type T[A]\n"
+                       "type Either[A, B] { Left(A), Right(B) }")
     data = mod.lookup_type("List")
     a = data.type_vars[0]
     cons, nil = data.constructors

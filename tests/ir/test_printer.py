@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aot.ir import (Call, Constant, DType, FuncAttrs, Function, If, IncompleteType, IRModule,
-                    Let, RefCreate, RefRead, RefType, TensorType, Tuple, TupleGetItem, Var,
+                    Let, Match, RefCreate, RefRead, TensorType, Tuple, TupleGetItem, Var,
                     const, op)
-from aot.ir.adt import Clause, PatternConstructor, PatternTuple, PatternWildcard
+from aot.ir.adt import Clause, PatternTuple, PatternVar, PatternWildcard
 from aot.ir.parser import RawCallAttrs, parse_expr, parse_module
 from aot.ir.printer import attr_value, print_expr, print_module, scalar_literal
 from aot.ir.registry import lookup
@@ -537,12 +537,10 @@ class _Gen:
             e = RefRead(RefCreate(self.expr(scope, pool, depth - 1)))
         else:
             v = Var(rng.choice(self.NAMES))
-            from aot.ir.adt import PatternVar
             data = self.expr(scope, pool, depth - 1)
             clauses = (Clause(PatternTuple((PatternVar(v), PatternWildcard())),
                               self.expr(scope + [v], list(pool), depth - 1)),
                        Clause(PatternWildcard(), self.expr(scope, list(pool), depth - 1)))
-            from aot.ir import Match
             e = Match(Tuple((data, data)), clauses, complete=rng.random() < 0.5)
         pool.append(e)
         return e
