@@ -78,7 +78,7 @@ from ..ir.dtype import DType
 from .kernel_ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
                         Const, Decl, Expr, For, ForKind, IfThenElse, Kernel, Load, Select, Stmt,
                         Store, UnaryOp, UnaryOperator, Var, Assign, buffers_in, children,
-                        postorder, stored_buffers, verify_kernel)
+                        postorder, stored_buffers, verify_kernel, dtype_range)
 
 __all__ = ["c_storage_type", "c_value_type", "format_float", "format_int", "print_expr",
            "print_stmt", "print_kernel", "kernel_prototype", "kernel_helpers", "HELPERS",
@@ -151,9 +151,16 @@ def _build_helpers() -> dict[str, HelperSpec]:
                 "a - floor(a / b) * b (sign of b); 0 when b == 0")
     for d in ints + [DType.FLOAT32, DType.FLOAT64]:
         s, t = _SUFFIX[d], _STORAGE[d]
-        nan = " (NaN if either is NaN)" if d.is_float else ""
+        nan = "; NaN if either is NaN; b when a == b (so min(0.0, -0.0) is -0.0)" \
+            if d.is_float else ""
         h[f"aot_min_{s}"] = HelperSpec(f"{t} aot_min_{s}({t} a, {t} b)", f"min(a, b){nan}")
         h[f"aot_max_{s}"] = HelperSpec(f"{t} aot_max_{s}({t} a, {t} b)", f"max(a, b){nan}")
+    h["aot_min_f16"] = HelperSpec("float aot_min_f16(float a, float b)",
+                                  "min of two binary16 values held in floats; NaN if either "
+                                  "is NaN; a when a == b (NumPy's float16 tie rule)")
+    h["aot_max_f16"] = HelperSpec("float aot_max_f16(float a, float b)",
+                                  "max of two binary16 values held in floats; NaN if either "
+                                  "is NaN; a when a == b (NumPy's float16 tie rule)")
     for f in (DType.FLOAT32, DType.FLOAT64):
         s, t = _SUFFIX[f], _STORAGE[f]
         h[f"aot_floordiv_{s}"] = HelperSpec(f"{t} aot_floordiv_{s}({t} a, {t} b)",
@@ -417,6 +424,45 @@ def _zero(dtype: DType) -> CAtom:
 
 # ================================================================ spelling
 
+# uint8/uint16 results are narrowed with a mask, not a cast: a value of type
+# uint32_t in the type's range.  gcc folds narrow unsigned arithmetic into
+# ``~x`` forms and then warns when comparing them (-Wsign-compare, "promoted
+# bitwise complement"); a masked uint32_t is not narrowed by that check.
+_MASKED = (DType.UINT8, DType.UINT16)
+
+
+def _narrow(inner: CExpr, dtype: DType) -> CExpr:
+    """An unsigned-domain value converted back to ``dtype``."""
+    if dtype in _MASKED:
+        return CBinary("&", inner, CAtom(f"{int(np.iinfo(dtype.np).max)}u"))
+    return CCast(_STORAGE[dtype], inner)
+
+
+def _is_truth(c: CExpr) -> bool:
+    """A C expression the compilers treat as a truth value."""
+    if isinstance(c, CBinary):
+        return BINARY_PREC[c.op] in _COMPARE_PRECS or c.op in ("&&", "||")
+    if isinstance(c, CUnary):
+        return c.op == "!"
+    if isinstance(c, CTernary):
+        return _is_truth(c.then) and _is_truth(c.else_)
+    return False
+
+
+def _untruth(c: CExpr) -> CExpr:
+    """``c`` with a truth value under its integer casts spelled ``t ? 1 : 0``
+    (gcc warns about ``~`` applied to a truth value, casts or not)."""
+    if isinstance(c, CCast):
+        return CCast(c.ctype, _untruth(c.operand))
+    if _is_truth(c):
+        return CTernary(c, CAtom("1"), CAtom("0"))
+    return c
+
+
+def _is_all_ones(e: Expr) -> bool:
+    return isinstance(e, Const) and int(e.value) == int(np.iinfo(e.dtype.np).max)
+
+
 @dataclass(frozen=True, slots=True)
 class _Spelled:
     """C spelling of one kernel-IR expression.  ``wrapped``: for integer
@@ -428,6 +474,7 @@ class _Spelled:
 
 
 _O = BinaryOperator
+_BOOL_BITWISE = {_O.BIT_AND: "&&", _O.BIT_OR: "||", _O.BIT_XOR: "!="}
 _RING_C = {_O.ADD: "+", _O.SUB: "-", _O.MUL: "*"}
 _PLAIN_C = {_O.BIT_AND: "&", _O.BIT_OR: "|", _O.BIT_XOR: "^", _O.SHR: ">>", _O.EQ: "==",
             _O.NE: "!=", _O.LT: "<", _O.LE: "<=", _O.GT: ">", _O.GE: ">=", _O.AND: "&&",
@@ -482,14 +529,15 @@ class _Spell:
             return _unsigned_literal(int(e.value), domain)
         return CCast(domain, s.c)
 
-    def wrapping(self, dtype: DType, build: Callable[..., CExpr], *operands: tuple[Expr, _Spelled]) -> _Spelled:
+    def wrapping(self, dtype: DType, build: Callable[..., CExpr],
+                 *operands: tuple[Expr, _Spelled]) -> _Spelled:
         """Integer ``build(operand C trees)`` wrapping modulo 2^bits."""
         domain = _unsigned_domain(dtype)
         if domain is None:
             c = build(*(s.c for _, s in operands))
             return _Spelled(c, c)
         inner = build(*(self.unsigned(e, s, domain) for e, s in operands))
-        return _Spelled(CCast(_STORAGE[dtype], inner), inner)
+        return _Spelled(_narrow(inner, dtype), inner)
 
     # ------------------------------------------------------------ binary
 
@@ -510,11 +558,19 @@ class _Spell:
                 c = CBinary("<<", a.c, b.c)
                 return _Spelled(c, c)
             inner = CBinary("<<", self.unsigned(e.a, a, domain), b.c)
-            return _Spelled(CCast(_STORAGE[t], inner), inner)
+            return _Spelled(_narrow(inner, t), inner)
+        if op is _O.BIT_XOR and t in _MASKED:
+            for x, sx, y in ((e.a, a, e.b), (e.b, b, e.a)):
+                if _is_all_ones(y):     # x ^ 0xff is ~x: spelled as ~ is (see there)
+                    return self.wrapping(t, lambda v: CUnary("~", v), (x, sx))
+        if t is DType.BOOL and op in _BOOL_BITWISE:
+            # on 0/1 operands; clang warns about & | on truth values
+            return _Spelled(CBinary(_BOOL_BITWISE[op], a.c, b.c))
         if op in _PLAIN_C:
             return _Spelled(CBinary(_PLAIN_C[op], a.c, b.c))
         if op in (_O.MIN, _O.MAX):
-            return _Spelled(self.call(f"aot_{op.value}_{_SUFFIX[t]}", a.c, b.c))
+            sfx = "f16" if t is DType.FLOAT16 else _SUFFIX[t]   # float16 breaks ties apart
+            return _Spelled(self.call(f"aot_{op.value}_{sfx}", a.c, b.c))
         return _Spelled(self.division(op, t, a.c, b.c))
 
     def division(self, op: BinaryOperator, t: DType, a: CExpr, b: CExpr) -> CExpr:
@@ -540,14 +596,34 @@ class _Spell:
         if e.op is UnaryOperator.NOT:
             return _Spelled(CUnary("!", a.c))
         if e.op is UnaryOperator.BIT_NOT:
-            if t in (DType.UINT8, DType.UINT16):    # ~ of a promoted int leaves the range
-                return _Spelled(CCast(_STORAGE[t], CUnary("~", a.c)))
+            a = _Spelled(_untruth(a.c), a.wrapped)
+            if t in _MASKED:    # ~ of the promoted int would leave the range
+                return self.wrapping(t, lambda v: CUnary("~", v), (e.a, a))
             return _Spelled(CUnary("~", a.c))
         if t.is_float:
             return _Spelled(CUnary("-", a.c))
         return self.wrapping(t, lambda x: CUnary("-", x), (e.a, a))
 
     # -------------------------------------------------------------- cast
+
+    def int_cast(self, src: DType, dst: DType, a: _Spelled) -> _Spelled:
+        lo, hi = dtype_range(dst)
+        slo, shi = dtype_range(src)
+        if lo <= slo and shi <= hi:     # value-preserving widening
+            return _Spelled(CCast(_STORAGE[dst], a.c))
+        # wraps.  An unsigned form of the operand is congruent to its value
+        # modulo 2^src.bits, so it can stand for it when dst is no wider.
+        domain = _unsigned_domain(dst)
+        low_bits = a.wrapped if (a.wrapped is not None and dst.bits <= src.bits) else None
+        same_domain = domain is not None and domain == _unsigned_domain(src)
+        if dst in _MASKED:
+            operand = low_bits if (low_bits is not None and same_domain) \
+                else CCast("uint32_t", a.c)
+            return _Spelled(_narrow(operand, dst), operand)
+        c = CCast(_STORAGE[dst], low_bits if low_bits is not None else a.c)
+        if domain is None:
+            return _Spelled(c, c)
+        return _Spelled(c, low_bits if same_domain else None)
 
     def cast(self, e: Cast, a: _Spelled) -> _Spelled:
         src, dst = e.a.dtype, e.to
@@ -560,14 +636,7 @@ class _Spell:
         if dst.is_int:
             if src.is_float:
                 return _Spelled(self.call(f"aot_sat_{_SUFFIX[src]}_{_SUFFIX[dst]}", a.c))
-            if a.wrapped is not None and dst.bits <= src.bits:
-                # the low bits of the unsigned form are the low bits of the value
-                c = CCast(_STORAGE[dst], a.wrapped)
-                if _unsigned_domain(dst) is None:
-                    return _Spelled(c, c)
-                same = _unsigned_domain(dst) == _unsigned_domain(src)
-                return _Spelled(c, a.wrapped if same else None)
-            return _Spelled(CCast(_STORAGE[dst], a.c))
+            return self.int_cast(src, dst, a)
         # dst is a float type
         if dst is DType.FLOAT16:
             if src is DType.FLOAT64:

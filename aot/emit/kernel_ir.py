@@ -79,7 +79,7 @@ __all__ = [
     "block", "for_range", "if_then_else", "flat_index", "strided_index", "row_major_strides",
     "children", "with_children", "postorder", "walk_exprs", "walk_stmts", "stmt_exprs",
     "map_stmt_exprs", "substitute", "substitute_stmt", "buffers_in", "stored_buffers", "verify_kernel",
-    "evaluate", "run_kernel", "C_KEYWORDS", "is_c_identifier",
+    "evaluate", "run_kernel", "dtype_range", "int_range", "decided_comparison", "C_KEYWORDS", "is_c_identifier",
 ]
 
 
@@ -938,6 +938,97 @@ def flat_index(indices: Sequence[Operand], shape: Sequence[int],
     return strided_index(indices, row_major_strides(shape), 0, dtype)
 
 
+# ============================================================ value ranges
+
+def dtype_range(t: DType) -> tuple[int, int]:
+    """The smallest and largest value of an integer (or bool) dtype."""
+    return _range(t)
+
+
+def int_range(e: Expr) -> tuple[int, int]:
+    """Bounds of an integer or bool expression's value (conservative:
+    constants, bool-valued nodes and value-preserving casts are tracked)."""
+    t = e.dtype
+    _check(t.is_int or t is DType.BOOL, f"int_range of a {t} expression")
+    if isinstance(e, Const):
+        return int(e.value), int(e.value)
+    lo, hi = _range(t)
+    if isinstance(e, Cast) and (e.a.dtype.is_int or e.a.dtype is DType.BOOL):
+        slo, shi = int_range(e.a)
+        if lo <= slo and shi <= hi:     # value-preserving conversion
+            return slo, shi
+    if isinstance(e, BinOp) and e.op is BinaryOperator.BIT_AND:
+        masks = [int(x.value) for x in (e.a, e.b) if isinstance(x, Const) and int(x.value) >= 0]
+        if masks:
+            return 0, min(masks)
+    return lo, hi
+
+
+def _bits(value: int, t: DType) -> int:
+    return value % (1 << t.bits)
+
+
+def _decided_by_bits(e: BinOp) -> bool | None:
+    """``(x & C1) == C2`` with a bit of C2 outside C1, or ``(x | C1) == C2``
+    with a bit of C1 outside C2, is never true (gcc: -Wtautological-compare)."""
+    if e.op not in (BinaryOperator.EQ, BinaryOperator.NE):
+        return None
+    for masked, other in ((e.a, e.b), (e.b, e.a)):
+        if not (isinstance(other, Const) and isinstance(masked, BinOp)):
+            continue
+        consts = [x for x in (masked.a, masked.b) if isinstance(x, Const)]
+        if not consts:
+            continue
+        t = other.dtype
+        c1, c2 = _bits(int(consts[0].value), t), _bits(int(other.value), t)
+        if (masked.op is BinaryOperator.BIT_AND and c2 & ~c1) or \
+                (masked.op is BinaryOperator.BIT_OR and c1 & ~c2):
+            return e.op is BinaryOperator.NE
+    return None
+
+
+def decided_comparison(e: BinOp) -> bool | None:
+    """The result of an integer comparison when its operands' value ranges
+    already decide it (``u >= 0`` on unsigned) or both sides are the same
+    expression, else None.  Compilers warn
+    about such comparisons (-Wtype-limits), so kernels must not contain
+    them: :mod:`aot.emit.simplify` folds them."""
+    if not e.op.is_comparison or not (e.a.dtype.is_int or e.a.dtype is DType.BOOL):
+        return None
+    if e.a == e.b:      # x < x (clang: -Wtautological-compare)
+        return e.op in (BinaryOperator.EQ, BinaryOperator.LE, BinaryOperator.GE)
+    by_bits = _decided_by_bits(e)
+    if by_bits is not None:
+        return by_bits
+    (alo, ahi), (blo, bhi) = int_range(e.a), int_range(e.b)
+    if e.op is BinaryOperator.LT:
+        return True if ahi < blo else False if alo >= bhi else None
+    if e.op is BinaryOperator.LE:
+        return True if ahi <= blo else False if alo > bhi else None
+    if e.op is BinaryOperator.GT:
+        return True if alo > bhi else False if ahi <= blo else None
+    if e.op is BinaryOperator.GE:
+        return True if alo >= bhi else False if ahi < blo else None
+    if ahi < blo or bhi < alo:      # == and != on disjoint ranges
+        return e.op is BinaryOperator.NE
+    if alo == ahi == blo == bhi:
+        return e.op is BinaryOperator.EQ
+    return None
+
+
+def _warning_hazard(e: Expr) -> str | None:
+    """Why the C for ``e`` would draw a -Wall/-Wextra warning, if it would."""
+    if isinstance(e, BinOp):
+        if decided_comparison(e) is not None:
+            return f"comparison {e.op.value} on {e.a.dtype} decided by the operands' ranges"
+        if e.op is BinaryOperator.BIT_XOR and e.a.dtype is DType.BOOL and e.a == e.b:
+            return "bool ^ of identical operands (printed as a self-comparison)"
+    if isinstance(e, Cast) and e.to is DType.BOOL and (e.a.dtype.is_int):
+        if decided_comparison(BinOp(BinaryOperator.NE, e.a, Const(0, e.a.dtype))) is not None:
+            return "conversion to bool decided by the operand's range"
+    return None
+
+
 # ================================================================ verifier
 
 def verify_kernel(kernel: Kernel) -> None:
@@ -1022,6 +1113,10 @@ class _Verifier:
                 self.access(e.buffer, e.index)
             elif isinstance(e, Call):
                 self.functions.add(e.name)
+            hazard = _warning_hazard(e)
+            if hazard is not None:
+                self.problems.append(f"{hazard}: compilers warn about it "
+                                     f"(run aot.emit.simplify first)")
 
     def access(self, buffer: Buffer, index: Expr) -> None:
         if isinstance(index, Const) and not 0 <= int(index.value) < buffer.size:
@@ -1142,7 +1237,8 @@ def _apply_binop(op: BinaryOperator, a: np.generic, b: np.generic, dtype: DType)
 
 def _cast_value(x: np.generic, to: DType) -> np.generic:
     from ..ir.ops.transform_init import cast_array
-    return np.asarray(cast_array(np.array(x), to)).astype(to.np)[()]
+    with np.errstate(all="ignore"):
+        return np.asarray(cast_array(np.array(x), to)).astype(to.np)[()]
 
 
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:

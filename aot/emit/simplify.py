@@ -24,7 +24,11 @@ the original for every input, NaN and wrap-around included:
 * **Decided comparisons**: an integer comparison whose operands' value
   ranges already decide it (``u >= 0`` on unsigned, ``(int32_t)u8 < 256``)
   folds to a constant -- gcc's ``-Wtype-limits`` and clang's tautological
-  comparison warnings would otherwise reject the C.
+  comparison warnings would otherwise reject the C.  So does a conversion
+  to bool decided that way, and ``(x & 4) == 3``-style comparisons gcc
+  proves false.
+* **Same operands** (integers and bool): ``x & x``, ``x | x``, ``min(x, x)``
+  -> ``x``; ``x ^ x``, ``x - x`` -> 0; comparisons ``x < x`` fold.
 * **Logic and selects**: ``x && 1`` -> ``x``, ``x || 1`` -> ``1`` (clang
   warns about constant logical operands), ``!!x`` -> ``x``, a select on a
   constant condition or with equal arms.
@@ -40,15 +44,14 @@ warnings).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.dtype import DType
 from .kernel_ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Const, Decl,
                         Expr, For, IfThenElse, Kernel, Select, Stmt, Store, UnaryOp,
-                        UnaryOperator, Var, children, evaluate, postorder, stmt_exprs,
+                        UnaryOperator, Var, children, decided_comparison, evaluate, postorder,
+                        stmt_exprs, dtype_range,
                         substitute_stmt, walk_exprs, walk_stmts, with_children)
 
-__all__ = ["simplify_expr", "simplify_stmt", "simplify_kernel", "int_range"]
+__all__ = ["simplify_expr", "simplify_stmt", "simplify_kernel"]
 
 _O = BinaryOperator
 
@@ -66,7 +69,13 @@ def _rewrite(e: Expr) -> Expr:
         if all(isinstance(k, Const) for k in children(e)):
             return _fold(e)
     if isinstance(e, Cast):
-        return e.a if e.a.dtype is e.to else e
+        if e.a.dtype is e.to:
+            return e.a
+        if e.to is DType.BOOL and e.a.dtype.is_int:     # x != 0
+            decided = decided_comparison(BinOp(_O.NE, e.a, Const(0, e.a.dtype)))
+            if decided is not None:
+                return Const(int(decided), DType.BOOL)
+        return e
     if isinstance(e, Select):
         if isinstance(e.cond, Const):
             return e.a if int(e.cond.value) else e.b
@@ -78,6 +87,10 @@ def _rewrite(e: Expr) -> Expr:
             return inner.a
         return e
     if isinstance(e, BinOp):
+        if e.a == e.b and not e.a.dtype.is_float:
+            same = _same_operands(e)
+            if same is not None:
+                return same
         if e.op.is_logical:
             return _logical(e)
         if e.op.is_comparison:
@@ -85,6 +98,18 @@ def _rewrite(e: Expr) -> Expr:
         if e.a.dtype.is_int:
             return _integer(e)
     return e
+
+
+_IDEMPOTENT = (_O.BIT_AND, _O.BIT_OR, _O.MIN, _O.MAX, _O.AND, _O.OR)
+
+
+def _same_operands(e: BinOp) -> Expr | None:
+    """``x op x`` on integers or bool, when it simplifies."""
+    if e.op in _IDEMPOTENT:
+        return e.a
+    if e.op in (_O.BIT_XOR, _O.SUB):
+        return Const(0, e.dtype)
+    return None
 
 
 def _fold(e: Expr) -> Const:
@@ -102,45 +127,13 @@ def _logical(e: BinOp) -> Expr:
     return e
 
 
-# ============================================================ value ranges
-
-def int_range(e: Expr) -> tuple[int, int]:
-    """Bounds of an integer or bool expression's value (conservative)."""
-    t = e.dtype
-    assert t.is_int or t is DType.BOOL, t
-    if isinstance(e, Const):
-        return int(e.value), int(e.value)
-    if t is DType.BOOL:
-        return 0, 1
-    lo, hi = _dtype_range(t)
-    if isinstance(e, Cast) and (e.a.dtype.is_int or e.a.dtype is DType.BOOL):
-        slo, shi = int_range(e.a)
-        if lo <= slo and shi <= hi:     # value-preserving conversion
-            return slo, shi
-    return lo, hi
-
-
-def _dtype_range(t: DType) -> tuple[int, int]:
-    info = np.iinfo(t.np)
-    return int(info.min), int(info.max)
-
+# ============================================================ comparisons
 
 def _comparison(e: BinOp) -> Expr:
     t = e.a.dtype
     if not (t.is_int or t is DType.BOOL):
         return e
-    (alo, ahi), (blo, bhi) = int_range(e.a), int_range(e.b)
-    decided: bool | None = None
-    if e.op is _O.LT:
-        decided = True if ahi < blo else False if alo >= bhi else None
-    elif e.op is _O.LE:
-        decided = True if ahi <= blo else False if alo > bhi else None
-    elif e.op is _O.GT:
-        decided = True if alo > bhi else False if ahi <= blo else None
-    elif e.op is _O.GE:
-        decided = True if alo >= bhi else False if ahi < blo else None
-    elif ahi < blo or bhi < alo:        # == and != on disjoint ranges
-        decided = e.op is _O.NE
+    decided = decided_comparison(e)
     return e if decided is None else Const(int(decided), DType.BOOL)
 
 
@@ -155,7 +148,7 @@ def _wrap(value: int, t: DType) -> int:
 
 
 def _fits(value: int, t: DType) -> bool:
-    lo, hi = _dtype_range(t)
+    lo, hi = dtype_range(t)
     return lo <= value <= hi
 
 
