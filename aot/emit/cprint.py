@@ -527,7 +527,12 @@ class _Spell:
             return s.wrapped
         if isinstance(e, Const) and int(e.value) >= 0:
             return _unsigned_literal(int(e.value), domain)
-        return CCast(domain, s.c)
+        c = s.c
+        if isinstance(e, Cast) and isinstance(c, CCast) and e.a.dtype.is_int \
+                and e.a.dtype.bits <= e.dtype.bits and (e.a.dtype.is_signed or e.dtype.is_unsigned
+                                                        or e.a.dtype.bits < e.dtype.bits):
+            c = c.operand   # (uint32_t)(int32_t)x is (uint32_t)x for a narrower x
+        return CCast(domain, c)
 
     def wrapping(self, dtype: DType, build: Callable[..., CExpr],
                  *operands: tuple[Expr, _Spelled]) -> _Spelled:
@@ -684,9 +689,12 @@ class _StmtPrinter:
         elif isinstance(s, Store):
             value = self.spell.expr(s.value)
             if s.buffer.dtype is DType.FLOAT16:
-                if isinstance(value, CCall) and value.fn == "aot_round_f16":
-                    value = value.args[0]   # rounding to half is what the store does
-                value = self.spell.call("aot_f32_to_f16", value)
+                if isinstance(value, CCall) and value.fn == "aot_f16_to_f32":
+                    value = value.args[0]   # a copy of half bits stays a bit copy
+                else:
+                    if isinstance(value, CCall) and value.fn == "aot_round_f16":
+                        value = value.args[0]   # rounding to half is what the store does
+                    value = self.spell.call("aot_f32_to_f16", value)
             index = format_c(self.spell.expr(s.index))
             self.emit(level, f"{s.buffer.name}[{index}] = {format_c(value)};")
         elif isinstance(s, Decl):
