@@ -339,16 +339,17 @@ class BinOp(Expr):
     b: Expr
     no_wrap: bool = False
     _hash: int = field(init=False, repr=False, compare=False)
+    _dtype: DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_binop(self.op, self.a, self.b, self.no_wrap)
+        boolean = self.op.is_comparison or self.op.is_logical
+        object.__setattr__(self, "_dtype", DType.BOOL if boolean else self.a.dtype)
         _seal(self)
 
     @property
     def dtype(self) -> DType:
-        if self.op.is_comparison or self.op.is_logical:
-            return DType.BOOL
-        return self.a.dtype
+        return self._dtype
 
 
 def _check_binop(op: BinaryOperator, a: Expr, b: Expr, no_wrap: bool) -> None:
@@ -377,9 +378,11 @@ class UnaryOp(Expr):
     op: UnaryOperator
     a: Expr
     _hash: int = field(init=False, repr=False, compare=False)
+    _dtype: DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         t = self.a.dtype
+        object.__setattr__(self, "_dtype", t)
         if self.op is UnaryOperator.NOT:
             _check(t is DType.BOOL, f"! on {t}: logical not takes bool")
         elif self.op is UnaryOperator.BIT_NOT:
@@ -390,7 +393,7 @@ class UnaryOp(Expr):
 
     @property
     def dtype(self) -> DType:
-        return self.a.dtype
+        return self._dtype
 
 
 @_node
@@ -414,16 +417,18 @@ class Select(Expr):
     a: Expr
     b: Expr
     _hash: int = field(init=False, repr=False, compare=False)
+    _dtype: DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check(self.cond.dtype is DType.BOOL, f"select condition must be bool, got {self.cond.dtype}")
         _check(self.a.dtype is self.b.dtype,
                f"select arms differ: {self.a.dtype} and {self.b.dtype}")
+        object.__setattr__(self, "_dtype", self.a.dtype)
         _seal(self)
 
     @property
     def dtype(self) -> DType:
-        return self.a.dtype
+        return self._dtype
 
 
 @_node
