@@ -52,7 +52,7 @@ from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op
                    RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from .metadata import write_metadata
 from .module import IRModule
-from .visitor import ExprFunctor, post_order
+from .visitor import ExprFunctor, children, post_order
 
 VERSION_HEADER = '#[version = "0.0.5"]'
 
@@ -162,6 +162,14 @@ def _indent(lines: Iterable[str]) -> str:
     return "\n".join(out)
 
 
+def _tuple_text(items: list[str]) -> str:
+    """Tuple syntax shared by tuple expressions and tuple patterns: a
+    one-element tuple keeps its trailing comma (``(%x,)``)."""
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return "(" + ", ".join(items) + ")"
+
+
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -202,55 +210,40 @@ ROOT = _Root()
 RegionKey = Any
 
 
+#: Nodes all of whose children are operands (no binding variables, no
+#: regions): calls, tuples, projections and the ref operations.
+_OPERAND_PARENTS = (Call, Tuple, TupleGetItem, RefCreate, RefRead, RefWrite)
+
+
 def _expr_children(e: Expr) -> tuple[Expr, ...]:
-    """Sub-expressions that are uses (binding variables excluded)."""
-    if isinstance(e, Call):
-        return (e.op, *e.args)
-    if isinstance(e, Tuple):
-        return e.fields
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
+    """Sub-expressions that are uses: :func:`~aot.ir.visitor.children`
+    without the binding variables (function params, the let variable,
+    pattern variables)."""
     if isinstance(e, Function):
         return (e.body,)
     if isinstance(e, Let):
         return (e.value, e.body)
-    if isinstance(e, If):
-        return (e.cond, e.true_branch, e.false_branch)
     if isinstance(e, Match):
         return (e.data, *(c.rhs for c in e.clauses))
-    if isinstance(e, RefCreate):
-        return (e.value,)
-    if isinstance(e, RefRead):
-        return (e.ref,)
-    if isinstance(e, RefWrite):
-        return (e.ref, e.value)
-    return ()
+    return children(e)
 
 
 def _operands(e: Expr) -> tuple[Expr, ...]:
     """Sub-expressions that print as atoms (or ``%n``) in graph form."""
-    if isinstance(e, Call):
-        return (e.op, *e.args)
-    if isinstance(e, Tuple):
-        return e.fields
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
-    if isinstance(e, RefCreate):
-        return (e.value,)
-    if isinstance(e, RefRead):
-        return (e.ref,)
-    if isinstance(e, RefWrite):
-        return (e.ref, e.value)
-    return ()
+    return children(e) if isinstance(e, _OPERAND_PARENTS) else ()
+
+
+def _nullary_constructor_call(e: Expr) -> bool:
+    """A call such as ``Nil`` that prints as the constructor's bare name
+    (and reads back as a fresh call)."""
+    return isinstance(e, Call) and isinstance(e.op, Constructor) and not e.args \
+        and not e.op.inputs and e.attrs.to_raw() == {}
 
 
 def _atomic(e: Expr) -> bool:
     """Printed as a name or literal, never bound (a nullary constructor
-    call such as ``Nil`` counts: it reads back as a fresh call)."""
-    if isinstance(e, _ATOMIC):
-        return True
-    return isinstance(e, Call) and isinstance(e.op, Constructor) and not e.args \
-        and not e.op.inputs and e.attrs.to_raw() == {}
+    call counts)."""
+    return isinstance(e, _ATOMIC) or _nullary_constructor_call(e)
 
 
 class _Plan:
@@ -460,37 +453,12 @@ class _Printer(ExprFunctor[str]):
         return name
 
     def _inline(self, node: Expr) -> Any:
-        if isinstance(node, Var):
-            return self._var_name(node)
-        if isinstance(node, GlobalVar):
-            return f"@{node.name}"
-        if isinstance(node, Op):
-            return node.name
-        if isinstance(node, Constructor):
-            return node.name
-        if isinstance(node, Constant):
-            return self._constant(node)
-        if isinstance(node, Tuple):
-            return self._tuple(node)
-        if isinstance(node, TupleGetItem):
-            return self._tuple_getitem(node)
-        if isinstance(node, Call):
-            return self._call(node)
-        if isinstance(node, Function):
-            return self._function(node)
-        if isinstance(node, Let):
-            return self._inline_let(node)
-        if isinstance(node, If):
-            return self._if(node)
-        if isinstance(node, Match):
-            return self._match(node)
-        if isinstance(node, RefCreate):
-            return self._ref_create(node)
-        if isinstance(node, RefRead):
-            return self._ref_read(node)
-        if isinstance(node, RefWrite):
-            return self._ref_write(node)
-        raise AssertionError(f"cannot print {type(node).__name__}")
+        """``node`` printed in place (not as ``%n``): a string, or a
+        generator that yields its sub-expressions to the trampoline."""
+        method = _INLINE.get(type(node))
+        if method is None:
+            raise AssertionError(f"cannot print {type(node).__name__}")
+        return method(self, node)
 
     def _ty(self, node: Expr) -> str:
         if self.show_types and node.checked_type is not None:
@@ -562,6 +530,12 @@ class _Printer(ExprFunctor[str]):
         return "(\n" + _indent(lines) + "\n)"
 
     # ------------------------------------------------------------ nodes
+    def _global_var(self, node: GlobalVar) -> str:
+        return f"@{node.name}"
+
+    def _name(self, node: Op | Constructor) -> str:
+        return node.name
+
     def _constant(self, node: Constant) -> str:
         if node.data.ndim == 0:
             literal = scalar_literal(node.data)
@@ -577,9 +551,7 @@ class _Printer(ExprFunctor[str]):
         fields = []
         for f in node.fields:
             fields.append((yield f))
-        if len(fields) == 1:
-            return f"({fields[0]},)"
-        return "(" + ", ".join(fields) + ")"
+        return _tuple_text(fields)
 
     def _tuple_getitem(self, node: TupleGetItem) -> Generator[Expr, Any, str]:
         assert self.plan is not None
@@ -595,10 +567,9 @@ class _Printer(ExprFunctor[str]):
         args = []
         for a in node.args:
             args.append((yield a))
-        raw = node.attrs.to_raw()
-        if isinstance(node.op, Constructor) and not node.args and not node.op.inputs \
-                and not raw:
+        if _nullary_constructor_call(node):
             return callee
+        raw = node.attrs.to_raw()
         if node.op not in self.plan.bound and isinstance(node.op, (Function, Let, If, Match)):
             callee = f"({callee})"
         return f"{callee}(" + ", ".join(args + attrs_text(raw)) + ")"
@@ -651,10 +622,7 @@ class _Printer(ExprFunctor[str]):
             subs = ", ".join(self._pattern(p) for p in pattern.patterns)
             return f"{pattern.constructor.name}({subs})"
         if isinstance(pattern, PatternTuple):
-            subs = [self._pattern(p) for p in pattern.patterns]
-            if len(subs) == 1:
-                return f"({subs[0]},)"
-            return "(" + ", ".join(subs) + ")"
+            return _tuple_text([self._pattern(p) for p in pattern.patterns])
         raise AssertionError(f"unknown pattern {pattern!r}")
 
     def _ref_create(self, node: RefCreate) -> Generator[Expr, Any, str]:
@@ -669,6 +637,27 @@ class _Printer(ExprFunctor[str]):
         ref = yield node.ref
         value = yield node.value
         return f"ref_write({ref}, {value})"
+
+
+#: How each node kind prints inline (dispatch by exact class, as
+#: :class:`~aot.ir.visitor.ExprFunctor` does).
+_INLINE: dict[type, Any] = {
+    Var: _Printer._var_name,
+    GlobalVar: _Printer._global_var,
+    Op: _Printer._name,
+    Constructor: _Printer._name,
+    Constant: _Printer._constant,
+    Tuple: _Printer._tuple,
+    TupleGetItem: _Printer._tuple_getitem,
+    Call: _Printer._call,
+    Function: _Printer._function,
+    Let: _Printer._inline_let,
+    If: _Printer._if,
+    Match: _Printer._match,
+    RefCreate: _Printer._ref_create,
+    RefRead: _Printer._ref_read,
+    RefWrite: _Printer._ref_write,
+}
 
 
 # ----------------------------------------------------------------- API
