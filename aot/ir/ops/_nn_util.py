@@ -1,6 +1,7 @@
-"""Helpers shared by the ``nn`` and ``image`` operator families: data
-layouts, padding conventions, dimension arithmetic with ``?``, dtype rules
-for products (dense, convolutions) and float-to-integer casts.
+"""Helpers shared by the ``nn``, ``image`` and ``qnn`` operator families:
+data layouts, padding conventions, window geometry (dilated kernels,
+output sizes, strided windows), dimension arithmetic with ``?``, dtype
+rules for products (dense, convolutions) and float-to-integer casts.
 
 Layouts are strings of distinct upper-case letters naming the axes, as in
 Relay (``NCHW``, ``NHWC``, ``OIHW``, ``HWIO``, ``HWOI``, ``OHWI`` ...).  We
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from ..attrs import Attrs, RawValue
 from ..dtype import DType
@@ -105,6 +107,33 @@ def padding_1d(p: Sequence[int]) -> tuple[int, int]:
         return (p[0], p[0])
     assert len(p) == 2, p
     return (p[0], p[1])
+
+
+# --------------------------------------------------------- window geometry
+
+def dilated_extent(kernel: int, dilation: int) -> int:
+    """How many input elements a kernel of ``kernel`` taps, ``dilation``
+    apart, spans."""
+    return (kernel - 1) * dilation + 1
+
+
+def window_count(size: int, extent: int, stride: int) -> int:
+    """How many windows of ``extent`` elements, ``stride`` apart, fit in
+    ``size`` (already padded) elements; less than 1 when none fits."""
+    return (size - extent) // stride + 1
+
+
+def strided_windows(xp: np.ndarray, kernel: tuple[int, int], strides: tuple[int, int],
+                    dilation: tuple[int, int]) -> np.ndarray:
+    """The (..., OH, OW, KH, KW) windows over the last two axes of the
+    (already padded) array ``xp``: windows ``strides`` apart whose
+    ``kernel`` taps are ``dilation`` apart.  A view, not a copy."""
+    extent = (dilated_extent(kernel[0], dilation[0]), dilated_extent(kernel[1], dilation[1]))
+    oh = window_count(xp.shape[-2], extent[0], strides[0])
+    ow = window_count(xp.shape[-1], extent[1], strides[1])
+    win = sliding_window_view(xp, extent, axis=(-2, -1))
+    return win[..., :(oh - 1) * strides[0] + 1:strides[0], :(ow - 1) * strides[1] + 1:strides[1],
+               ::dilation[0], ::dilation[1]]
 
 
 # ----------------------------------------------------------------- layouts

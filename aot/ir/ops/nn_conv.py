@@ -45,15 +45,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from numpy.lib.stride_tricks import sliding_window_view
-
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
 from ._common import (ANY, DType, PatternKind, RelationError, TensorType, defop, np, tensor_arg)
 from ._nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical, cast_result,
                        check_layout, check_out_dtype, check_padding, check_positive,
-                       check_product_dtypes, check_rank, compatible, div_dim, expand,
-                       from_canonical, padding_1d, padding_2d, pair, shape_str, to_canonical)
+                       check_product_dtypes, check_rank, compatible, dilated_extent, div_dim,
+                       expand, from_canonical, padding_1d, padding_2d, pair, shape_str,
+                       strided_windows, to_canonical, window_count)
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
@@ -179,11 +178,11 @@ def _spatial_out(spec: _Spec, attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTranspose
         if d is ANY or k is ANY:
             out.append(ANY)
             continue
-        dk = (k - 1) * dl + 1  # type: ignore[operator]
+        dk = dilated_extent(k, dl)  # type: ignore[arg-type]
         if spec.transpose:
             o = (d - 1) * s + dk - p0 - p1 + op  # type: ignore[operator]
         else:
-            o = (d + p0 + p1 - dk) // s + 1  # type: ignore[operator]
+            o = window_count(d + p0 + p1, dk, s)  # type: ignore[operator]
         if o < 1:
             axis_name = spec.data_canon[2 + axis]
             raise RelationError(f"the output would be empty along {axis_name}: input size {d}, "
@@ -286,13 +285,8 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
     g = groups
     og = o // g
     xp = np.pad(x.astype(acc), ((0, 0), (0, 0), pads[0], pads[1]))
-    dkh, dkw = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
-    oh = (xp.shape[2] - dkh) // strides[0] + 1
-    ow = (xp.shape[3] - dkw) // strides[1] + 1
-    # windows: (N, C, OH, OW, KH, KW)
-    win = sliding_window_view(xp, (dkh, dkw), axis=(2, 3))
-    win = win[:, :, :(oh - 1) * strides[0] + 1:strides[0], :(ow - 1) * strides[1] + 1:strides[1],
-              ::dilation[0], ::dilation[1]]
+    win = strided_windows(xp, (kh, kw), strides, dilation)  # (N, C, OH, OW, KH, KW)
+    oh, ow = win.shape[2], win.shape[3]
     # columns per group: (G, N*OH*OW, Cg*KH*KW)
     cols = win.reshape(n, g, cg, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
     cols = cols.reshape(g, n * oh * ow, cg * kh * kw)
@@ -312,8 +306,8 @@ def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int]
     _, og, kh, kw = w.shape
     g = groups
     cg = c // g
-    full_h = (h - 1) * strides[0] + (kh - 1) * dilation[0] + 1 + output_padding[0]
-    full_w = (wd - 1) * strides[1] + (kw - 1) * dilation[1] + 1 + output_padding[1]
+    full_h = (h - 1) * strides[0] + dilated_extent(kh, dilation[0]) + output_padding[0]
+    full_w = (wd - 1) * strides[1] + dilated_extent(kw, dilation[1]) + output_padding[1]
     full = np.zeros((n, g, og, full_h, full_w), dtype=acc)
     # rows: (G, N*H*W, Cg)
     rows = x.astype(acc).reshape(n, g, cg, h, wd).transpose(1, 0, 3, 4, 2).reshape(g, -1, cg)

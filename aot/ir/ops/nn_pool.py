@@ -29,13 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from numpy.lib.stride_tricks import sliding_window_view
-
 from ..types import Dim, Type
 from ._common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np, \
     tensor_arg
-from ._nn_util import (check_padding, check_positive, check_spatial_layout, padding_2d, pair,
-                       trunc_div_int)
+from ._nn_util import (check_padding, check_positive, check_spatial_layout, dilated_extent,
+                       padding_2d, pair, strided_windows, trunc_div_int, window_count)
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
@@ -116,7 +114,7 @@ class _Window:
                        (bottom, right), a.ceil_mode)
 
     def dilated(self, i: int) -> int:
-        return (self.kernel[i] - 1) * self.dilation[i] + 1
+        return dilated_extent(self.kernel[i], self.dilation[i])
 
     def extra(self, i: int) -> int:
         """The trailing padding ``ceil_mode`` adds."""
@@ -125,19 +123,29 @@ class _Window:
     def out_size(self, i: int, d: Dim) -> Dim:
         if d is ANY:
             return ANY
-        span = d + self.pad_before[i] + self.pad_after[i] + self.extra(i) - self.dilated(i)
-        return span // self.stride[i] + 1 if span >= 0 else 0  # type: ignore[operator]
+        pads = self.pad_before[i] + self.pad_after[i] + self.extra(i)
+        n = window_count(d + pads, self.dilated(i), self.stride[i])  # type: ignore[operator]
+        return max(n, 0)  # 0 when no window fits
 
 
-def _pool_rel(args: Sequence[Type], attrs: MaxPool2DAttrs | AvgPool2DAttrs) -> Type | None:
+def _pool_data(args: Sequence[Type], layout: str) -> TensorType | None:
+    """The data argument of a pooling operator (None while unknown): a
+    non-bool tensor whose rank matches ``layout``."""
     data = tensor_arg(args, 0, "data")
     if data is None:
         return None
-    if data.ndim != len(attrs.layout):
+    if data.ndim != len(layout):
         raise RelationError(f"the data has rank {data.ndim} ({data}) but layout="
-                            f"{attrs.layout!r} needs rank {len(attrs.layout)}")
+                            f"{layout!r} needs rank {len(layout)}")
     if data.dtype.is_bool:
         raise RelationError("does not accept bool data")
+    return data
+
+
+def _pool_rel(args: Sequence[Type], attrs: MaxPool2DAttrs | AvgPool2DAttrs) -> Type | None:
+    data = _pool_data(args, attrs.layout)
+    if data is None:
+        return None
     win = _Window.of(attrs)
     shape = list(data.shape)
     for i, letter in enumerate("HW"):
@@ -164,11 +172,7 @@ def _windows(x: np.ndarray, win: _Window, fill: object) -> np.ndarray:
     pads = [(0, 0)] * (x.ndim - 2) + [(win.pad_before[i], win.pad_after[i] + win.extra(i))
                                       for i in range(2)]
     xp = np.pad(x, pads, mode="constant", constant_values=fill)
-    out = [win.out_size(i, x.shape[x.ndim - 2 + i]) for i in range(2)]
-    w = sliding_window_view(xp, (win.dilated(0), win.dilated(1)), axis=(-2, -1))
-    return w[..., :(out[0] - 1) * win.stride[0] + 1:win.stride[0],
-             :(out[1] - 1) * win.stride[1] + 1:win.stride[1],
-             ::win.dilation[0], ::win.dilation[1]]
+    return strided_windows(xp, win.kernel, win.stride, win.dilation)
 
 
 def _tap_counts(win: _Window, i: int, size: int, include_pad: bool) -> np.ndarray:
@@ -181,10 +185,13 @@ def _tap_counts(win: _Window, i: int, size: int, include_pad: bool) -> np.ndarra
     return np.sum((taps >= lo) & (taps < hi), axis=1)
 
 
+def _hw_axes(layout: str) -> tuple[int, int]:
+    return (layout.index("H"), layout.index("W"))
+
+
 def _to_hw_last(x: np.ndarray, layout: str) -> tuple[np.ndarray, list[int]]:
     """Move H and W to the last two axes; returns the permutation used."""
-    perm = [i for i, c in enumerate(layout) if c not in "HW"] + \
-        [layout.index("H"), layout.index("W")]
+    perm = [i for i, c in enumerate(layout) if c not in "HW"] + list(_hw_axes(layout))
     return np.transpose(x, perm), perm
 
 
@@ -216,14 +223,9 @@ def _avg_pool2d(args: Sequence[np.ndarray], attrs: AvgPool2DAttrs, out: Type) ->
 
 
 def _global_pool_rel(args: Sequence[Type], attrs: GlobalPool2DAttrs) -> Type | None:
-    data = tensor_arg(args, 0, "data")
+    data = _pool_data(args, attrs.layout)
     if data is None:
         return None
-    if data.ndim != len(attrs.layout):
-        raise RelationError(f"the data has rank {data.ndim} ({data}) but layout="
-                            f"{attrs.layout!r} needs rank {len(attrs.layout)}")
-    if data.dtype.is_bool:
-        raise RelationError("does not accept bool data")
     shape = list(data.shape)
     for letter in "HW":
         axis = attrs.layout.index(letter)
@@ -231,10 +233,6 @@ def _global_pool_rel(args: Sequence[Type], attrs: GlobalPool2DAttrs) -> Type | N
             raise RelationError(f"cannot pool over the empty axis {letter} of {data}")
         shape[axis] = 1
     return TensorType(tuple(shape), data.dtype)
-
-
-def _hw_axes(layout: str) -> tuple[int, int]:
-    return (layout.index("H"), layout.index("W"))
 
 
 def _global_max_pool2d(args: Sequence[np.ndarray], attrs: GlobalPool2DAttrs,

@@ -19,7 +19,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..quant import QuantizationError
-from ._common import ANY, DType, RelationError, TensorType, tensor_arg
+from ._common import DType, RelationError, TensorType, tensor_arg
+from ._nn_util import compatible
 from ..types import Dim, Type
 
 SCALE = DType.FLOAT32
@@ -37,10 +38,6 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     if not 0 <= norm < rank:
         raise RelationError(f"{what}={axis} is out of range for a tensor of rank {rank}")
     return norm
-
-
-def _dims_match(a: Dim, b: Dim) -> bool:
-    return a is ANY or b is ANY or a == b
 
 
 class Params:
@@ -76,7 +73,7 @@ class Params:
             return False
         ok = t.dtype == dtype and (
             t.shape == () or (len(t.shape) == 1 and (t.shape[0] == 1
-                                                     or _dims_match(t.shape[0], extent))))
+                                                     or compatible(t.shape[0], extent))))
         if not ok:
             raise RelationError(f"{what} must be a {dtype} scalar or a 1-D {dtype} tensor "
                                 f"of {extent} elements ({where}), got {t}")

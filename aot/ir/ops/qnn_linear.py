@@ -21,8 +21,8 @@ belongs to group ``o // (O / groups)`` and reads input channels
 (so ``C_in == groups * I``).  A depthwise convolution is ``groups == C_in``
 with ``I == 1`` (channel multiplier ``O / C_in``).  ``padding`` takes 1, 2
 or 4 values (all sides; top/bottom and left/right; top, left, bottom,
-right), as Relay.  The reference is one int64 ``einsum`` per kernel tap,
-vectorised over groups -- not a float convolution.
+right), as Relay.  The reference is the grouped convolution of
+:mod:`aot.ir.ops.nn_conv` accumulated in int64 -- not a float convolution.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from ..registry import Solved
 from ..types import Dim, Type
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, as_array,
                       defop, np, tensor_arg)
+from ._nn_util import compatible, dilated_extent, padding_2d, pair, to_canonical, window_count
+from .nn_conv import conv2d_nchw
 from .qnn_common import SCALE, ZERO_POINT, Params, out_tensor_type, scales, zero_points
 
 FAMILY = "qnn"
@@ -126,12 +128,7 @@ class QnnConv2DAttrs(Attrs):
     @property
     def pads(self) -> tuple[int, int, int, int]:
         """(top, left, bottom, right)"""
-        p = self.padding
-        if len(p) == 1:
-            return (p[0], p[0], p[0], p[0])
-        if len(p) == 2:
-            return (p[0], p[1], p[0], p[1])
-        return (p[0], p[1], p[2], p[3])
+        return padding_2d(self.padding)
 
     @property
     def result_layout(self) -> str:
@@ -144,10 +141,6 @@ def _operand(args: Sequence[Type], i: int, what: str,
     if t is not None and t.dtype not in allowed:
         raise RelationError(f"{what} must be {_names(allowed)}, got {t}")
     return t
-
-
-def _same(a: Dim, b: Dim) -> bool:
-    return a is ANY or b is ANY or a == b
 
 
 def _finish(out: Type, params: Params) -> Type | Solved:
@@ -180,10 +173,10 @@ def _dense_rel(args: Sequence[Type], attrs: QnnDenseAttrs) -> Type | Solved | No
     if len(weight.shape) != 2:
         raise RelationError(f"weight must be 2-D (units, input_dim), got {weight}")
     units, k = weight.shape
-    if not _same(data.shape[-1], k):
+    if not compatible(data.shape[-1], k):
         raise RelationError(f"the data's last dimension {data.shape[-1]} does not match the "
                             f"weight's input dimension {k} (data {data}, weight {weight})")
-    if attrs.units is not None and not _same(units, attrs.units):
+    if attrs.units is not None and not compatible(units, attrs.units):
         raise RelationError(f"units={attrs.units} does not match the weight {weight}")
     if units is ANY and attrs.units is not None:
         units = attrs.units
@@ -212,20 +205,16 @@ def _dense(args: Sequence[np.ndarray], attrs: QnnDenseAttrs, out: Type) -> np.nd
 
 # ------------------------------------------------------------------- conv2d
 
-def _kernel_oihw(shape: tuple[Dim, ...], layout: str) -> tuple[Dim, ...]:
-    return tuple(shape[layout.index(c)] for c in "OIHW")
-
-
 def _conv_out_dim(size: Dim, pad: int, kernel: Dim, dilation: int, stride: int,
                   what: str) -> Dim:
     if size is ANY or kernel is ANY:
         return ANY
-    extent = dilation * (kernel - 1) + 1
+    extent = dilated_extent(kernel, dilation)  # type: ignore[arg-type]
     padded = size + pad
     if padded < extent:
         raise RelationError(f"the dilated kernel {what} {extent} is larger than the padded "
                             f"input {what} {padded}")
-    return (padded - extent) // stride + 1
+    return window_count(padded, extent, stride)
 
 
 def _conv2d_rel(args: Sequence[Type], attrs: QnnConv2DAttrs) -> Type | Solved | None:
@@ -237,8 +226,8 @@ def _conv2d_rel(args: Sequence[Type], attrs: QnnConv2DAttrs) -> Type | Solved | 
         raise RelationError(f"data must be 4-D ({attrs.data_layout}), got {data}")
     if len(weight.shape) != 4:
         raise RelationError(f"weight must be 4-D ({attrs.kernel_layout}), got {weight}")
-    n, c, h, w = (data.shape[attrs.data_layout.index(a)] for a in "NCHW")
-    o, i, kh, kw = _kernel_oihw(weight.shape, attrs.kernel_layout)
+    n, c, h, w = to_canonical(data.shape, attrs.data_layout, "NCHW")
+    o, i, kh, kw = to_canonical(weight.shape, attrs.kernel_layout, "OIHW")
     g = attrs.groups
     if c is not ANY and c % g != 0:
         raise RelationError(f"input channels {c} are not divisible by groups={g}")
@@ -248,11 +237,11 @@ def _conv2d_rel(args: Sequence[Type], attrs: QnnConv2DAttrs) -> Type | Solved | 
     if o is not ANY and o % g != 0:
         raise RelationError(f"output channels {o} of the weight {weight} are not divisible "
                             f"by groups={g}")
-    if attrs.channels is not None and not _same(o, attrs.channels):
+    if attrs.channels is not None and not compatible(o, attrs.channels):
         raise RelationError(f"channels={attrs.channels} does not match the weight's "
                             f"{o} output channels ({weight} in {attrs.kernel_layout})")
-    if attrs.kernel_size is not None and not (_same(kh, attrs.kernel_size[0])
-                                              and _same(kw, attrs.kernel_size[1])):
+    if attrs.kernel_size is not None and not (compatible(kh, attrs.kernel_size[0])
+                                              and compatible(kw, attrs.kernel_size[1])):
         raise RelationError(f"kernel_size={list(attrs.kernel_size)} does not match the "
                             f"weight {weight} in {attrs.kernel_layout}")
     if o is ANY and attrs.channels is not None:
@@ -272,24 +261,12 @@ def conv2d_accumulate(x: np.ndarray, w: np.ndarray, strides: tuple[int, ...],
                       pads: tuple[int, int, int, int], dilation: tuple[int, ...],
                       groups: int) -> np.ndarray:
     """Exact int64 grouped convolution of zero-point-shifted NCHW data with
-    an OIHW kernel; padding contributes zero."""
+    an OIHW kernel; padding contributes zero.  The grouped convolution of
+    :func:`~aot.ir.ops.nn_conv.conv2d_nchw` accumulated in int64 (which
+    wraps exactly as any order of int64 sums does)."""
     top, left, bottom, right = pads
-    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    n, c, h, wd = x.shape
-    o, i, kh, kw = w.shape
-    sh, sw = strides
-    dh, dw = dilation
-    oh = (h - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (wd - (dw * (kw - 1) + 1)) // sw + 1
-    xg = x.reshape(n, groups, i, h, wd)
-    wg = w.reshape(groups, o // groups, i, kh, kw)
-    acc = np.zeros((n, groups, o // groups, oh, ow), dtype=np.int64)
-    for r in range(kh):
-        for s in range(kw):
-            patch = xg[:, :, :, r * dh: r * dh + sh * (oh - 1) + 1: sh,
-                       s * dw: s * dw + sw * (ow - 1) + 1: sw]
-            acc += np.einsum("ngihw,goi->ngohw", patch, wg[:, :, :, r, s])
-    return acc.reshape(n, o, oh, ow)
+    return conv2d_nchw(x, w, pair(strides), ((top, bottom), (left, right)), pair(dilation),
+                       groups, np.int64)
 
 
 def _conv2d(args: Sequence[np.ndarray], attrs: QnnConv2DAttrs, out: Type) -> np.ndarray:
