@@ -37,44 +37,51 @@ def _out_dtype(out: Type) -> DType:
 
 # ------------------------------------------------------------ integer division
 
-def trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C-style integer division, with x/0 = 0 and wrap-around on overflow."""
+def _zero_guarded(op: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                  a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``op(a, b)`` for integer division-like ``op``, broadcast, where a
+    zero divisor gives 0 instead of a trap (``op`` only ever sees nonzero
+    divisors) and overflow wraps; the result has ``a``'s dtype."""
     a, b = np.broadcast_arrays(a, b)
     zero = b == 0
     safe_b = np.where(zero, 1, b).astype(b.dtype)
     with np.errstate(all="ignore"):
-        q = np.floor_divide(a, safe_b)
-        r = a - q * safe_b
-        fix = (r != 0) & ((a < 0) != (safe_b < 0))
-        q = q + fix.astype(q.dtype)
-    return np.where(zero, 0, q).astype(a.dtype)
+        r = op(a, safe_b)
+    return np.where(zero, 0, r).astype(a.dtype)
+
+
+def _trunc_quotient(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a / b`` rounded toward zero, ``b`` nonzero: the floor quotient,
+    plus one where the division was inexact and the signs differ."""
+    q = np.floor_divide(a, b)
+    r = a - q * b
+    fix = (r != 0) & ((a < 0) != (b < 0))
+    return q + fix.astype(q.dtype)
+
+
+def _trunc_remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - trunc(a / b) * b``, ``b`` nonzero: the sign of ``a``."""
+    return a - _trunc_quotient(a, b).astype(a.dtype) * b
+
+
+def trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C-style integer division, with x/0 = 0 and wrap-around on overflow."""
+    return _zero_guarded(_trunc_quotient, a, b)
 
 
 def trunc_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = np.broadcast_arrays(a, b)
-    zero = b == 0
-    safe_b = np.where(zero, 1, b).astype(b.dtype)
-    with np.errstate(all="ignore"):
-        r = a - trunc_divide(a, safe_b) * safe_b
-    return np.where(zero, 0, r).astype(a.dtype)
+    """C-style integer remainder (sign of ``a``), with x%0 = 0."""
+    return _zero_guarded(_trunc_remainder, a, b)
 
 
 def floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = np.broadcast_arrays(a, b)
-    zero = b == 0
-    safe_b = np.where(zero, 1, b).astype(b.dtype)
-    with np.errstate(all="ignore"):
-        q = np.floor_divide(a, safe_b)
-    return np.where(zero, 0, q).astype(a.dtype)
+    """Integer division rounding toward negative infinity, with x/0 = 0."""
+    return _zero_guarded(np.floor_divide, a, b)
 
 
 def floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = np.broadcast_arrays(a, b)
-    zero = b == 0
-    safe_b = np.where(zero, 1, b).astype(b.dtype)
-    with np.errstate(all="ignore"):
-        r = np.remainder(a, safe_b)
-    return np.where(zero, 0, r).astype(a.dtype)
+    """Integer remainder with the sign of ``b``, with x%0 = 0."""
+    return _zero_guarded(np.remainder, a, b)
 
 
 def _is_int(x: np.ndarray) -> bool:
