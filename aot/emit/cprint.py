@@ -438,6 +438,22 @@ def _narrow(inner: CExpr, dtype: DType) -> CExpr:
     return CCast(_STORAGE[dtype], inner)
 
 
+def _same_signedness(a: _Spelled, b: _Spelled) -> tuple[_Spelled, _Spelled]:
+    """Two uint8/uint16 operands with the same C signedness."""
+    if a.unsigned_int == b.unsigned_int:
+        return a, b
+    if a.unsigned_int:
+        return a, _Spelled(CCast("uint32_t", b.c), b.wrapped, unsigned_int=True)
+    return _Spelled(CCast("uint32_t", a.c), a.wrapped, unsigned_int=True), b
+
+
+def _preserves_value(src: DType, dst: DType) -> bool:
+    """Every value of integer dtype ``src`` is a value of ``dst``."""
+    lo, hi = dtype_range(dst)
+    slo, shi = dtype_range(src)
+    return lo <= slo and shi <= hi
+
+
 def _is_truth(c: CExpr) -> bool:
     """A C expression the compilers treat as a truth value."""
     if isinstance(c, CBinary):
@@ -468,9 +484,14 @@ class _Spelled:
     """C spelling of one kernel-IR expression.  ``wrapped``: for integer
     results computed in an unsigned domain, that unsigned expression (it is
     congruent to the value modulo 2^bits), so a wrapping parent can use it
-    without converting back and forth."""
+    without converting back and forth.  ``unsigned_int``: a uint8/uint16
+    value spelled with C type ``uint32_t`` (masked) rather than a promoted
+    ``int``; where both kinds meet in ``?:`` or a comparison the int side is
+    converted, or gcc warns (-Wsign-compare) when it cannot prove the int
+    side non-negative."""
     c: CExpr
     wrapped: CExpr | None = None
+    unsigned_int: bool = False  # uint8/uint16 only: C type unsigned, not a promoted int
 
 
 _O = BinaryOperator
@@ -512,7 +533,8 @@ class _Spell:
         if isinstance(e, Cast):
             return self.cast(e, kids[0])
         if isinstance(e, Select):
-            return _Spelled(CTernary(kids[0].c, kids[1].c, kids[2].c))
+            a, b = _same_signedness(kids[1], kids[2])
+            return _Spelled(CTernary(kids[0].c, a.c, b.c), unsigned_int=a.unsigned_int)
         if isinstance(e, Call):
             c: CExpr = CCall(e.name, tuple(k.c for k in kids))
             return _Spelled(self.round_f16(c) if e.dtype is DType.FLOAT16 else c)
@@ -529,8 +551,7 @@ class _Spell:
             return _unsigned_literal(int(e.value), domain)
         c = s.c
         if isinstance(e, Cast) and isinstance(c, CCast) and e.a.dtype.is_int \
-                and e.a.dtype.bits <= e.dtype.bits and (e.a.dtype.is_signed or e.dtype.is_unsigned
-                                                        or e.a.dtype.bits < e.dtype.bits):
+                and _preserves_value(e.a.dtype, e.to):
             c = c.operand   # (uint32_t)(int32_t)x is (uint32_t)x for a narrower x
         return CCast(domain, c)
 
@@ -542,7 +563,7 @@ class _Spell:
             c = build(*(s.c for _, s in operands))
             return _Spelled(c, c)
         inner = build(*(self.unsigned(e, s, domain) for e, s in operands))
-        return _Spelled(_narrow(inner, dtype), inner)
+        return _Spelled(_narrow(inner, dtype), inner, unsigned_int=dtype in _MASKED)
 
     # ------------------------------------------------------------ binary
 
@@ -563,7 +584,7 @@ class _Spell:
                 c = CBinary("<<", a.c, b.c)
                 return _Spelled(c, c)
             inner = CBinary("<<", self.unsigned(e.a, a, domain), b.c)
-            return _Spelled(_narrow(inner, t), inner)
+            return _Spelled(_narrow(inner, t), inner, unsigned_int=t in _MASKED)
         if op is _O.BIT_XOR and t in _MASKED:
             for x, sx, y in ((e.a, a, e.b), (e.b, b, e.a)):
                 if _is_all_ones(y):     # x ^ 0xff is ~x: spelled as ~ is (see there)
@@ -571,8 +592,12 @@ class _Spell:
         if t is DType.BOOL and op in _BOOL_BITWISE:
             # on 0/1 operands; clang warns about & | on truth values
             return _Spelled(CBinary(_BOOL_BITWISE[op], a.c, b.c))
-        if op in _PLAIN_C:
+        if op.is_comparison and t in _MASKED:
+            a, b = _same_signedness(a, b)
             return _Spelled(CBinary(_PLAIN_C[op], a.c, b.c))
+        if op in _PLAIN_C:
+            unsigned_int = a.unsigned_int or (b.unsigned_int and op is not _O.SHR)
+            return _Spelled(CBinary(_PLAIN_C[op], a.c, b.c), unsigned_int=unsigned_int)
         if op in (_O.MIN, _O.MAX):
             sfx = "f16" if t is DType.FLOAT16 else _SUFFIX[t]   # float16 breaks ties apart
             return _Spelled(self.call(f"aot_{op.value}_{sfx}", a.c, b.c))
@@ -612,9 +637,7 @@ class _Spell:
     # -------------------------------------------------------------- cast
 
     def int_cast(self, src: DType, dst: DType, a: _Spelled) -> _Spelled:
-        lo, hi = dtype_range(dst)
-        slo, shi = dtype_range(src)
-        if lo <= slo and shi <= hi:     # value-preserving widening
+        if _preserves_value(src, dst):
             return _Spelled(CCast(_STORAGE[dst], a.c))
         # wraps.  An unsigned form of the operand is congruent to its value
         # modulo 2^src.bits, so it can stand for it when dst is no wider.
@@ -624,7 +647,7 @@ class _Spell:
         if dst in _MASKED:
             operand = low_bits if (low_bits is not None and same_domain) \
                 else CCast("uint32_t", a.c)
-            return _Spelled(_narrow(operand, dst), operand)
+            return _Spelled(_narrow(operand, dst), operand, unsigned_int=True)
         c = CCast(_STORAGE[dst], low_bits if low_bits is not None else a.c)
         if domain is None:
             return _Spelled(c, c)

@@ -37,6 +37,9 @@ below are the executable definition, on NumPy scalars):
 * :class:`Cast`: float -> integer truncates toward zero, saturates at the
   type's limits, NaN -> 0; integer -> integer wraps; anything -> bool is
   ``x != 0``; to float rounds to nearest.
+* The sign and payload of a NaN produced by arithmetic are unspecified
+  (IEEE 754 leaves them open and compilers differ: gcc rewrites
+  ``x - NAN`` as ``x + -NAN``), so only ``copysign``-like calls can tell.
 * ``float16`` is stored as IEEE binary16 and computed in float32: every
   ``float16`` arithmetic result (``+ - * /``, ``floordiv``, ``floormod``,
   calls) is rounded back to half precision, as NumPy does.
@@ -979,7 +982,8 @@ def _decided_by_bits(e: BinOp) -> bool | None:
     if e.op not in (BinaryOperator.EQ, BinaryOperator.NE):
         return None
     for masked, other in ((e.a, e.b), (e.b, e.a)):
-        if not (isinstance(other, Const) and isinstance(masked, BinOp)):
+        if not (isinstance(other, Const) and isinstance(masked, BinOp)
+                and masked.op in (BinaryOperator.BIT_AND, BinaryOperator.BIT_OR)):
             continue
         consts = [x for x in (masked.a, masked.b) if isinstance(x, Const)]
         if not consts:

@@ -13,7 +13,8 @@ the original for every input, NaN and wrap-around included:
   saturating casts fold exactly as they run).  Calls are never folded:
   ``libm`` decides their last bits at run time.
 * **Integer identities**: ``x + 0``, ``x - 0``, ``x * 1``, ``x * 0``,
-  ``x / 1``, ``x % 1``, shifts by 0, ``x | 0``, ``x ^ 0``, ``x & 0``.
+  ``x / 1``, ``x % 1``, shifts by 0, ``x | 0``, ``x ^ 0``, ``x & 0``,
+  ``x & ~x``, ``x | ~x``, ``x ^ ~x`` (gcc warns about shifting the last two).
   Floats get none (``x + 0.0`` is not ``x`` for ``x = -0.0``).
 * **Constant offsets** of integer sums are gathered to the right:
   ``((i + 1) + j) - 3`` becomes ``i + j - 2``; products of constants
@@ -163,9 +164,15 @@ def _is_const(e: Expr, value: int) -> bool:
     return isinstance(e, Const) and int(e.value) == value
 
 
+def _complements(x: Expr, y: Expr) -> bool:
+    return isinstance(y, UnaryOp) and y.op is UnaryOperator.BIT_NOT and y.a == x
+
+
 def _integer(e: BinOp) -> Expr:
     a, b, t = e.a, e.b, e.a.dtype
     op = e.op
+    if op.is_bitwise and (_complements(a, b) or _complements(b, a)):   # x | ~x
+        return Const(0 if op is _O.BIT_AND else (-1 if t.is_signed else (1 << t.bits) - 1), t)
     if op in (_O.ADD, _O.SUB):
         return _sum(e)
     if op is _O.MUL:

@@ -154,6 +154,10 @@ _O = K.BinaryOperator
 _ARITH = [_O.ADD, _O.SUB, _O.MUL, _O.DIV, _O.MOD, _O.FLOORDIV, _O.FLOORMOD, _O.MIN, _O.MAX]
 _INT_ONLY = [_O.BIT_AND, _O.BIT_OR, _O.BIT_XOR, _O.SHL, _O.SHR]
 _COMPARE = [_O.EQ, _O.NE, _O.LT, _O.LE, _O.GT, _O.GE]
+# math.h functions whose results IEEE 754 fixes exactly (libm and NumPy
+# agree); not copysign: it exposes the sign of a NaN, which IEEE leaves open
+# (gcc turns ``x - NAN`` into ``x + -NAN``)
+EXACT_MATH = ["sqrt", "floor", "ceil", "trunc", "nearbyint", "fabs", "fmod"]
 
 
 class ExprGen:
@@ -206,6 +210,10 @@ class ExprGen:
             return K.UnaryOp(K.UnaryOperator.NEG, self.expr(dtype, depth - 1))
         if r < 0.4:
             return self.leaf(dtype)
+        if dtype.is_float and r < 0.48:
+            fn = self.rng.choice(EXACT_MATH)
+            arity = K.MATH_FUNCTIONS[fn][0]
+            return K.math_call(fn, *(self.expr(dtype, depth - 1) for _ in range(arity)))
         ops = _ARITH + (_INT_ONLY if dtype.is_int else [])
         op = self.rng.choice(ops)
         a = self.expr(dtype, depth - 1)

@@ -45,6 +45,9 @@ RULES = [
     ("x & 0", K.bit_and(a, 0), "0"),
     ("x ^ x", K.bit_xor(a, a), "0"),
     ("min(x, x)", K.minimum(a, a), "a"),
+    ("x | ~x", K.bit_or(a, K.bit_not(a)), "-1"),
+    ("~x ^ x on unsigned", K.bit_xor(K.bit_not(w), w), "4294967295u"),
+    ("x & ~x", K.bit_and(u, K.bit_not(u)), "0"),
     ("x - x", K.sub(a, a), "0"),
     ("wrapping offsets merge modulo 2^32", K.add(K.add(a, 2 ** 31 - 1), 2), "(int32_t)((uint32_t)a "
                                                                            "- 2147483647u)"),
