@@ -8,7 +8,7 @@ return ``None`` then ("not yet"), and the solver asks again later.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from ..types import ANY, Dim, TensorType, TupleType, Type
 
 __all__ = ["defop", "tensor_arg", "tensor_args", "broadcast_shapes", "broadcast_rel",
            "compare_rel", "identity_rel", "same_dtype", "as_array", "float_to_int", "ordinal",
-           "RelationError", "PatternKind", "NO_ATTRS", "Attrs", "DType", "ANY",
+           "fmt_shape", "RelationError", "PatternKind", "NO_ATTRS", "Attrs", "DType", "ANY",
            "TensorType", "TupleType", "Type", "np"]
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
@@ -79,13 +79,17 @@ def broadcast_shapes(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> tuple[Dim, ...]:
         elif y is ANY:
             out.append(x)
         else:
-            raise RelationError(f"shapes {_shape(a)} and {_shape(b)} do not broadcast "
+            raise RelationError(f"shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast "
                                 f"(dimension {x} vs {y})")
     return tuple(reversed(out))
 
 
-def _shape(s: tuple[Dim, ...]) -> str:
-    return "(" + ", ".join(str(d) for d in s) + ("," if len(s) == 1 else "") + ")"
+def fmt_shape(shape: Iterable[Dim]) -> str:
+    """``(2, 3)``, ``(4,)``, ``()``, with ``?`` for unknown dimensions."""
+    dims = [str(d) for d in shape]
+    if len(dims) == 1:
+        return f"({dims[0]},)"
+    return "(" + ", ".join(dims) + ")"
 
 
 def same_dtype(ts: Sequence[TensorType]) -> DType:

@@ -164,10 +164,6 @@ def check_rank(t: TensorType, layout: str, what: str, attr: str) -> None:
 
 # -------------------------------------------------------------- dimensions
 
-def shape_str(shape: Sequence[Dim]) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
 def compatible(a: Dim, b: Dim) -> bool:
     return a is ANY or b is ANY or a == b
 

@@ -7,18 +7,10 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..types import ANY, Dim, IncompleteType, TensorType, TupleType, Type, TypeVar
-from ._common import RelationError, ordinal
+from ._common import RelationError, fmt_shape, ordinal
 
 __all__ = ["fmt_shape", "normalize_axis", "normalize_axes", "tuple_tensor_arg",
            "dims_product", "is_static_dim", "require_int_dtype", "require_scalar"]
-
-
-def fmt_shape(shape: Iterable[Dim]) -> str:
-    """``(2, 3)``, ``(4,)``, ``()``, with ``?`` for unknown dimensions."""
-    dims = [str(d) for d in shape]
-    if len(dims) == 1:
-        return f"({dims[0]},)"
-    return "(" + ", ".join(dims) + ")"
 
 
 def is_static_dim(d: Dim) -> bool:

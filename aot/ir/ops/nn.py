@@ -43,9 +43,9 @@ from typing import ClassVar, Sequence
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
-                      TupleType, as_array, defop, identity_rel, np, tensor_arg)
+                      TupleType, as_array, defop, fmt_shape, identity_rel, np, tensor_arg)
 from ._nn_util import (NNAttrs, accumulator, cast_result, check_out_dtype, check_product_dtypes,
-                       compatible, mul_dim, normalize_axis, require_float, shape_str)
+                       compatible, mul_dim, normalize_axis, require_float)
 
 FAMILY = "nn"
 EW = PatternKind.ELEMWISE
@@ -105,27 +105,41 @@ def _channel_vector(data: TensorType, given: Type, axis: int, what: str) -> Tens
     if t is None:
         return want
     if t.ndim != 1 or not compatible(t.shape[0], data.shape[axis]):
-        raise RelationError(f"{what} must have shape {shape_str(want.shape)} (the data's axis "
-                            f"{axis} of {shape_str(data.shape)}), got {shape_str(t.shape)}")
+        raise RelationError(f"{what} must have shape {fmt_shape(want.shape)} (the data's axis "
+                            f"{axis} of {fmt_shape(data.shape)}), got {fmt_shape(t.shape)}")
     if t.dtype != data.dtype:
         raise RelationError(f"{what} has dtype {t.dtype} but the data is {data.dtype}")
     return None
 
 
-def _prelu_rel(args: Sequence[Type], attrs: PReluAttrs) -> RelResult:
+def _channel_op_rel(args: Sequence[Type], axis: int, what: str) -> RelResult:
+    """Relation of ``op(data, vector)`` with one vector entry per index of
+    the data's ``axis`` (prelu's alpha, bias_add's bias): the data's type;
+    a vector that is still a hole receives its type."""
     data = tensor_arg(args, 0, "data")
     if data is None:
         return None
-    axis = normalize_axis(attrs.axis, data.ndim)
-    alpha = _channel_vector(data, args[1], axis, "alpha")
-    return Solved(data, (None, alpha)) if alpha is not None else data
+    axis = normalize_axis(axis, data.ndim)
+    vector = _channel_vector(data, args[1], axis, what)
+    return Solved(data, (None, vector)) if vector is not None else data
+
+
+def _channel_shape(ndim: int, axis: int, size: int) -> list[int]:
+    """The shape that broadcasts a ``(size,)`` vector along ``axis`` of a
+    rank-``ndim`` tensor."""
+    shape = [1] * ndim
+    shape[axis] = size
+    return shape
+
+
+def _prelu_rel(args: Sequence[Type], attrs: PReluAttrs) -> RelResult:
+    return _channel_op_rel(args, attrs.axis, "alpha")
 
 
 def _prelu(args: Sequence[np.ndarray], attrs: PReluAttrs, out: Type) -> np.ndarray:
     x, alpha = args
     axis = attrs.axis % x.ndim
-    shape = [1] * x.ndim
-    shape[axis] = x.shape[axis]
+    shape = _channel_shape(x.ndim, axis, x.shape[axis])
     with np.errstate(all="ignore"):
         return as_array(np.where(x > 0, x, x * alpha.reshape(shape)), x.dtype)
 
@@ -216,8 +230,8 @@ def _matmul_rel_impl(args: Sequence[Type], units: int | None, out_dtype: DType |
         if b is None:
             refined_b = TensorType(wshape, a.dtype)
         elif b.ndim != 2 or not all(compatible(x, y) for x, y in zip(b.shape, wshape)):
-            raise RelationError(f"weight must have shape {shape_str(wshape)} (units={units}, "
-                                f"data {shape_str(a.shape)}), got {shape_str(b.shape)}")
+            raise RelationError(f"weight must have shape {fmt_shape(wshape)} (units={units}, "
+                                f"data {fmt_shape(a.shape)}), got {fmt_shape(b.shape)}")
         oshape[-1] = units
     else:
         if b is None:
@@ -226,8 +240,8 @@ def _matmul_rel_impl(args: Sequence[Type], units: int | None, out_dtype: DType |
             raise RelationError(f"weight must have rank 2, got {b}")
         b_reduce = b.shape[1] if transpose_b else b.shape[0]
         if not compatible(reduce, b_reduce):
-            raise RelationError(f"the reduced dimension of data {shape_str(a.shape)} is {reduce} "
-                                f"but the weight {shape_str(b.shape)} has {b_reduce}")
+            raise RelationError(f"the reduced dimension of data {fmt_shape(a.shape)} is {reduce} "
+                                f"but the weight {fmt_shape(b.shape)} has {b_reduce}")
         oshape[-1] = b.shape[0] if transpose_b else b.shape[1]
     b_dtype = b.dtype if b is not None else a.dtype
     check_product_dtypes(a.dtype, b_dtype, "data", "weight")
@@ -291,10 +305,10 @@ def _batch_matmul_rel(args: Sequence[Type], attrs: BatchMatmulAttrs) -> RelResul
     yb, yk, yj = y.shape[0], *((y.shape[2], y.shape[1]) if attrs.transpose_b else y.shape[1:])
     if not (compatible(xb, yb) or xb == 1 or yb == 1):
         raise RelationError(f"batch dimensions {xb} and {yb} do not match "
-                            f"({shape_str(x.shape)} vs {shape_str(y.shape)})")
+                            f"({fmt_shape(x.shape)} vs {fmt_shape(y.shape)})")
     if not compatible(xk, yk):
         raise RelationError(f"reduced dimensions {xk} and {yk} do not match "
-                            f"({shape_str(x.shape)} vs {shape_str(y.shape)}, "
+                            f"({fmt_shape(x.shape)} vs {fmt_shape(y.shape)}, "
                             f"transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})")
     check_product_dtypes(x.dtype, y.dtype, "the first argument", "the second")
     if xb is ANY or yb is ANY:
@@ -329,19 +343,13 @@ class BiasAddAttrs(Attrs):
 
 
 def _bias_add_rel(args: Sequence[Type], attrs: BiasAddAttrs) -> RelResult:
-    data = tensor_arg(args, 0, "data")
-    if data is None:
-        return None
-    axis = normalize_axis(attrs.axis, data.ndim)
-    bias = _channel_vector(data, args[1], axis, "bias")
-    return Solved(data, (None, bias)) if bias is not None else data
+    return _channel_op_rel(args, attrs.axis, "bias")
 
 
 def _bias_add(args: Sequence[np.ndarray], attrs: BiasAddAttrs, out: Type) -> np.ndarray:
     x, b = args
     axis = attrs.axis % x.ndim
-    shape = [1] * x.ndim
-    shape[axis] = x.shape[axis]
+    shape = _channel_shape(x.ndim, axis, x.shape[axis])
     with np.errstate(all="ignore"):
         return as_array(x + b.reshape(shape), x.dtype)
 
@@ -379,10 +387,16 @@ def _batch_norm_rel(args: Sequence[Type], attrs: BatchNormAttrs) -> RelResult:
     return out
 
 
-def _channel_shape(ndim: int, axis: int, size: int) -> list[int]:
-    shape = [1] * ndim
-    shape[axis] = size
-    return shape
+def _scale_center(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray, shape: list[int],
+                  attrs: BatchNormAttrs | LayerNormAttrs) -> np.ndarray:
+    """The float64 ``y * gamma + beta`` that ends batch_norm and layer_norm
+    (``gamma`` only with ``scale``, ``beta`` only with ``center``), the
+    per-channel vectors reshaped to ``shape``."""
+    if attrs.scale:
+        y = y * gamma.astype(np.float64).reshape(shape)
+    if attrs.center:
+        y = y + beta.astype(np.float64).reshape(shape)
+    return y
 
 
 def _batch_norm(args: Sequence[np.ndarray], attrs: BatchNormAttrs, out: Type) -> tuple:
@@ -391,10 +405,7 @@ def _batch_norm(args: Sequence[np.ndarray], attrs: BatchNormAttrs, out: Type) ->
     shape = _channel_shape(x.ndim, axis, x.shape[axis])
     y = (x.astype(np.float64) - mean.astype(np.float64).reshape(shape)) \
         / np.sqrt(var.astype(np.float64).reshape(shape) + attrs.epsilon)
-    if attrs.scale:
-        y = y * gamma.astype(np.float64).reshape(shape)
-    if attrs.center:
-        y = y + beta.astype(np.float64).reshape(shape)
+    y = _scale_center(y, gamma, beta, shape, attrs)
     return (as_array(y, x.dtype), mean.copy(), var.copy())
 
 
@@ -433,10 +444,7 @@ def _layer_norm(args: Sequence[np.ndarray], attrs: LayerNormAttrs, out: Type) ->
     mean = np.mean(xf, axis=axis, keepdims=True)
     var = np.mean((xf - mean) ** 2, axis=axis, keepdims=True)
     y = (xf - mean) / np.sqrt(var + attrs.epsilon)
-    if attrs.scale:
-        y = y * gamma.astype(np.float64).reshape(shape)
-    if attrs.center:
-        y = y + beta.astype(np.float64).reshape(shape)
+    y = _scale_center(y, gamma, beta, shape, attrs)
     return as_array(y, x.dtype)
 
 

@@ -47,12 +47,13 @@ from typing import ClassVar, Sequence
 
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
-from ._common import (ANY, DType, PatternKind, RelationError, TensorType, defop, np, tensor_arg)
+from ._common import (ANY, DType, PatternKind, RelationError, TensorType, defop, fmt_shape, np,
+                      tensor_arg)
 from ._nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical, cast_result,
                        check_layout, check_out_dtype, check_padding, check_positive,
                        check_product_dtypes, check_rank, compatible, dilated_extent, div_dim,
-                       expand, from_canonical, padding_1d, padding_2d, pair, shape_str,
-                       strided_windows, to_canonical, window_count)
+                       expand, from_canonical, padding_1d, padding_2d, pair, strided_windows,
+                       to_canonical, window_count)
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
@@ -215,10 +216,10 @@ def _conv_rel(spec: _Spec, args: Sequence[Type],
         elif weight.ndim != len(w_shape) or not all(
                 compatible(a, b) for a, b in zip(weight.shape, w_shape)):
             raise RelationError(
-                f"the weight must have shape {shape_str(w_shape)} ({attrs.kernel_layout}) for "
+                f"the weight must have shape {fmt_shape(w_shape)} ({attrs.kernel_layout}) for "
                 f"channels={attrs.channels}, kernel_size={list(attrs.kernel_size)}, groups={g} "
-                f"and data {shape_str(data.shape)} ({attrs.data_layout}), "
-                f"got {shape_str(weight.shape)}")
+                f"and data {fmt_shape(data.shape)} ({attrs.data_layout}), "
+                f"got {fmt_shape(weight.shape)}")
         out_channels: Dim = attrs.channels
         k_dims: Sequence[Dim] = ks
     else:
@@ -230,26 +231,26 @@ def _conv_rel(spec: _Spec, args: Sequence[Type],
             ks = expand(attrs.kernel_size, spec.rank)
             if not all(compatible(a, b) for a, b in zip(k_dims, ks)):
                 raise RelationError(f"kernel_size={list(attrs.kernel_size)} does not match the "
-                                    f"weight {shape_str(weight.shape)} ({attrs.kernel_layout})")
+                                    f"weight {fmt_shape(weight.shape)} ({attrs.kernel_layout})")
         if spec.transpose:
             in_w, per_group = w0, w1
             if not compatible(c, in_w):
                 raise RelationError(f"the data has {c} input channels but the weight "
-                                    f"{shape_str(weight.shape)} ({attrs.kernel_layout}) has {in_w}")
+                                    f"{fmt_shape(weight.shape)} ({attrs.kernel_layout}) has {in_w}")
             out_channels = ANY if per_group is ANY else per_group * g
         else:
             out_channels, per_group = w0, w1
             if not compatible(div_dim(c, g), per_group):
                 raise RelationError(
                     f"the data's {c} input channels divided by groups={g} must match the "
-                    f"weight's {per_group} input channels (weight {shape_str(weight.shape)}, "
+                    f"weight's {per_group} input channels (weight {fmt_shape(weight.shape)}, "
                     f"{attrs.kernel_layout})")
             if out_channels is not ANY and out_channels % g:
                 raise RelationError(f"the weight's {out_channels} output channels are not "
                                     f"divisible by groups={g}")
         if attrs.channels is not None and not compatible(attrs.channels, out_channels):
             raise RelationError(f"channels={attrs.channels} does not match the weight "
-                                f"{shape_str(weight.shape)} ({attrs.kernel_layout}), which "
+                                f"{fmt_shape(weight.shape)} ({attrs.kernel_layout}), which "
                                 f"gives {out_channels} output channels")
     w_dtype = weight.dtype if weight is not None else data.dtype
     check_product_dtypes(data.dtype, w_dtype, "the data", "the weight")
