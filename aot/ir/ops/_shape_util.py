@@ -4,13 +4,13 @@ arguments, products over dimensions that may be ``?``."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Protocol, Sequence
 
 from ..types import ANY, Dim, IncompleteType, TensorType, TupleType, Type, TypeVar
-from ._common import RelationError, fmt_shape, ordinal
+from ._common import RelationError, fmt_shape, ordinal, tensor_arg
 
-__all__ = ["fmt_shape", "normalize_axis", "normalize_axes", "tuple_tensor_arg",
-           "dims_product", "is_static_dim", "require_int_dtype", "require_scalar"]
+__all__ = ["fmt_shape", "normalize_axis", "normalize_axes", "same_type_axis_rel",
+           "tuple_tensor_arg", "dims_product", "is_static_dim", "require_int_dtype", "require_scalar"]
 
 
 def is_static_dim(d: Dim) -> bool:
@@ -35,6 +35,22 @@ def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
         raise RelationError(f"{what}={axis} is out of range for a tensor of rank {ndim} "
                             f"(expected {-ndim} <= {what} < {ndim})")
     return axis + ndim if axis < 0 else axis
+
+
+class _HasAxis(Protocol):
+    @property
+    def axis(self) -> int: ...
+
+
+def same_type_axis_rel(args: Sequence[Type], attrs: _HasAxis) -> Type | None:
+    """Relation of a unary operator whose result has its input's type and
+    whose ``axis`` attribute must name one of its dimensions (sort,
+    reverse)."""
+    t = tensor_arg(args, 0)
+    if t is None:
+        return None
+    normalize_axis(attrs.axis, t.ndim)
+    return t
 
 
 def normalize_axes(axes: Sequence[int], ndim: int, what: str = "axis") -> tuple[int, ...]:

@@ -29,7 +29,7 @@ from typing import ClassVar, Sequence
 
 from ._common import (Attrs, DType, PatternKind, RelationError, TensorType, TupleType, Type,
                       as_array, defop, np, tensor_arg)
-from ._shape_util import normalize_axis
+from ._shape_util import normalize_axis, same_type_axis_rel
 
 FAMILY = "algorithm"
 OPAQUE = PatternKind.OPAQUE
@@ -90,14 +90,6 @@ class SortAttrs(Attrs):
     is_ascend: bool = True
 
 
-def _sort_rel(args: Sequence[Type], attrs: SortAttrs) -> Type | None:
-    t = tensor_arg(args, 0)
-    if t is None:
-        return None
-    normalize_axis(attrs.axis, t.ndim)
-    return t
-
-
 def _sort(args: Sequence[np.ndarray], attrs: SortAttrs, out: Type) -> np.ndarray:
     (x,) = args
     axis = normalize_axis(attrs.axis, x.ndim)
@@ -105,7 +97,7 @@ def _sort(args: Sequence[np.ndarray], attrs: SortAttrs, out: Type) -> np.ndarray
     return as_array(np.take_along_axis(x, order, axis=axis), x.dtype)
 
 
-defop("sort", 1, _sort_rel, OPAQUE, _sort, "sort along axis (stable; NaN greatest)",
+defop("sort", 1, same_type_axis_rel, OPAQUE, _sort, "sort along axis (stable; NaN greatest)",
       attrs=SortAttrs, family=FAMILY)
 
 

@@ -42,7 +42,7 @@ from ..types import Dim
 from ._common import (ANY, Attrs, PatternKind, RelationError, TensorType, TupleType, Type,
                       as_array, defop, np, tensor_arg, tensor_args)
 from ._shape_util import (dims_product, fmt_shape, normalize_axes, normalize_axis,
-                          tuple_tensor_arg)
+                          same_type_axis_rel, tuple_tensor_arg)
 
 FAMILY = "transform"
 INJ = PatternKind.INJECTIVE
@@ -363,20 +363,12 @@ class ReverseAttrs(Attrs):
     axis: int = 0
 
 
-def _reverse_rel(args: Sequence[Type], attrs: ReverseAttrs) -> Type | None:
-    t = tensor_arg(args, 0)
-    if t is None:
-        return None
-    normalize_axis(attrs.axis, t.ndim)
-    return t
-
-
 def _reverse(args: Sequence[np.ndarray], attrs: ReverseAttrs, out: Type) -> np.ndarray:
     (x,) = args
     return as_array(np.flip(x, axis=normalize_axis(attrs.axis, x.ndim)).copy(), x.dtype)
 
 
-defop("reverse", 1, _reverse_rel, INJ, _reverse, "reverse the order along axis",
+defop("reverse", 1, same_type_axis_rel, INJ, _reverse, "reverse the order along axis",
       attrs=ReverseAttrs, family=FAMILY)
 
 
@@ -412,12 +404,21 @@ class ConcatenateAttrs(Attrs):
     axis: int = 0
 
 
-def _concatenate_rel(args: Sequence[Type], attrs: ConcatenateAttrs) -> Type | None:
+def _joined_tensors(args: Sequence[Type], verb: str) -> list[TensorType] | None:
+    """The tensors in the tuple argument of concatenate or stack (None
+    while unknown); at least one."""
     ts = tuple_tensor_arg(args, 0)
     if ts is None:
         return None
     if not ts:
-        raise RelationError("needs at least one tensor to concatenate")
+        raise RelationError(f"needs at least one tensor to {verb}")
+    return ts
+
+
+def _concatenate_rel(args: Sequence[Type], attrs: ConcatenateAttrs) -> Type | None:
+    ts = _joined_tensors(args, "concatenate")
+    if ts is None:
+        return None
     if ts[0].ndim == 0:
         raise RelationError("cannot concatenate 0-d tensors")
     axis = normalize_axis(attrs.axis, ts[0].ndim)
@@ -453,11 +454,9 @@ class StackAttrs(Attrs):
 
 
 def _stack_rel(args: Sequence[Type], attrs: StackAttrs) -> Type | None:
-    ts = tuple_tensor_arg(args, 0)
+    ts = _joined_tensors(args, "stack")
     if ts is None:
         return None
-    if not ts:
-        raise RelationError("needs at least one tensor to stack")
     shape = _same_dims(ts, None)
     p = _expand_pivot(len(shape), attrs.axis)
     return TensorType(tuple(shape[:p]) + (len(ts),) + tuple(shape[p:]), ts[0].dtype)
