@@ -247,44 +247,47 @@ def _axis_info(data: TensorType, axis: int, params: Params, idx: Sequence[int],
     return extent, f"{attr}={axis} of the data {data}"
 
 
-def _unary_params_rel(args: Sequence[Type], axis: int, data: TensorType,
-                      scale_name: str, zp_name: str) -> Params | None:
+def _unary_operands(args: Sequence[Type], allowed: Sequence[DType], axis: int,
+                    scale_name: str, zp_name: str) -> tuple[TensorType, Params] | None:
+    """The data (argument 0, one of ``allowed``) of quantize, dequantize or
+    requantize and its scale (1) and zero point (2), per tensor or per
+    channel of ``axis``; None while any of them is unknown."""
+    data = _data(args, 0, "data", allowed)
+    if data is None:
+        return None
     if tensor_arg(args, 1, scale_name) is None or tensor_arg(args, 2, zp_name) is None:
         return None
     params = Params(args)
     extent, where = _axis_info(data, axis, params, (1, 2))
     params.per_axis(1, scale_name, SCALE, extent, where)
     params.per_axis(2, zp_name, ZERO_POINT, extent, where)
-    return params
+    return data, params
 
 
 def _quantize_rel(args: Sequence[Type], attrs: QuantizeAttrs) -> Type | Solved | None:
-    data = _data(args, 0, "data", (DType.FLOAT32,))
-    if data is None:
+    operands = _unary_operands(args, (DType.FLOAT32,), attrs.axis, "output_scale",
+                               "output_zero_point")
+    if operands is None:
         return None
-    params = _unary_params_rel(args, attrs.axis, data, "output_scale", "output_zero_point")
-    if params is None:
-        return None
+    data, _ = operands
     return TensorType(data.shape, attrs.out_dtype)
 
 
 def _dequantize_rel(args: Sequence[Type], attrs: DequantizeAttrs) -> Type | Solved | None:
-    data = _data(args, 0, "data", _DEQUANTIZE_IN)
-    if data is None:
+    operands = _unary_operands(args, _DEQUANTIZE_IN, attrs.axis, "input_scale",
+                               "input_zero_point")
+    if operands is None:
         return None
-    params = _unary_params_rel(args, attrs.axis, data, "input_scale", "input_zero_point")
-    if params is None:
-        return None
+    data, _ = operands
     return TensorType(data.shape, attrs.out_dtype)
 
 
 def _requantize_rel(args: Sequence[Type], attrs: RequantizeAttrs) -> Type | Solved | None:
-    data = _data(args, 0, "data", _REQUANTIZE_IN)
-    if data is None:
+    operands = _unary_operands(args, _REQUANTIZE_IN, attrs.axis, "input_scale",
+                               "input_zero_point")
+    if operands is None:
         return None
-    params = _unary_params_rel(args, attrs.axis, data, "input_scale", "input_zero_point")
-    if params is None:
-        return None
+    data, params = operands
     params.scalar(3, "output_scale", SCALE)
     params.scalar(4, "output_zero_point", ZERO_POINT)
     return _finish(TensorType(data.shape, attrs.out_dtype), params)
@@ -449,14 +452,22 @@ def rescale(x: np.ndarray, reals: np.ndarray, rounding: Rounding) -> np.ndarray:
     return quant.multiply_by_quantized_multiplier_single_rounding(x, m, s, to_nearest)
 
 
+def _requantize_factors(in_scale: np.ndarray, out_scale: np.ndarray, ndim: int,
+                        axis: int) -> np.ndarray:
+    """The real factors ``input_scale / output_scale`` of a requantization
+    (per channel of ``axis`` when ``input_scale`` is), shaped to broadcast
+    against a rank-``ndim`` tensor."""
+    return (along_axis(scales(in_scale, "input_scale"), ndim, axis)
+            / scales(out_scale, "output_scale").reshape(()))
+
+
 def requantize_values(data: np.ndarray, in_scale: np.ndarray, in_zp: np.ndarray,
                       out_scale: np.ndarray, out_zp: np.ndarray, axis: int,
                       rounding: Rounding, out_dtype: DType) -> np.ndarray:
     """The integer path of ``qnn.requantize`` (shared with concatenate)."""
     x = np.asarray(data)
     ax = _axis(axis, x.ndim)
-    reals = (along_axis(scales(in_scale, "input_scale"), x.ndim, ax)
-             / scales(out_scale, "output_scale").reshape(()))
+    reals = _requantize_factors(in_scale, out_scale, x.ndim, ax)
     shifted = quant.wrap_int32(quant.wrap_int32(x.astype(np.int64))
                                - along_axis(zero_points(in_zp), x.ndim, ax))
     scaled = rescale(shifted, reals, rounding)
@@ -469,8 +480,7 @@ def _requantize_float(args: Sequence[np.ndarray], attrs: RequantizeAttrs) -> np.
     ft = np.float32 if attrs.compute_dtype is ComputeDType.FLOAT32 else np.float64
     x = np.asarray(data)
     ax = _axis(attrs.axis, x.ndim)
-    reals = (along_axis(scales(in_scale, "input_scale"), x.ndim, ax)
-             / scales(out_scale, "output_scale").reshape(()))
+    reals = _requantize_factors(in_scale, out_scale, x.ndim, ax)
     with np.errstate(all="ignore"):
         t = x.astype(ft) - along_axis(zero_points(in_zp), x.ndim, ax).astype(ft)
         t = t * reals.astype(ft)
