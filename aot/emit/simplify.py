@@ -14,7 +14,8 @@ the original for every input, NaN and wrap-around included:
   ``libm`` decides their last bits at run time.
 * **Integer identities**: ``x + 0``, ``x - 0``, ``x * 1``, ``x * 0``,
   ``x / 1``, ``x % 1``, shifts by 0, ``x | 0``, ``x ^ 0``, ``x & 0``,
-  ``x & ~x``, ``x | ~x``, ``x ^ ~x`` (gcc warns about shifting the last two).
+  ``x & ~x``, ``x | ~x``, ``x ^ ~x``, ``x & ~0``, ``x | ~0`` (gcc's folder
+  turns some of these into constants it then warns about).
   Floats get none (``x + 0.0`` is not ``x`` for ``x = -0.0``).
 * **Constant offsets** of integer sums are gathered to the right:
   ``((i + 1) + j) - 3`` becomes ``i + j - 2``; products of constants
@@ -172,7 +173,7 @@ def _integer(e: BinOp) -> Expr:
     a, b, t = e.a, e.b, e.a.dtype
     op = e.op
     if op.is_bitwise and (_complements(a, b) or _complements(b, a)):   # x | ~x
-        return Const(0 if op is _O.BIT_AND else (-1 if t.is_signed else (1 << t.bits) - 1), t)
+        return Const(0 if op is _O.BIT_AND else _all_ones(t), t)
     if op in (_O.ADD, _O.SUB):
         return _sum(e)
     if op is _O.MUL:
@@ -190,7 +191,16 @@ def _integer(e: BinOp) -> Expr:
             return b
     if op is _O.BIT_AND and (_is_const(a, 0) or _is_const(b, 0)):
         return Const(0, t)
+    ones = _all_ones(t)
+    if op in (_O.BIT_AND, _O.BIT_OR):
+        for x, y in ((a, b), (b, a)):
+            if _is_const(y, ones):      # x & ~0 is x; x | ~0 is ~0
+                return x if op is _O.BIT_AND else y
     return e
+
+
+def _all_ones(t: DType) -> int:
+    return -1 if t.is_signed else (1 << t.bits) - 1
 
 
 def _split_offset(e: Expr, no_wrap: bool) -> tuple[Expr | None, int]:

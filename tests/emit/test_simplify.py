@@ -48,6 +48,8 @@ RULES = [
     ("x | ~x", K.bit_or(a, K.bit_not(a)), "-1"),
     ("~x ^ x on unsigned", K.bit_xor(K.bit_not(w), w), "4294967295u"),
     ("x & ~x", K.bit_and(u, K.bit_not(u)), "0"),
+    ("x | all ones", K.bit_or(c(255, D.UINT8), u), "255"),
+    ("x & all ones", K.bit_and(a, c(-1)), "a"),
     ("x - x", K.sub(a, a), "0"),
     ("wrapping offsets merge modulo 2^32", K.add(K.add(a, 2 ** 31 - 1), 2), "(int32_t)((uint32_t)a "
                                                                            "- 2147483647u)"),
