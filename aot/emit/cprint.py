@@ -26,15 +26,26 @@ Spelling rules (the C the generated code relies on):
   ``int``) are computed in ``uint32_t`` (``uint64_t`` for 64-bit types)
   and converted back: ``(int32_t)((uint32_t)a + (uint32_t)b)``.  Chains stay
   in the unsigned domain (``(int8_t)((uint32_t)a * (uint32_t)b + (uint32_t)c)``)
-  because the low bits of ``+ - * <<`` depend only on the operands' low bits.
+  because the low bits of ``+ - * << ~`` depend only on the operands' low
+  bits.  ``uint8``/``uint16`` results are narrowed with a mask rather than a
+  cast (``((uint32_t)a + (uint32_t)b) & 255u``): gcc folds narrow unsigned
+  arithmetic into ``~x`` forms and then warns when comparing them
+  (-Wsign-compare); where such a ``uint32_t`` value meets a promoted ``int``
+  in ``?:`` or a comparison, the int side is converted too.
   ``no_wrap`` arithmetic (index math) prints as plain C.
+* **bool** ``& | ^`` print as ``&& || !=`` (clang warns about bitwise
+  operators on truth values); a truth value under ``~`` is spelled
+  ``(c ? 1 : 0)`` (gcc: -Wbool-operation).
 * **Division and modulo** go through helpers (``aot_div_i32`` ...) that
   return 0 for a zero divisor and wrap ``INT_MIN / -1``; float ``%`` is
   ``fmodf``/``fmod``.  ``min``/``max`` are helpers (NaN-propagating on
-  floats; and no operand is evaluated twice).
+  floats, NumPy's tie rule for signed zeros -- which differs for float16;
+  and no operand is evaluated twice).
 * **Casts.** float -> integer: ``aot_sat_f32_i8(x)`` etc. (truncate toward
   zero, saturate, NaN -> 0); -> bool: ``x != 0``; integer -> integer:
-  ``(int8_t)x``; float16 results are rounded with ``aot_round_f16``.
+  ``(int8_t)x`` (masked for uint8/uint16); float16 results are rounded with
+  ``aot_round_f16``, float16 loads/stores convert with ``aot_f16_to_f32`` /
+  ``aot_f32_to_f16`` (a float16 copy stays a bit copy).
 * **Literals** are bit-exact.  float32 (and float16, whose values are exact
   floats) print as the *shortest decimal that round-trips* with an ``f``
   suffix (``0.1f``, ``1e-45f``, ``3.4028235e+38f``), float64 likewise
@@ -59,6 +70,11 @@ is arithmetic, IEEE 754 floats with Annex F conversions,
 ``FLT_EVAL_METHOD == 0``.  Builds should pass ``-ffp-contract=off`` (clang
 fuses ``a * b + c`` into an FMA by default, which changes results; gcc
 does not in ``-std=c99`` mode).
+
+The printer assumes a verified kernel (:func:`print_kernel` runs
+:func:`~aot.emit.kernel_ir.verify_kernel`) and, for warning-free C, a
+simplified one (:mod:`aot.emit.simplify` folds the comparisons compilers
+call tautological; the verifier names them if simplify did not run).
 
 Every helper and macro the printed code may use is listed in
 :data:`HELPERS` and :data:`MACROS` (the runtime header provides them);
