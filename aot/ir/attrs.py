@@ -186,3 +186,28 @@ def _freeze(value: RawValue) -> Any:
 
 
 EMPTY_FUNC_ATTRS = FuncAttrs()
+
+
+# ------------------------------------------------- attributes of other calls
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class RawCallAttrs(Attrs):
+    """Attributes written on a call whose callee is not an operator
+    (``%f(%x, name="g")``): kept verbatim as sorted (key, value) pairs so
+    that they print back and compare by value.  Nothing interprets them."""
+
+    type_key: ClassVar[str] = "RawCallAttrs"
+    items: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> RawCallAttrs:
+        return cls(tuple(sorted((k, _freeze(v)) for k, v in raw.items())))
+
+    def to_raw(self, include_defaults: bool = False) -> dict[str, Any]:
+        return {k: _thaw(v) for k, v in self.items}

@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from ..diagnostics import Diagnostic, DiagnosticError, Span, register_source
 from .adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
                   PatternWildcard, TypeData)
 from .analysis import free_vars
-from .attrs import NO_ATTRS, AttrError, Attrs, FuncAttrs
+from .attrs import NO_ATTRS, AttrError, Attrs, FuncAttrs, RawCallAttrs
 from .dtype import DType
 from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
                    RefRead, RefWrite, Tuple, TupleGetItem, Var, op)
@@ -74,37 +74,6 @@ BINARY_OPS: dict[T, tuple[str, int]] = {
 }
 
 _DTYPE_PREFIXES = ("int", "uint", "float", "bool")
-
-
-# --------------------------------------------------------------- call attrs
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class RawCallAttrs(Attrs):
-    """Attributes written on a call whose callee is not an operator
-    (``%f(%x, name="g")``): kept verbatim as sorted (key, value) pairs so
-    that they print back and compare by value.  Nothing interprets them."""
-
-    type_key: ClassVar[str] = "RawCallAttrs"
-    items: tuple[tuple[str, Any], ...] = ()
-
-    @classmethod
-    def from_raw(cls, raw: dict[str, Any]) -> RawCallAttrs:
-        return cls(tuple(sorted((k, _freeze(v)) for k, v in raw.items())))
-
-    def to_raw(self, include_defaults: bool = False) -> dict[str, Any]:
-        return {k: _thaw(v) for k, v in self.items}
 
 
 # --------------------------------------------------------------- scopes
