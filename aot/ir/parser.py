@@ -729,29 +729,30 @@ class Parser:
         if kind in (T.MATCH, T.MATCH_PARTIAL):
             return self.parse_match()
         if kind is T.REF:
-            self.next()
-            self.expect(T.LPAREN, "after `ref`")
-            value = self.parse_body()
-            self.expect(T.RPAREN, "to close `ref(...)`")
+            (value,) = self._ref_operands("ref")
             return RefCreate(value, span=self.span_from(tok))
         if kind is T.REF_READ:
-            self.next()
-            self.expect(T.LPAREN, "after `ref_read`")
-            ref = self.parse_body()
-            self.expect(T.RPAREN, "to close `ref_read(...)`")
+            (ref,) = self._ref_operands("ref_read")
             return RefRead(ref, span=self.span_from(tok))
         if kind is T.REF_WRITE:
-            self.next()
-            self.expect(T.LPAREN, "after `ref_write`")
-            ref = self.parse_body()
-            self.expect(T.COMMA, "between the reference and the value of `ref_write`")
-            value = self.parse_body()
-            self.expect(T.RPAREN, "to close `ref_write(...)`")
+            ref, value = self._ref_operands("ref_write")
             return RefWrite(ref, value, span=self.span_from(tok))
         if kind is T.LPAREN:
             return self._parens()
         self.fatal(f"expected an expression, found {tok.describe()}")
         raise AssertionError("unreachable")
+
+    def _ref_operands(self, keyword: str) -> list[Expr]:
+        """The parenthesised operands after the keyword ``ref``, ``ref_read``
+        (one) or ``ref_write`` (the reference and the value)."""
+        self.next()
+        self.expect(T.LPAREN, f"after `{keyword}`")
+        operands = [self.parse_body()]
+        if keyword == "ref_write":
+            self.expect(T.COMMA, f"between the reference and the value of `{keyword}`")
+            operands.append(self.parse_body())
+        self.expect(T.RPAREN, f"to close `{keyword}(...)`")
+        return operands
 
     def _parens(self) -> Expr:
         start = self.expect(T.LPAREN)

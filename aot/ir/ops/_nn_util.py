@@ -61,20 +61,25 @@ def check_spatial_layout(value: str, field: str, allow_empty: bool = False) -> N
                          f"(packed layouts are not supported), got {value!r}")
 
 
-def check_positive(values: Sequence[int], field: str, count: tuple[int, ...]) -> None:
+def _check_values(values: Sequence[int], field: str, count: tuple[int, ...],
+                  minimum: int) -> None:
+    """Raise ValueError unless ``values`` has one of the lengths ``count``
+    and every value is at least ``minimum``."""
     if len(values) not in count:
         want = " or ".join(str(c) for c in count)
         raise ValueError(f"{field} needs {want} values, got {list(values)}")
-    if any(v < 1 for v in values):
-        raise ValueError(f"{field} values must be >= 1, got {list(values)}")
+    if any(v < minimum for v in values):
+        raise ValueError(f"{field} values must be >= {minimum}, got {list(values)}")
+
+
+def check_positive(values: Sequence[int], field: str, count: tuple[int, ...]) -> None:
+    """Strides, dilations, kernel and pool sizes: ``count`` values >= 1."""
+    _check_values(values, field, count, 1)
 
 
 def check_padding(values: Sequence[int], field: str, count: tuple[int, ...]) -> None:
-    if len(values) not in count:
-        want = " or ".join(str(c) for c in count)
-        raise ValueError(f"{field} needs {want} values, got {list(values)}")
-    if any(v < 0 for v in values):
-        raise ValueError(f"{field} values must be >= 0, got {list(values)}")
+    """Paddings: ``count`` values >= 0."""
+    _check_values(values, field, count, 0)
 
 
 def expand(values: Sequence[int], n: int) -> tuple[int, ...]:
