@@ -8,7 +8,7 @@ simplified first, then one node is rewritten by a short list of local
 rules.  Every rule is exact under the IR's semantics -- the result equals
 the original for every input, NaN and wrap-around included:
 
-* **Constant folding** through :func:`~aot.emit.kernel_ir.evaluate`, the
+* **Constant folding** through :func:`~aot.emit.kernel_eval.evaluate`, the
   reference semantics (so ``INT_MIN / -1``, ``x / 0``, float16 rounding and
   saturating casts fold exactly as they run).  Calls are never folded:
   ``libm`` decides their last bits at run time.
@@ -47,9 +47,10 @@ warnings).
 from __future__ import annotations
 
 from ..ir.dtype import DType
+from .kernel_eval import evaluate
 from .kernel_ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Const, Decl,
                         Expr, For, IfThenElse, Kernel, Select, Stmt, Store, UnaryOp,
-                        UnaryOperator, Var, children, decided_comparison, evaluate, postorder,
+                        UnaryOperator, Var, children, decided_comparison, postorder,
                         stmt_exprs, dtype_range,
                         substitute_stmt, walk_exprs, walk_stmts, with_children)
 

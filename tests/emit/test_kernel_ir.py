@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from aot.emit import kernel_ir as K
+from aot.emit.kernel_eval import evaluate, run_kernel
 from aot.emit.cprint import print_expr
 from aot.ir.dtype import DType
 
@@ -141,7 +142,7 @@ def test_deep_expressions_need_no_recursion():
         e = K.add(e, n % 7)
     hash(e)
     assert sum(1 for _ in K.walk_exprs(e)) == 2 * depth + 1
-    value = K.evaluate(e, {"s": 5}, {})
+    value = evaluate(e, {"s": 5}, {})
     assert int(value) == 5 + sum(n % 7 for n in range(depth))
     text = print_expr(e)
     # one wrapping chain in the unsigned domain: no conversions back and forth
@@ -243,7 +244,7 @@ def test_verifier_accepts_scopes_locals_and_global_tables():
 # ======================================================= reference semantics
 
 def _eval(e, env=None):
-    return K.evaluate(e, env or {}, {})
+    return evaluate(e, env or {}, {})
 
 
 def c(v, d):
@@ -289,14 +290,14 @@ def test_run_kernel_transposes_like_numpy():
         K.store(dst, K.flat_index([j, i], (5, 3)), K.load(src, K.flat_index([i, j], (3, 5))))])]))
     x = np.arange(15, dtype=np.int16).reshape(3, 5)
     arrays = {"src": x.copy(), "dst": np.zeros((5, 3), dtype=np.int16)}
-    K.run_kernel(kernel, arrays)
+    run_kernel(kernel, arrays)
     assert np.array_equal(arrays["dst"], x.T)
 
 
 def test_run_kernel_checks_bounds():
     kernel = K.Kernel("k", (out,), K.for_range(i, 5, [K.store(out, i, 0.0)]))
     with pytest.raises(K.KernelIRError, match="out of bounds"):
-        K.run_kernel(kernel, {"out": np.zeros(4, np.float32)})
+        run_kernel(kernel, {"out": np.zeros(4, np.float32)})
 
 
 def test_substitute_replaces_variables():
