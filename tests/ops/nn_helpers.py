@@ -8,16 +8,22 @@ from __future__ import annotations
 import numpy as np
 
 import op_helpers
-from aot.ir.types import Type
+from aot.ir.dtype import DType
+from aot.ir.types import TensorType, Type
 from op_helpers import get
 
-__all__ = ["RTOL", "ATOL", "get", "infer", "run", "sample", "assert_close"]
+__all__ = ["RTOL", "ATOL", "T", "get", "infer", "run", "sample", "assert_close"]
 
 #: relative tolerance per float dtype.  The references accumulate in
 #: float64 and round once, so float32/float64 agree to rounding of the last
 #: bit; float16 keeps 11 significant bits.
 RTOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-12}
 ATOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-12}
+
+
+def T(shape: tuple, dtype: str | DType = "float32") -> TensorType:  # noqa: N802
+    """A tensor type from a shape and a dtype (its name or the DType)."""
+    return TensorType(tuple(shape), dtype if isinstance(dtype, DType) else DType(dtype))
 
 
 def infer(name: str, types: list[Type], **attrs: object) -> Type:

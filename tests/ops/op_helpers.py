@@ -78,6 +78,11 @@ def run_checked(name: str, args: Sequence[object], attrs: dict[str, object], *,
     return result
 
 
+def program(params: str, body: str) -> str:
+    """A module in the text format whose ``@main(params)`` returns ``body``."""
+    return f'#[version = "0.0.5"]\ndef @main({params}) {{\n  {body}\n}}\n'
+
+
 def sample(rng: np.random.Generator, shape: tuple, dtype: str, lo: int, hi: int) -> np.ndarray:
     """Random data of ``dtype``: standard normal floats, random bools,
     integers uniform in ``[lo, hi]`` clipped to the dtype's range."""

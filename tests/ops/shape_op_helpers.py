@@ -18,7 +18,7 @@ from aot.ir.types import TensorType, Type
 from op_helpers import get, infer, run_checked, solve, typeof
 
 __all__ = ["FLOATS", "INTS", "ALL_DTYPES", "RTOL", "get", "typeof", "infer", "solve", "run",
-           "rejects", "bad_attrs", "tt", "sample", "escape"]
+           "rejects", "bad_attrs", "tt", "arange", "sample", "escape"]
 
 FLOATS = ["float16", "float32", "float64"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -52,6 +52,11 @@ def bad_attrs(name: str, match: str, **attrs: object) -> None:
 
 def tt(shape: tuple, dtype: str = "float32") -> TensorType:
     return TensorType(tuple(shape), DType(dtype))
+
+
+def arange(shape: tuple, dtype: str = "float32") -> np.ndarray:
+    """0, 1, 2, ... in row-major order, reshaped to ``shape``."""
+    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape).astype(dtype)
 
 
 def sample(rng: np.random.Generator, shape: tuple, dtype: str, lo: int = -50,

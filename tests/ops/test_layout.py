@@ -7,11 +7,7 @@ import pytest
 
 from aot.ir.ops.layout import Layout
 from aot.ir.types import ANY
-from shape_op_helpers import bad_attrs, infer, rejects, run, tt
-
-
-def arange(shape, dtype="float32"):
-    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape).astype(dtype)
+from shape_op_helpers import arange, bad_attrs, infer, rejects, run, tt
 
 
 @pytest.mark.parametrize("text,axes", [

@@ -11,16 +11,11 @@ from hypothesis import strategies as st
 from aot.ir.attrs import AttrError
 from aot.ir.dtype import DType
 from aot.ir.registry import PatternKind, RelationError, Solved
-from aot.ir.types import ANY, IncompleteType, TensorType, TupleType
-from nn_helpers import assert_close, get, infer, run, sample
+from aot.ir.types import ANY, IncompleteType, TupleType
+from nn_helpers import T, assert_close, get, infer, run, sample
 
 RNG = np.random.default_rng(1)
 FLOATS = ["float16", "float32", "float64"]
-F32 = DType.FLOAT32
-
-
-def T(shape, dtype=F32):  # noqa: N802
-    return TensorType(tuple(shape), dtype if isinstance(dtype, DType) else DType(dtype))
 
 
 # ------------------------------------------------------------ activations

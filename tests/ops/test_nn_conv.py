@@ -14,15 +14,10 @@ from hypothesis import strategies as st
 from aot.ir.attrs import AttrError
 from aot.ir.dtype import DType
 from aot.ir.registry import PatternKind, RelationError, Solved
-from aot.ir.types import ANY, IncompleteType, TensorType
-from nn_helpers import assert_close, get, infer, run, sample
+from aot.ir.types import ANY, IncompleteType
+from nn_helpers import T, assert_close, get, infer, run, sample
 
 RNG = np.random.default_rng(2)
-F32 = DType.FLOAT32
-
-
-def T(shape, dtype=F32):  # noqa: N802
-    return TensorType(tuple(shape), dtype if isinstance(dtype, DType) else DType(dtype))
 
 
 def pads4(padding):

@@ -11,16 +11,11 @@ import numpy as np
 import pytest
 
 from aot.ir.attrs import AttrError
-from aot.ir.dtype import DType
 from aot.ir.registry import PatternKind, RelationError
-from aot.ir.types import ANY, TensorType
-from nn_helpers import assert_close, get, infer, run, sample
+from aot.ir.types import ANY
+from nn_helpers import T, assert_close, get, infer, run, sample
 
 RNG = np.random.default_rng(3)
-
-
-def T(shape, dtype="float32"):  # noqa: N802
-    return TensorType(tuple(shape), DType(dtype))
 
 
 def pool_ref(x, kind, pool, strides, padding, dilation, ceil_mode, include_pad):

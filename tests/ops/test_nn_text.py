@@ -14,6 +14,7 @@ import pytest
 import aot
 from aot.ir.types import TensorType
 from nn_helpers import assert_close
+from op_helpers import program
 
 RNG = np.random.default_rng(5)
 
@@ -60,10 +61,6 @@ CALLS = [
      'image.resize2d(%x, size=[8, 6], method="nearest_neighbor", '
      'coordinate_transformation_mode="asymmetric", rounding_method="floor")'),
 ]
-
-
-def program(params: str, body: str) -> str:
-    return f'#[version = "0.0.5"]\ndef @main({params}) {{\n  {body}\n}}\n'
 
 
 @pytest.mark.parametrize("params,body", CALLS, ids=[b.split("(")[0] for _, b in CALLS])

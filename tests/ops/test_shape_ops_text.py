@@ -10,6 +10,7 @@ import pytest
 
 import aot
 from aot.ir.structural import structural_equal
+from op_helpers import program
 
 F = "Tensor[(2, 3, 4), float32]"
 I = "Tensor[(2), int32]"
@@ -81,10 +82,6 @@ CALLS = [
      "(Tensor[(2, 3, 2), float32], Tensor[(2, 3, 2), int32])"),
     (f"%x: {F}", 'topk(%x, k=1, ret_type="indices")', "Tensor[(2, 3, 1), int32]"),
 ]
-
-
-def program(params: str, call: str) -> str:
-    return f'#[version = "0.0.5"]\ndef @main({params}) {{\n  {call}\n}}\n'
 
 
 @pytest.mark.parametrize("params,call,expected", CALLS, ids=[c[1].split("(")[0] + str(i)

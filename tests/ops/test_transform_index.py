@@ -11,13 +11,10 @@ from hypothesis.extra import numpy as hnp
 
 from aot.ir.registry import Solved
 from aot.ir.types import ANY, IncompleteType
-from shape_op_helpers import ALL_DTYPES, bad_attrs, get, infer, rejects, run, sample, solve, tt
+from shape_op_helpers import (ALL_DTYPES, arange, bad_attrs, get, infer, rejects, run, sample,
+                              solve, tt)
 
 RNG = np.random.default_rng(11)
-
-
-def arange(shape, dtype="float32"):
-    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape).astype(dtype)
 
 
 # ============================================================ strided_slice
