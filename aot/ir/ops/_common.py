@@ -19,8 +19,8 @@ from ..types import ANY, Dim, TensorType, TupleType, Type
 
 __all__ = ["defop", "tensor_arg", "tensor_args", "broadcast_shapes", "broadcast_rel",
            "compare_rel", "identity_rel", "same_dtype", "as_array", "float_to_int", "ordinal",
-           "fmt_shape", "RelationError", "PatternKind", "NO_ATTRS", "Attrs", "DType", "ANY",
-           "TensorType", "TupleType", "Type", "np"]
+           "fmt_shape", "out_tensor_type", "RelationError", "PatternKind", "NO_ATTRS", "Attrs",
+           "DType", "ANY", "TensorType", "TupleType", "Type", "np"]
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
@@ -122,6 +122,13 @@ def compare_rel(args: Sequence[Type], attrs: Attrs) -> RelResult:
 
 def identity_rel(args: Sequence[Type], attrs: Attrs) -> RelResult:
     return tensor_arg(args, 0)
+
+
+def out_tensor_type(out: Type) -> TensorType:
+    """The result type handed to a compute that produces one tensor (an
+    internal invariant: the relation made it a tensor type)."""
+    assert isinstance(out, TensorType), out
+    return out
 
 
 def float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -10,7 +10,8 @@ from ..types import ANY, Dim, IncompleteType, TensorType, TupleType, Type, TypeV
 from ._common import RelationError, fmt_shape, ordinal, tensor_arg
 
 __all__ = ["fmt_shape", "normalize_axis", "normalize_axes", "same_type_axis_rel",
-           "tuple_tensor_arg", "dims_product", "is_static_dim", "require_int_dtype", "require_scalar"]
+           "tuple_tensor_arg", "dims_product", "is_static_dim", "require_int_dtype",
+           "require_scalar"]
 
 
 def is_static_dim(d: Dim) -> bool:

@@ -23,16 +23,12 @@ from typing import Callable, Sequence
 
 from ..types import Type
 from ._common import (DType, PatternKind, RelationError, TensorType, as_array, broadcast_rel,
-                      compare_rel, defop, float_to_int, identity_rel, np, tensor_arg)
+                      compare_rel, defop, float_to_int, identity_rel, np, out_tensor_type,
+                      tensor_arg)
 
 FAMILY = "elemwise"
 EW = PatternKind.ELEMWISE
 BC = PatternKind.BROADCAST
-
-
-def _out_dtype(out: Type) -> DType:
-    assert isinstance(out, TensorType), out
-    return out.dtype
 
 
 # ------------------------------------------------------------ integer division
@@ -93,7 +89,7 @@ def _binary(float_fn: Callable, int_fn: Callable | None = None) -> Callable:
         a, b = args
         fn = int_fn if (int_fn is not None and _is_int(a)) else float_fn
         with np.errstate(all="ignore"):
-            return as_array(fn(a, b), _out_dtype(out))
+            return as_array(fn(a, b), out_tensor_type(out).dtype)
     return compute
 
 
@@ -151,7 +147,7 @@ for _name, _f, _doc in _COMPARE:
 
 def _logical(fn: Callable) -> Callable:
     def compute(args: Sequence[np.ndarray], attrs: object, out: Type) -> np.ndarray:
-        return as_array(fn(*args), _out_dtype(out))
+        return as_array(fn(*args), out_tensor_type(out).dtype)
     return compute
 
 

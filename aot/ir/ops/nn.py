@@ -43,7 +43,8 @@ from typing import ClassVar, Sequence
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
-                      TupleType, as_array, defop, fmt_shape, identity_rel, np, tensor_arg)
+                      TupleType, as_array, defop, fmt_shape, identity_rel, np, out_tensor_type,
+                      tensor_arg)
 from ._nn_util import (NNAttrs, accumulator, cast_result, check_out_dtype, check_product_dtypes,
                        compatible, mul_dim, normalize_axis, require_float)
 
@@ -53,11 +54,6 @@ BC = PatternKind.BROADCAST
 INJ = PatternKind.INJECTIVE
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
 OPAQUE = PatternKind.OPAQUE
-
-
-def _tensor_out(out: Type) -> TensorType:
-    assert isinstance(out, TensorType), out
-    return out
 
 
 # ------------------------------------------------------------ activations
@@ -261,7 +257,7 @@ def _matmul_rel(args: Sequence[Type], attrs: MatmulAttrs) -> RelResult:
 
 
 def _matmul_compute(a: np.ndarray, b: np.ndarray, out: Type) -> np.ndarray:
-    t = _tensor_out(out)
+    t = out_tensor_type(out)
     acc = accumulator(t.dtype)
     return cast_result(np.matmul(a.astype(acc), b.astype(acc)), t.dtype)
 

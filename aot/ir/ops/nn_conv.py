@@ -48,7 +48,7 @@ from typing import ClassVar, Sequence
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
 from ._common import (ANY, DType, PatternKind, RelationError, TensorType, defop, fmt_shape, np,
-                      tensor_arg)
+                      out_tensor_type, tensor_arg)
 from ._nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical, cast_result,
                        check_layout, check_out_dtype, check_padding, check_positive,
                        check_product_dtypes, check_rank, compatible, dilated_extent, div_dim,
@@ -325,14 +325,9 @@ def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int]
     return out.reshape(n, g * og, out.shape[3], out.shape[4])
 
 
-def _out_dtype(out: Type) -> DType:
-    assert isinstance(out, TensorType), out
-    return out.dtype
-
-
 def _conv2d(args: Sequence[np.ndarray], attrs: Conv2DAttrs, out: Type) -> np.ndarray:
     x, w = args
-    dtype = _out_dtype(out)
+    dtype = out_tensor_type(out).dtype
     xc = array_to_canonical(x, attrs.data_layout, "NCHW")
     wc = array_to_canonical(w, attrs.kernel_layout, "OIHW")
     res = conv2d_nchw(xc, wc, pair(attrs.strides), _pads_2d(attrs), pair(attrs.dilation),
@@ -343,7 +338,7 @@ def _conv2d(args: Sequence[np.ndarray], attrs: Conv2DAttrs, out: Type) -> np.nda
 
 def _conv1d(args: Sequence[np.ndarray], attrs: Conv1DAttrs, out: Type) -> np.ndarray:
     x, w = args
-    dtype = _out_dtype(out)
+    dtype = out_tensor_type(out).dtype
     xc = array_to_canonical(x, attrs.data_layout, "NCW")[:, :, None, :]
     wc = array_to_canonical(w, attrs.kernel_layout, "OIW")[:, :, None, :]
     res = conv2d_nchw(xc, wc, (1, attrs.strides[0]), ((0, 0), padding_1d(attrs.padding)),
@@ -355,7 +350,7 @@ def _conv1d(args: Sequence[np.ndarray], attrs: Conv1DAttrs, out: Type) -> np.nda
 def _conv2d_transpose(args: Sequence[np.ndarray], attrs: Conv2DTransposeAttrs,
                       out: Type) -> np.ndarray:
     x, w = args
-    dtype = _out_dtype(out)
+    dtype = out_tensor_type(out).dtype
     xc = array_to_canonical(x, attrs.data_layout, "NCHW")
     wc = array_to_canonical(w, attrs.kernel_layout, "IOHW")
     res = conv2d_transpose_nchw(xc, wc, pair(attrs.strides), _pads_2d(attrs),

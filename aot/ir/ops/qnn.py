@@ -101,9 +101,9 @@ from ..quant import QuantizationError
 from ..registry import Solved
 from ..types import Dim, IncompleteType, Type, TypeVar
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
-                      as_array, broadcast_shapes, defop, np, ordinal, tensor_arg)
+                      as_array, broadcast_shapes, defop, np, ordinal, out_tensor_type, tensor_arg)
 from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, normalize_axis,
-                         out_tensor_type, scales, zero_points)
+                         scales, zero_points)
 
 FAMILY = "qnn"
 

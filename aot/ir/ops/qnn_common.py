@@ -128,6 +128,3 @@ def map_unique(fn: Callable[..., tuple[int, ...]], n_out: int,
     return [table[inverse, j].reshape(shape) for j in range(n_out)]
 
 
-def out_tensor_type(out: Type) -> TensorType:
-    assert isinstance(out, TensorType), out
-    return out

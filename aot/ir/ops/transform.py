@@ -40,18 +40,13 @@ from typing import ClassVar, Sequence
 
 from ..types import Dim
 from ._common import (ANY, Attrs, PatternKind, RelationError, TensorType, TupleType, Type,
-                      as_array, defop, np, tensor_arg, tensor_args)
+                      as_array, defop, np, out_tensor_type, tensor_arg, tensor_args)
 from ._shape_util import (dims_product, fmt_shape, normalize_axes, normalize_axis,
                           same_type_axis_rel, tuple_tensor_arg)
 
 FAMILY = "transform"
 INJ = PatternKind.INJECTIVE
 BC = PatternKind.BROADCAST
-
-
-def _out(out: Type) -> TensorType:
-    assert isinstance(out, TensorType), out
-    return out
 
 
 # ================================================================== reshape
@@ -440,7 +435,7 @@ def _concatenate(args: Sequence, attrs: ConcatenateAttrs, out: Type) -> np.ndarr
     (xs,) = args
     xs = tuple(xs)
     axis = normalize_axis(attrs.axis, xs[0].ndim)
-    return as_array(np.concatenate(xs, axis=axis), _out(out).dtype)
+    return as_array(np.concatenate(xs, axis=axis), out_tensor_type(out).dtype)
 
 
 defop("concatenate", 1, _concatenate_rel, INJ, _concatenate,
@@ -466,7 +461,7 @@ def _stack(args: Sequence, attrs: StackAttrs, out: Type) -> np.ndarray:
     (xs,) = args
     xs = tuple(xs)
     p = _expand_pivot(xs[0].ndim, attrs.axis)
-    return as_array(np.stack(xs, axis=p), _out(out).dtype)
+    return as_array(np.stack(xs, axis=p), out_tensor_type(out).dtype)
 
 
 defop("stack", 1, _stack_rel, INJ, _stack, "join a tuple of tensors along a new axis",

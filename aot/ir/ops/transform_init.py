@@ -45,18 +45,13 @@ from typing import ClassVar, Sequence
 from ..registry import Solved
 from ..types import IncompleteType, TypeVar
 from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
-                      as_array, defop, float_to_int, identity_rel, np, tensor_arg,
-                      tensor_args)
+                      as_array, defop, float_to_int, identity_rel, np, out_tensor_type,
+                      tensor_arg, tensor_args)
 from ._shape_util import require_scalar
 from .transform_broadcast import InitOpAttrs
 
 FAMILY = "transform"
 EW = PatternKind.ELEMWISE
-
-
-def _out(out: Type) -> TensorType:
-    assert isinstance(out, TensorType), out
-    return out
 
 
 def _is_hole(t: Type) -> bool:
@@ -107,7 +102,7 @@ def _cast_like_rel(args: Sequence[Type], attrs: Attrs) -> Type | None:
 
 
 def _cast_like(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> np.ndarray:
-    dtype = _out(out).dtype
+    dtype = out_tensor_type(out).dtype
     return as_array(cast_array(args[0], dtype), dtype)
 
 
@@ -173,7 +168,7 @@ def _full_rel(args: Sequence[Type], attrs: InitOpAttrs) -> Type | Solved | None:
 
 
 def _full(args: Sequence[np.ndarray], attrs: InitOpAttrs, out: Type) -> np.ndarray:
-    dtype = _out(out).dtype
+    dtype = out_tensor_type(out).dtype
     value = cast_array(np.asarray(args[0]), dtype)
     return np.full(_init_shape(attrs), value, dtype=dtype.np)
 
@@ -189,7 +184,7 @@ def _const_rel(args: Sequence[Type], attrs: InitOpAttrs) -> Type | None:
 
 def _constant(value: int) -> object:
     def compute(args: Sequence[np.ndarray], attrs: InitOpAttrs, out: Type) -> np.ndarray:
-        t = _out(out)
+        t = out_tensor_type(out)
         return np.full(_init_shape(attrs), value, dtype=t.dtype.np)
     return compute
 
