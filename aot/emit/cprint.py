@@ -72,7 +72,7 @@ fuses ``a * b + c`` into an FMA by default, which changes results; gcc
 does not in ``-std=c99`` mode).
 
 The printer assumes a verified kernel (:func:`print_kernel` runs
-:func:`~aot.emit.kernel_ir.verify_kernel`) and, for warning-free C, a
+:func:`~aot.emit.kernel_verify.verify_kernel`) and, for warning-free C, a
 simplified one (:mod:`aot.emit.simplify` folds the comparisons compilers
 call tautological; the verifier names them if simplify did not run).
 
@@ -94,7 +94,8 @@ from ..ir.dtype import DType
 from .kernel_ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
                         Const, Decl, Expr, For, ForKind, IfThenElse, Kernel, Load, Select, Stmt,
                         Store, UnaryOp, UnaryOperator, Var, Assign, buffers_in, children,
-                        postorder, stored_buffers, verify_kernel, dtype_range)
+                        postorder, stored_buffers, dtype_range)
+from .kernel_verify import verify_kernel
 
 __all__ = ["c_storage_type", "c_value_type", "format_float", "format_int", "print_expr",
            "print_stmt", "print_kernel", "kernel_prototype", "kernel_helpers", "HELPERS",

@@ -52,7 +52,8 @@ is visible in the rest of its :class:`Block` (a Block nested directly in a
 Block is a C compound statement, i.e. a new scope).  Buffers of scope
 ``LOCAL`` are small stack arrays declared at the top of the kernel; ``CONST``
 buffers may also be referenced without being parameters (a global
-``static const`` table).  :func:`verify_kernel` checks all of this.
+``static const`` table).  :func:`~aot.emit.kernel_verify.verify_kernel`
+checks all of this.
 
 Expression trees are walked iteratively (:func:`postorder`), so a deep
 fused chain cannot exhaust Python's stack; statement trees are as deep as
@@ -82,8 +83,8 @@ __all__ = [
     "neg", "logical_not", "bit_not", "cast", "select", "call", "math_call", "MATH_FUNCTIONS",
     "block", "for_range", "if_then_else", "flat_index", "strided_index", "row_major_strides",
     "children", "with_children", "postorder", "walk_exprs", "walk_stmts", "stmt_exprs",
-    "map_stmt_exprs", "substitute", "substitute_stmt", "buffers_in", "stored_buffers", "verify_kernel",
-    "dtype_range", "int_range", "decided_comparison", "C_KEYWORDS", "is_c_identifier",
+    "map_stmt_exprs", "substitute", "substitute_stmt", "buffers_in", "stored_buffers",
+    "dtype_range", "C_KEYWORDS", "is_c_identifier",
 ]
 
 
@@ -219,6 +220,11 @@ def _range(dtype: DType) -> tuple[int, int]:
         return 0, 1
     info = np.iinfo(dtype.np)
     return int(info.min), int(info.max)
+
+
+def dtype_range(t: DType) -> tuple[int, int]:
+    """The smallest and largest value of an integer (or bool) dtype."""
+    return _range(t)
 
 
 @dataclass(frozen=True, slots=True, eq=False, init=False)
@@ -945,233 +951,3 @@ def flat_index(indices: Sequence[Operand], shape: Sequence[int],
     """Row-major flat index of an N-d index into a tensor of ``shape``."""
     _check(len(indices) == len(shape), f"{len(indices)} indices for shape {tuple(shape)}")
     return strided_index(indices, row_major_strides(shape), 0, dtype)
-
-
-# ============================================================ value ranges
-
-def dtype_range(t: DType) -> tuple[int, int]:
-    """The smallest and largest value of an integer (or bool) dtype."""
-    return _range(t)
-
-
-def int_range(e: Expr) -> tuple[int, int]:
-    """Bounds of an integer or bool expression's value (conservative:
-    constants, bool-valued nodes and value-preserving casts are tracked)."""
-    t = e.dtype
-    _check(t.is_int or t is DType.BOOL, f"int_range of a {t} expression")
-    if isinstance(e, Const):
-        return int(e.value), int(e.value)
-    lo, hi = _range(t)
-    if isinstance(e, Cast) and (e.a.dtype.is_int or e.a.dtype is DType.BOOL):
-        slo, shi = int_range(e.a)
-        if lo <= slo and shi <= hi:     # value-preserving conversion
-            return slo, shi
-    if isinstance(e, BinOp) and e.op is BinaryOperator.BIT_AND:
-        masks = [int(x.value) for x in (e.a, e.b) if isinstance(x, Const) and int(x.value) >= 0]
-        if masks:
-            return 0, min(masks)
-    return lo, hi
-
-
-def _bits(value: int, t: DType) -> int:
-    return value % (1 << t.bits)
-
-
-def _decided_by_bits(e: BinOp) -> bool | None:
-    """``(x & C1) == C2`` with a bit of C2 outside C1, or ``(x | C1) == C2``
-    with a bit of C1 outside C2, is never true (gcc: -Wtautological-compare)."""
-    if e.op not in (BinaryOperator.EQ, BinaryOperator.NE):
-        return None
-    for masked, other in ((e.a, e.b), (e.b, e.a)):
-        if not (isinstance(other, Const) and isinstance(masked, BinOp)
-                and masked.op in (BinaryOperator.BIT_AND, BinaryOperator.BIT_OR)):
-            continue
-        consts = [x for x in (masked.a, masked.b) if isinstance(x, Const)]
-        if not consts:
-            continue
-        t = other.dtype
-        c1, c2 = _bits(int(consts[0].value), t), _bits(int(other.value), t)
-        if (masked.op is BinaryOperator.BIT_AND and c2 & ~c1) or \
-                (masked.op is BinaryOperator.BIT_OR and c1 & ~c2):
-            return e.op is BinaryOperator.NE
-    return None
-
-
-def decided_comparison(e: BinOp) -> bool | None:
-    """The result of an integer comparison when its operands' value ranges
-    already decide it (``u >= 0`` on unsigned) or both sides are the same
-    expression, else None.  Compilers warn
-    about such comparisons (-Wtype-limits), so kernels must not contain
-    them: :mod:`aot.emit.simplify` folds them."""
-    if not e.op.is_comparison or not (e.a.dtype.is_int or e.a.dtype is DType.BOOL):
-        return None
-    if e.a == e.b:      # x < x (clang: -Wtautological-compare)
-        return e.op in (BinaryOperator.EQ, BinaryOperator.LE, BinaryOperator.GE)
-    by_bits = _decided_by_bits(e)
-    if by_bits is not None:
-        return by_bits
-    (alo, ahi), (blo, bhi) = int_range(e.a), int_range(e.b)
-    if e.op is BinaryOperator.LT:
-        return True if ahi < blo else False if alo >= bhi else None
-    if e.op is BinaryOperator.LE:
-        return True if ahi <= blo else False if alo > bhi else None
-    if e.op is BinaryOperator.GT:
-        return True if alo > bhi else False if ahi <= blo else None
-    if e.op is BinaryOperator.GE:
-        return True if alo >= bhi else False if ahi < blo else None
-    if ahi < blo or bhi < alo:      # == and != on disjoint ranges
-        return e.op is BinaryOperator.NE
-    if alo == ahi == blo == bhi:
-        return e.op is BinaryOperator.EQ
-    return None
-
-
-def _warning_hazard(e: Expr) -> str | None:
-    """Why the C for ``e`` would draw a -Wall/-Wextra warning, if it would."""
-    if isinstance(e, BinOp):
-        if decided_comparison(e) is not None:
-            return f"comparison {e.op.value} on {e.a.dtype} decided by the operands' ranges"
-        if e.op is BinaryOperator.BIT_XOR and e.a.dtype is DType.BOOL and e.a == e.b:
-            return "bool ^ of identical operands (printed as a self-comparison)"
-    if isinstance(e, Cast) and e.to is DType.BOOL and (e.a.dtype.is_int):
-        if decided_comparison(BinOp(BinaryOperator.NE, e.a, Const(0, e.a.dtype))) is not None:
-            return "conversion to bool decided by the operand's range"
-    return None
-
-
-# ================================================================ verifier
-
-def verify_kernel(kernel: Kernel) -> None:
-    """Check scoping, buffer use and names; raise KernelIRError listing
-    every problem found.  What the printer relies on to produce C that
-    compiles warning-free is checked here."""
-    problems = _Verifier(kernel).run()
-    if problems:
-        raise KernelIRError(f"kernel {kernel.name}:\n  " + "\n  ".join(problems))
-
-
-@dataclass
-class _Binding:
-    var: Var
-    is_loop: bool
-    read: bool = False
-
-
-class _Verifier:
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.problems: list[str] = []
-        self.buffers: dict[str, Buffer] = {}
-        self.scopes: list[dict[str, _Binding]] = []
-        self.bindings: list[_Binding] = []
-        self.functions: set[str] = set()
-
-    def run(self) -> list[str]:
-        for p in self.kernel.params:
-            if p.name in self.buffers:
-                self.problems.append(f"duplicate parameter {p.name}")
-            if p.scope is BufferScope.LOCAL:
-                self.problems.append(f"local buffer {p.name} cannot be a parameter")
-            self.buffers[p.name] = p
-        for b in buffers_in(self.kernel.body):
-            known = self.buffers.get(b.name)
-            if known is None:
-                if b.scope not in (BufferScope.LOCAL, BufferScope.CONST):
-                    self.problems.append(f"buffer {b.name} ({b.scope.value}) is not a parameter")
-                self.buffers[b.name] = b
-            elif known != b:
-                self.problems.append(f"two different buffers named {b.name}")
-        self.stmt(self.kernel.body, new_scope=True)
-        for b in self.bindings:
-            if not b.is_loop and not b.read:
-                self.problems.append(f"temporary {b.var.name} is never read")
-        names = {b.var.name for b in self.bindings}
-        for name in sorted(names & set(self.buffers)):
-            self.problems.append(f"{name} names both a variable and a buffer")
-        reserved = self.functions | {f for base in MATH_FUNCTIONS for f in (base, base + "f")}
-        for name in sorted((names | set(self.buffers)) & reserved):
-            self.problems.append(f"{name} shadows a function")
-        for name in sorted(names | set(self.buffers)):
-            if name.lower().startswith("aot_"):
-                self.problems.append(f"{name}: the aot_ prefix is reserved for the runtime")
-        return self.problems
-
-    def lookup(self, name: str) -> _Binding | None:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return None
-
-    def bind(self, v: Var, is_loop: bool) -> None:
-        if self.lookup(v.name) is not None:
-            self.problems.append(f"{v.name} is declared twice in nested scopes")
-        binding = _Binding(v, is_loop)
-        self.scopes[-1][v.name] = binding
-        self.bindings.append(binding)
-
-    def expr(self, root: Expr) -> None:
-        for e in walk_exprs(root):
-            if isinstance(e, Var):
-                bound = self.lookup(e.name)
-                if bound is None:
-                    self.problems.append(f"{e.name} used out of scope")
-                    continue
-                if bound.var != e:
-                    self.problems.append(f"{e.name} used as {e.dtype}, declared {bound.var.dtype}")
-                bound.read = True
-            elif isinstance(e, Load):
-                self.access(e.buffer, e.index)
-            elif isinstance(e, Call):
-                self.functions.add(e.name)
-            hazard = _warning_hazard(e)
-            if hazard is not None:
-                self.problems.append(f"{hazard}: compilers warn about it "
-                                     f"(run aot.emit.simplify first)")
-
-    def access(self, buffer: Buffer, index: Expr) -> None:
-        if isinstance(index, Const) and not 0 <= int(index.value) < buffer.size:
-            self.problems.append(f"constant index {index.value} outside {buffer.name}"
-                                 f"[{buffer.size}]")
-
-    def stmt(self, s: Stmt, new_scope: bool = False) -> None:
-        if isinstance(s, Block):
-            if new_scope:
-                self.scopes.append({})
-            for x in s.stmts:
-                self.stmt(x, new_scope=True)
-            if new_scope:
-                self.scopes.pop()
-        elif isinstance(s, For):
-            self.expr(s.start)
-            self.expr(s.extent)
-            self.scopes.append({})
-            self.bind(s.var, is_loop=True)
-            self.stmt(s.body, new_scope=True)
-            self.scopes.pop()
-        elif isinstance(s, IfThenElse):
-            self.expr(s.cond)
-            self.stmt(s.then, new_scope=True)
-            if s.else_ is not None:
-                self.stmt(s.else_, new_scope=True)
-        elif isinstance(s, Store):
-            self.expr(s.index)
-            self.expr(s.value)
-            self.access(s.buffer, s.index)
-        elif isinstance(s, Decl):
-            if s.init is not None:
-                self.expr(s.init)
-            self.bind(s.var, is_loop=False)
-        elif isinstance(s, Assign):
-            self.expr(s.value)
-            bound = self.lookup(s.var.name)
-            if bound is None:
-                self.problems.append(f"assignment to undeclared {s.var.name}")
-            elif bound.is_loop:
-                self.problems.append(f"assignment to loop variable {s.var.name}")
-            elif bound.var != s.var:
-                self.problems.append(f"{s.var.name} assigned as {s.var.dtype}, "
-                                     f"declared {bound.var.dtype}")
-        elif isinstance(s, Comment):
-            pass
-        else:
-            self.problems.append(f"unknown statement {type(s).__name__}")

@@ -50,9 +50,10 @@ from ..ir.dtype import DType
 from .kernel_eval import evaluate
 from .kernel_ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Const, Decl,
                         Expr, For, IfThenElse, Kernel, Select, Stmt, Store, UnaryOp,
-                        UnaryOperator, Var, children, decided_comparison, postorder,
+                        UnaryOperator, Var, children, postorder,
                         stmt_exprs, dtype_range,
                         substitute_stmt, walk_exprs, walk_stmts, with_children)
+from .kernel_ranges import decided_comparison
 
 __all__ = ["simplify_expr", "simplify_stmt", "simplify_kernel"]
 

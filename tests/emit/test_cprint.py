@@ -18,10 +18,10 @@ import pytest
 from pycparser import c_ast, c_generator, c_parser
 
 from aot.emit import kernel_ir as K
-from aot.emit.kernel_eval import run_kernel
 from aot.emit.cprint import (BINARY_PREC, HELPERS, MACROS, CAtom, CBinary, CCall, CCast, CIndex,
                              CTernary, CUnary, format_c, format_float, format_int, kernel_helpers,
                              kernel_prototype, print_expr, print_kernel, print_stmt)
+from aot.emit.kernel_eval import run_kernel
 from aot.emit.simplify import simplify_kernel
 from aot.ir.dtype import DType
 from aot.ir.ops.elemwise import floor_divide, floor_mod, trunc_divide, trunc_mod

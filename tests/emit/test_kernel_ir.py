@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from aot.emit import kernel_ir as K
-from aot.emit.kernel_eval import evaluate, run_kernel
 from aot.emit.cprint import print_expr
+from aot.emit.kernel_eval import evaluate, run_kernel
+from aot.emit.kernel_verify import verify_kernel
 from aot.ir.dtype import DType
 
 D = DType
@@ -214,17 +215,17 @@ VERIFY_PROBLEMS = [
                          ids=[n for n, _, _ in VERIFY_PROBLEMS])
 def test_verifier_reports_problems(body, message):
     with pytest.raises(K.KernelIRError, match=re.escape(message)):
-        K.verify_kernel(_kernel(body))
+        verify_kernel(_kernel(body))
 
 
 def test_verifier_rejects_bad_parameter_lists():
     with pytest.raises(K.KernelIRError, match="duplicate parameter inp"):
-        K.verify_kernel(_kernel(K.Block(()), (inp, inp)))
+        verify_kernel(_kernel(K.Block(()), (inp, inp)))
     with pytest.raises(K.KernelIRError, match="local buffer tmp cannot be a parameter"):
-        K.verify_kernel(_kernel(K.Block(()), (local,)))
+        verify_kernel(_kernel(K.Block(()), (local,)))
     other = K.Buffer("inp", D.INT32, (4,), S.INPUT)
     with pytest.raises(K.KernelIRError, match="two different buffers named inp"):
-        K.verify_kernel(_kernel(K.store(out, 0, K.Cast(D.FLOAT32, K.load(other, 0)))))
+        verify_kernel(_kernel(K.store(out, 0, K.Cast(D.FLOAT32, K.load(other, 0)))))
 
 
 def test_verifier_accepts_scopes_locals_and_global_tables():
@@ -236,7 +237,7 @@ def test_verifier_accepts_scopes_locals_and_global_tables():
         K.Assign(acc, K.load(local, 0)),
         K.store(out, 0, acc),
     ])
-    K.verify_kernel(_kernel(body))
+    verify_kernel(_kernel(body))
     assert [b.name for b in K.buffers_in(body)] == ["inp", "tmp", "table", "out"]
     assert K.stored_buffers(body) == {"tmp", "out"}
 

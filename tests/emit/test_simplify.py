@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from aot.emit import kernel_ir as K
-from aot.emit.kernel_eval import evaluate
 from aot.emit.cprint import print_expr, print_stmt
+from aot.emit.kernel_eval import evaluate
+from aot.emit.kernel_verify import verify_kernel
 from aot.emit.simplify import simplify_expr, simplify_kernel, simplify_stmt
 from aot.ir.dtype import DType
 from kernel_c_harness import ALL_DTYPES, ExprGen, bits_equal, random_values
@@ -125,7 +126,7 @@ def test_simplified_random_kernels_verify():
         out = K.Buffer("out", expr.dtype, (12,), S.OUTPUT)
         store = K.Store(out, i, expr)
         params = tuple(b for b in K.buffers_in(store) if b.scope is S.INPUT) + (out,)
-        K.verify_kernel(simplify_kernel(K.Kernel("k", params, K.for_range(i, 12, [store]))))
+        verify_kernel(simplify_kernel(K.Kernel("k", params, K.for_range(i, 12, [store]))))
 
 
 # ------------------------------------------------------------ statements
@@ -195,7 +196,7 @@ def test_simplify_kernel_drops_temporaries_left_unread():
         K.store(out, i, K.select(c(1, D.BOOL), t, s)),
     ])
     kernel = simplify_kernel(K.Kernel("k", (inp, out), body))
-    K.verify_kernel(kernel)
+    verify_kernel(kernel)
     assert print_stmt(kernel.body) == """\
 for (int32_t i = 0; i < 8; ++i) {
     float t = inp[i];
