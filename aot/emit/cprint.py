@@ -93,9 +93,9 @@ import numpy as np
 from ..ir.dtype import DType
 from .kernel_ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
                         Const, Decl, Expr, For, ForKind, IfThenElse, Kernel, Load, Select, Stmt,
-                        Store, UnaryOp, UnaryOperator, Var, Assign, buffers_in, children,
-                        postorder, stored_buffers, dtype_range)
+                        Store, UnaryOp, UnaryOperator, Var, Assign, dtype_range)
 from .kernel_verify import verify_kernel
+from .kernel_walk import buffers_in, children, postorder, stored_buffers
 
 __all__ = ["c_storage_type", "c_value_type", "format_float", "format_int", "print_expr",
            "print_stmt", "print_kernel", "kernel_prototype", "kernel_helpers", "HELPERS",

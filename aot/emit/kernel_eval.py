@@ -8,7 +8,7 @@ as the interpreter's, by reusing ``aot/ir/ops/elemwise.py`` and
 :mod:`aot.emit.simplify` folds constants through them.
 
 Expressions are folded with the iterative
-:func:`~aot.emit.kernel_ir.postorder`, so deep fused chains do not exhaust
+:func:`~aot.emit.kernel_walk.postorder`, so deep fused chains do not exhaust
 Python's stack; statements recurse to the depth of the loop nest.
 """
 
@@ -22,7 +22,8 @@ from ..ir.dtype import DType
 from .kernel_ir import (MATH_FUNCTIONS, Assign, BinaryOperator, BinOp, Block, BufferScope, Call,
                         Cast, Comment, Const, Decl, Expr, For, IfThenElse, Kernel, KernelIRError,
                         Load, Select, Stmt, Store, UnaryOp, UnaryOperator, Var, _check,
-                        _math_base, buffers_in, children, postorder)
+                        _math_base)
+from .kernel_walk import buffers_in, children, postorder
 
 __all__ = ["evaluate", "run_kernel"]
 

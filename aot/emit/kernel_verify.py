@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from ..ir.dtype import DType
 from .kernel_ir import (MATH_FUNCTIONS, Assign, BinaryOperator, BinOp, Block, Buffer, BufferScope,
                         Call, Cast, Comment, Const, Decl, Expr, For, IfThenElse, Kernel,
-                        KernelIRError, Load, Stmt, Store, Var, buffers_in, walk_exprs)
+                        KernelIRError, Load, Stmt, Store, Var)
 from .kernel_ranges import decided_comparison
+from .kernel_walk import buffers_in, walk_exprs
 
 __all__ = ["verify_kernel"]
 

@@ -3,7 +3,7 @@
 Design note
 -----------
 One bottom-up pass over each expression (:func:`simplify_expr`, built on
-the iterative :func:`~aot.emit.kernel_ir.postorder`): children are
+the iterative :func:`~aot.emit.kernel_walk.postorder`): children are
 simplified first, then one node is rewritten by a short list of local
 rules.  Every rule is exact under the IR's semantics -- the result equals
 the original for every input, NaN and wrap-around included:
@@ -50,10 +50,10 @@ from ..ir.dtype import DType
 from .kernel_eval import evaluate
 from .kernel_ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Const, Decl,
                         Expr, For, IfThenElse, Kernel, Select, Stmt, Store, UnaryOp,
-                        UnaryOperator, Var, children, postorder,
-                        stmt_exprs, dtype_range,
-                        substitute_stmt, walk_exprs, walk_stmts, with_children)
+                        UnaryOperator, Var, dtype_range)
 from .kernel_ranges import decided_comparison
+from .kernel_walk import (children, postorder, stmt_exprs, substitute_stmt, walk_exprs,
+                          walk_stmts, with_children)
 
 __all__ = ["simplify_expr", "simplify_stmt", "simplify_kernel"]
 

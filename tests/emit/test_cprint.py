@@ -22,6 +22,7 @@ from aot.emit.cprint import (BINARY_PREC, HELPERS, MACROS, CAtom, CBinary, CCall
                              CTernary, CUnary, format_c, format_float, format_int, kernel_helpers,
                              kernel_prototype, print_expr, print_kernel, print_stmt)
 from aot.emit.kernel_eval import run_kernel
+from aot.emit.kernel_walk import buffers_in, stored_buffers
 from aot.emit.simplify import simplify_kernel
 from aot.ir.dtype import DType
 from aot.ir.ops.elemwise import floor_divide, floor_mod, trunc_divide, trunc_mod
@@ -468,7 +469,7 @@ def test_random_expressions_match_the_reference(compiler, tmp_path, seed_base):
         expr = ExprGen(seed, inputs, i).expr(dtype, 5)
         out = K.Buffer("out", dtype, (n,), S.OUTPUT)
         store = K.Store(out, i, expr)
-        used = [b for b in K.buffers_in(store) if b.scope is S.INPUT]
+        used = [b for b in buffers_in(store) if b.scope is S.INPUT]
         kernels.append(simplify_kernel(K.Kernel(f"r{seed}", tuple(used) + (out,),
                                                 K.for_range(i, n, [store]))))
     lib = build(kernels, tmp_path, "random", compiler)
@@ -651,7 +652,7 @@ _TABLES = """static const int8_t w[12] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11
 def _sample_arrays(kernel: K.Kernel, rng: np.random.Generator) -> dict[str, np.ndarray]:
     arrays = {p.name: random_values(rng, p.dtype, p.size) for p in kernel.params}
     for p in kernel.params:
-        if p.name in K.stored_buffers(kernel.body):
+        if p.name in stored_buffers(kernel.body):
             arrays[p.name] = np.zeros_like(arrays[p.name])
     if kernel.name == "gelu_tail":
         arrays["x"] = rng.normal(size=8).astype(np.float32)
@@ -678,7 +679,7 @@ def test_sample_kernels_run_like_the_reference(compiler, tmp_path):
         expected = {n: v.copy() for n, v in arrays.items()}
         call(lib, kernel, arrays)
         run_kernel(kernel, {**expected, **tables})
-        for name in sorted(K.stored_buffers(kernel.body) & set(arrays)):
+        for name in sorted(stored_buffers(kernel.body) & set(arrays)):
             if kernel.name == "gelu_tail" and name == "y":   # libm erff vs NumPy: ulps
                 np.testing.assert_allclose(arrays[name], expected[name], rtol=1e-6, atol=1e-7)
             else:
@@ -737,7 +738,7 @@ def test_every_helper_the_printer_uses_is_in_the_catalogue(tmp_path):
         dtype = ALL_DTYPES[seed % len(ALL_DTYPES)]
         out = K.Buffer("out", dtype, (4,), S.OUTPUT)
         store = K.Store(out, i, ExprGen(seed, inputs, i).expr(dtype, 4))
-        params = tuple(b for b in K.buffers_in(store) if b.scope is S.INPUT) + (out,)
+        params = tuple(b for b in buffers_in(store) if b.scope is S.INPUT) + (out,)
         kernel = simplify_kernel(K.Kernel("k", params, K.for_range(i, 4, [store])))
         text = print_kernel(kernel)
         names = set(re.findall(r"\b(?:aot|AOT)_\w+", text))

@@ -14,6 +14,7 @@ from aot.emit import kernel_ir as K
 from aot.emit.cprint import print_expr
 from aot.emit.kernel_eval import evaluate, run_kernel
 from aot.emit.kernel_verify import verify_kernel
+from aot.emit.kernel_walk import buffers_in, stored_buffers, substitute, substitute_stmt, walk_exprs
 from aot.ir.dtype import DType
 
 D = DType
@@ -142,7 +143,7 @@ def test_deep_expressions_need_no_recursion():
     for n in range(depth):
         e = K.add(e, n % 7)
     hash(e)
-    assert sum(1 for _ in K.walk_exprs(e)) == 2 * depth + 1
+    assert sum(1 for _ in walk_exprs(e)) == 2 * depth + 1
     value = evaluate(e, {"s": 5}, {})
     assert int(value) == 5 + sum(n % 7 for n in range(depth))
     text = print_expr(e)
@@ -167,7 +168,7 @@ def test_strided_index_drops_broadcast_dims_and_folds_offsets():
     q = K.index_var("q", D.INT64)
     e = K.strided_index([q], [8], offset=1, dtype=D.INT64)
     assert print_expr(e) == "q * INT64_C(8) + INT64_C(1)"
-    assert all(x.no_wrap for x in K.walk_exprs(e) if isinstance(x, K.BinOp))
+    assert all(x.no_wrap for x in walk_exprs(e) if isinstance(x, K.BinOp))
 
 
 def test_flat_index_needs_one_index_per_dim():
@@ -238,8 +239,8 @@ def test_verifier_accepts_scopes_locals_and_global_tables():
         K.store(out, 0, acc),
     ])
     verify_kernel(_kernel(body))
-    assert [b.name for b in K.buffers_in(body)] == ["inp", "tmp", "table", "out"]
-    assert K.stored_buffers(body) == {"tmp", "out"}
+    assert [b.name for b in buffers_in(body)] == ["inp", "tmp", "table", "out"]
+    assert stored_buffers(body) == {"tmp", "out"}
 
 
 # ======================================================= reference semantics
@@ -303,7 +304,7 @@ def test_run_kernel_checks_bounds():
 
 def test_substitute_replaces_variables():
     e = K.add(K.mul(i, 4, True), j, True)
-    assert print_expr(K.substitute(e, {i: K.Const(2, D.INT32)})) == "2 * 4 + j"
-    s = K.substitute_stmt(K.store(out, e, 1.0), {j: K.Const(1, D.INT32)})
+    assert print_expr(substitute(e, {i: K.Const(2, D.INT32)})) == "2 * 4 + j"
+    s = substitute_stmt(K.store(out, e, 1.0), {j: K.Const(1, D.INT32)})
     assert print_expr(s.index) == "i * 4 + 1"
 

@@ -12,6 +12,7 @@ from aot.emit import kernel_ir as K
 from aot.emit.cprint import print_expr, print_stmt
 from aot.emit.kernel_eval import evaluate
 from aot.emit.kernel_verify import verify_kernel
+from aot.emit.kernel_walk import buffers_in
 from aot.emit.simplify import simplify_expr, simplify_kernel, simplify_stmt
 from aot.ir.dtype import DType
 from kernel_c_harness import ALL_DTYPES, ExprGen, bits_equal, random_values
@@ -125,7 +126,7 @@ def test_simplified_random_kernels_verify():
         expr, _ = _random_case(seed)
         out = K.Buffer("out", expr.dtype, (12,), S.OUTPUT)
         store = K.Store(out, i, expr)
-        params = tuple(b for b in K.buffers_in(store) if b.scope is S.INPUT) + (out,)
+        params = tuple(b for b in buffers_in(store) if b.scope is S.INPUT) + (out,)
         verify_kernel(simplify_kernel(K.Kernel("k", params, K.for_range(i, 12, [store]))))
 
 
