@@ -77,8 +77,9 @@ simplified one (:mod:`aot.emit.simplify` folds the comparisons compilers
 call tautological; the verifier names them if simplify did not run).
 
 Every helper and macro the printed code may use is listed in
-:data:`HELPERS` and :data:`MACROS` (the runtime header provides them);
-:func:`kernel_helpers` says which ones one kernel uses.
+:data:`~aot.emit.c_helpers.HELPERS` and :data:`~aot.emit.c_helpers.MACROS`
+(the runtime header provides them); :func:`kernel_helpers` says which ones
+one kernel uses.  The C types of dtypes are in :mod:`aot.emit.c_types`.
 """
 
 from __future__ import annotations
@@ -91,46 +92,21 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..ir.dtype import DType
+from .c_helpers import HELPERS, MACROS
+from .c_types import c_storage_type, c_value_type, helper_suffix
 from .kernel_ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
                         Const, Decl, Expr, For, ForKind, IfThenElse, Kernel, Load, Select, Stmt,
                         Store, UnaryOp, UnaryOperator, Var, Assign, dtype_range)
 from .kernel_verify import verify_kernel
 from .kernel_walk import buffers_in, children, postorder, stored_buffers
 
-__all__ = ["c_storage_type", "c_value_type", "format_float", "format_int", "print_expr",
-           "print_stmt", "print_kernel", "kernel_prototype", "kernel_helpers", "HELPERS",
-           "MACROS", "HelperSpec", "Prec", "CAtom", "CIndex", "CCall", "CCast", "CUnary",
-           "CBinary", "CTernary", "format_c", "INDENT"]
+__all__ = ["format_float", "format_int", "print_expr", "print_stmt", "print_kernel",
+           "kernel_prototype", "kernel_helpers", "Prec", "CAtom", "CIndex", "CCall", "CCast",
+           "CUnary", "CBinary", "CTernary", "format_c", "INDENT"]
 
 INDENT = "    "
 
-# ===================================================================== types
-
-_STORAGE = {
-    DType.BOOL: "uint8_t", DType.INT8: "int8_t", DType.INT16: "int16_t",
-    DType.INT32: "int32_t", DType.INT64: "int64_t", DType.UINT8: "uint8_t",
-    DType.UINT16: "uint16_t", DType.UINT32: "uint32_t", DType.UINT64: "uint64_t",
-    DType.FLOAT16: "uint16_t", DType.FLOAT32: "float", DType.FLOAT64: "double",
-}
-
-# the suffix naming a dtype in helper names; float16 computes as float32
-# and bool is a uint8_t
-_SUFFIX = {
-    DType.BOOL: "u8", DType.INT8: "i8", DType.INT16: "i16", DType.INT32: "i32",
-    DType.INT64: "i64", DType.UINT8: "u8", DType.UINT16: "u16", DType.UINT32: "u32",
-    DType.UINT64: "u64", DType.FLOAT16: "f32", DType.FLOAT32: "f32", DType.FLOAT64: "f64",
-}
-
-
-def c_storage_type(dtype: DType) -> str:
-    """The C type of a buffer element."""
-    return _STORAGE[dtype]
-
-
-def c_value_type(dtype: DType) -> str:
-    """The C type of a scalar value (float16 is computed as float)."""
-    return "float" if dtype is DType.FLOAT16 else _STORAGE[dtype]
-
+# ===================================================== wrapping arithmetic
 
 def _unsigned_domain(dtype: DType) -> str | None:
     """The unsigned type wrapping arithmetic on ``dtype`` is done in, or None
@@ -139,74 +115,6 @@ def _unsigned_domain(dtype: DType) -> str | None:
         return None
     return "uint64_t" if dtype.bits == 64 else "uint32_t"
 
-
-# =========================================================== helper catalogue
-
-@dataclass(frozen=True, slots=True)
-class HelperSpec:
-    prototype: str
-    doc: str
-
-
-def _build_helpers() -> dict[str, HelperSpec]:
-    h: dict[str, HelperSpec] = {}
-    ints = [d for d in DType if d.is_int]
-    for d in ints:
-        s, t = _SUFFIX[d], _STORAGE[d]
-        h[f"aot_div_{s}"] = HelperSpec(
-            f"{t} aot_div_{s}({t} a, {t} b)",
-            "a / b truncating toward zero; 0 when b == 0; MIN / -1 == MIN")
-        h[f"aot_mod_{s}"] = HelperSpec(
-            f"{t} aot_mod_{s}({t} a, {t} b)",
-            "a % b with the sign of a; 0 when b == 0; MIN % -1 == 0")
-        if d.is_signed:
-            h[f"aot_floordiv_{s}"] = HelperSpec(
-                f"{t} aot_floordiv_{s}({t} a, {t} b)",
-                "floor(a / b); 0 when b == 0; MIN / -1 == MIN")
-            h[f"aot_floormod_{s}"] = HelperSpec(
-                f"{t} aot_floormod_{s}({t} a, {t} b)",
-                "a - floor(a / b) * b (sign of b); 0 when b == 0")
-    for d in ints + [DType.FLOAT32, DType.FLOAT64]:
-        s, t = _SUFFIX[d], _STORAGE[d]
-        nan = "; NaN if either is NaN; b when a == b (so min(0.0, -0.0) is -0.0)" \
-            if d.is_float else ""
-        h[f"aot_min_{s}"] = HelperSpec(f"{t} aot_min_{s}({t} a, {t} b)", f"min(a, b){nan}")
-        h[f"aot_max_{s}"] = HelperSpec(f"{t} aot_max_{s}({t} a, {t} b)", f"max(a, b){nan}")
-    h["aot_min_f16"] = HelperSpec("float aot_min_f16(float a, float b)",
-                                  "min of two binary16 values held in floats; NaN if either "
-                                  "is NaN; a when a == b (NumPy's float16 tie rule)")
-    h["aot_max_f16"] = HelperSpec("float aot_max_f16(float a, float b)",
-                                  "max of two binary16 values held in floats; NaN if either "
-                                  "is NaN; a when a == b (NumPy's float16 tie rule)")
-    for f in (DType.FLOAT32, DType.FLOAT64):
-        s, t = _SUFFIX[f], _STORAGE[f]
-        h[f"aot_floordiv_{s}"] = HelperSpec(f"{t} aot_floordiv_{s}({t} a, {t} b)",
-                                            "NumPy floor_divide on floats")
-        h[f"aot_floormod_{s}"] = HelperSpec(f"{t} aot_floormod_{s}({t} a, {t} b)",
-                                            "NumPy mod (remainder with the sign of b) on floats")
-        for d in ints:
-            name = f"aot_sat_{s}_{_SUFFIX[d]}"
-            h[name] = HelperSpec(f"{_STORAGE[d]} {name}({t} x)",
-                                 "truncate toward zero, saturate at the type's limits, NaN -> 0")
-    h["aot_f16_to_f32"] = HelperSpec("float aot_f16_to_f32(uint16_t h)",
-                                     "binary16 bits -> float (exact)")
-    h["aot_f32_to_f16"] = HelperSpec("uint16_t aot_f32_to_f16(float x)",
-                                     "float -> binary16 bits, round to nearest even")
-    h["aot_f64_to_f16"] = HelperSpec("uint16_t aot_f64_to_f16(double x)",
-                                     "double -> binary16 bits, round to nearest even (once)")
-    h["aot_round_f16"] = HelperSpec("float aot_round_f16(float x)",
-                                    "x rounded to the nearest binary16 value, as a float")
-    return dict(sorted(h.items()))
-
-
-HELPERS: Mapping[str, HelperSpec] = _build_helpers()
-
-MACROS: Mapping[str, str] = {
-    "AOT_NAN_F32": "a quiet NaN of type float (e.g. ((float)NAN))",
-    "AOT_INF_F32": "positive infinity of type float (e.g. ((float)INFINITY))",
-    "AOT_NAN_F64": "a quiet NaN of type double (e.g. ((double)NAN))",
-    "AOT_INF_F64": "positive infinity of type double (e.g. ((double)INFINITY))",
-}
 
 # ==================================================================== C tree
 
@@ -452,7 +360,7 @@ def _narrow(inner: CExpr, dtype: DType) -> CExpr:
     """An unsigned-domain value converted back to ``dtype``."""
     if dtype in _MASKED:
         return CBinary("&", inner, CAtom(f"{int(np.iinfo(dtype.np).max)}u"))
-    return CCast(_STORAGE[dtype], inner)
+    return CCast(c_storage_type(dtype), inner)
 
 
 def _same_signedness(a: _Spelled, b: _Spelled) -> tuple[_Spelled, _Spelled]:
@@ -616,12 +524,12 @@ class _Spell:
             unsigned_int = a.unsigned_int or (b.unsigned_int and op is not _O.SHR)
             return _Spelled(CBinary(_PLAIN_C[op], a.c, b.c), unsigned_int=unsigned_int)
         if op in (_O.MIN, _O.MAX):
-            sfx = "f16" if t is DType.FLOAT16 else _SUFFIX[t]   # float16 breaks ties apart
+            sfx = "f16" if t is DType.FLOAT16 else helper_suffix(t)   # float16 breaks ties apart
             return _Spelled(self.call(f"aot_{op.value}_{sfx}", a.c, b.c))
         return _Spelled(self.division(op, t, a.c, b.c))
 
     def division(self, op: BinaryOperator, t: DType, a: CExpr, b: CExpr) -> CExpr:
-        sfx = _SUFFIX[t]
+        sfx = helper_suffix(t)
         if t.is_int:
             name = {_O.DIV: "div", _O.MOD: "mod", _O.FLOORDIV: "floordiv",
                     _O.FLOORMOD: "floormod"}[op]
@@ -655,7 +563,7 @@ class _Spell:
 
     def int_cast(self, src: DType, dst: DType, a: _Spelled) -> _Spelled:
         if _preserves_value(src, dst):
-            return _Spelled(CCast(_STORAGE[dst], a.c))
+            return _Spelled(CCast(c_storage_type(dst), a.c))
         # wraps.  An unsigned form of the operand is congruent to its value
         # modulo 2^src.bits, so it can stand for it when dst is no wider.
         domain = _unsigned_domain(dst)
@@ -665,7 +573,7 @@ class _Spell:
             operand = low_bits if (low_bits is not None and same_domain) \
                 else CCast("uint32_t", a.c)
             return _Spelled(_narrow(operand, dst), operand, unsigned_int=True)
-        c = CCast(_STORAGE[dst], low_bits if low_bits is not None else a.c)
+        c = CCast(c_storage_type(dst), low_bits if low_bits is not None else a.c)
         if domain is None:
             return _Spelled(c, c)
         return _Spelled(c, low_bits if same_domain else None)
@@ -680,7 +588,8 @@ class _Spell:
             return _Spelled(CCast(c_value_type(dst), a.c))
         if dst.is_int:
             if src.is_float:
-                return _Spelled(self.call(f"aot_sat_{_SUFFIX[src]}_{_SUFFIX[dst]}", a.c))
+                name = f"aot_sat_{helper_suffix(src)}_{helper_suffix(dst)}"
+                return _Spelled(self.call(name, a.c))
             return self.int_cast(src, dst, a)
         # dst is a float type
         if dst is DType.FLOAT16:
@@ -690,7 +599,7 @@ class _Spell:
             return _Spelled(self.round_f16(operand))
         if src is DType.FLOAT16 and dst is DType.FLOAT32:
             return _Spelled(a.c)
-        return _Spelled(CCast(_STORAGE[dst], a.c))
+        return _Spelled(CCast(c_storage_type(dst), a.c))
 
 
 def print_expr(e: Expr) -> str:
