@@ -9,12 +9,10 @@ generator:
    C expression tree (``CAtom``, ``CIndex``, ``CCall``, ``CCast``,
    ``CUnary``, ``CBinary``, ``CTernary``).  This is where the language's
    exact semantics are mapped onto C without undefined behaviour.
-2. **Formatting** (:func:`format_c`): the C tree becomes text with the
-   *minimal* parentheses given by C's precedence and associativity table,
-   plus the few "clarity" parentheses gcc's and clang's ``-Wparentheses``
-   insist on (``a << (b + c)``, ``(a & b) | c``, ``a || (b && c)``,
-   ``(a < b) == c``, ``(!a) == b``, ``(a & b) ? c : d``).  A unary minus
-   never glues to a negative operand (``- -1``, never ``--1``).
+2. **Formatting** (:func:`~aot.emit.c_expr.format_c`, with the C tree in
+   :mod:`aot.emit.c_expr`): the C tree becomes text with the *minimal*
+   parentheses given by C's precedence and associativity table, plus the
+   few "clarity" parentheses gcc's and clang's ``-Wparentheses`` insist on.
 
 Spelling rules (the C the generated code relies on):
 
@@ -84,14 +82,15 @@ one kernel uses.  The C types of dtypes are in :mod:`aot.emit.c_types`.
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable
 
 import numpy as np
 
 from ..ir.dtype import DType
+from .c_expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CExpr, CIndex, CTernary, CUnary,
+                     Prec, format_c)
 from .c_helpers import HELPERS, MACROS
 from .c_types import c_storage_type, c_value_type, helper_suffix
 from .kernel_ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
@@ -101,8 +100,7 @@ from .kernel_verify import verify_kernel
 from .kernel_walk import buffers_in, children, postorder, stored_buffers
 
 __all__ = ["format_float", "format_int", "print_expr", "print_stmt", "print_kernel",
-           "kernel_prototype", "kernel_helpers", "Prec", "CAtom", "CIndex", "CCall", "CCast",
-           "CUnary", "CBinary", "CTernary", "format_c", "INDENT"]
+           "kernel_prototype", "kernel_helpers", "INDENT"]
 
 INDENT = "    "
 
@@ -114,175 +112,6 @@ def _unsigned_domain(dtype: DType) -> str | None:
     if dtype in (DType.UINT32, DType.UINT64):
         return None
     return "uint64_t" if dtype.bits == 64 else "uint32_t"
-
-
-# ==================================================================== C tree
-
-
-class Prec(enum.IntEnum):
-    """C precedence levels, loosest first."""
-    COMMA = 1
-    ASSIGN = 2
-    TERNARY = 3
-    LOR = 4
-    LAND = 5
-    BOR = 6
-    BXOR = 7
-    BAND = 8
-    EQUALITY = 9
-    RELATIONAL = 10
-    SHIFT = 11
-    ADDITIVE = 12
-    MULTIPLICATIVE = 13
-    UNARY = 14
-    POSTFIX = 15
-    PRIMARY = 16
-
-
-BINARY_PREC: Mapping[str, Prec] = {
-    "*": Prec.MULTIPLICATIVE, "/": Prec.MULTIPLICATIVE, "%": Prec.MULTIPLICATIVE,
-    "+": Prec.ADDITIVE, "-": Prec.ADDITIVE,
-    "<<": Prec.SHIFT, ">>": Prec.SHIFT,
-    "<": Prec.RELATIONAL, "<=": Prec.RELATIONAL, ">": Prec.RELATIONAL, ">=": Prec.RELATIONAL,
-    "==": Prec.EQUALITY, "!=": Prec.EQUALITY,
-    "&": Prec.BAND, "^": Prec.BXOR, "|": Prec.BOR, "&&": Prec.LAND, "||": Prec.LOR,
-}
-
-
-class CExpr:
-    __slots__ = ()
-
-
-@dataclass(frozen=True, slots=True)
-class CAtom(CExpr):
-    """A name or literal; ``prec`` is UNARY for a negative literal (``-1``)
-    and POSTFIX for a macro call (``INT64_C(5)``)."""
-    text: str
-    prec: Prec = Prec.PRIMARY
-
-
-@dataclass(frozen=True, slots=True)
-class CIndex(CExpr):
-    array: str
-    index: CExpr
-
-
-@dataclass(frozen=True, slots=True)
-class CCall(CExpr):
-    fn: str
-    args: tuple[CExpr, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CCast(CExpr):
-    ctype: str
-    operand: CExpr
-
-
-@dataclass(frozen=True, slots=True)
-class CUnary(CExpr):
-    op: str
-    operand: CExpr
-
-
-@dataclass(frozen=True, slots=True)
-class CBinary(CExpr):
-    op: str
-    left: CExpr
-    right: CExpr
-
-
-@dataclass(frozen=True, slots=True)
-class CTernary(CExpr):
-    cond: CExpr
-    then: CExpr
-    else_: CExpr
-
-
-def _c_children(c: CExpr) -> tuple[CExpr, ...]:
-    if isinstance(c, CAtom):
-        return ()
-    if isinstance(c, CIndex):
-        return (c.index,)
-    if isinstance(c, CCall):
-        return c.args
-    if isinstance(c, (CCast, CUnary)):
-        return (c.operand,)
-    if isinstance(c, CBinary):
-        return (c.left, c.right)
-    if isinstance(c, CTernary):
-        return (c.cond, c.then, c.else_)
-    raise AssertionError(f"not a C expression: {c!r}")
-
-
-def _prec(c: CExpr) -> Prec:
-    if isinstance(c, CAtom):
-        return c.prec
-    if isinstance(c, (CIndex, CCall)):
-        return Prec.POSTFIX
-    if isinstance(c, (CCast, CUnary)):
-        return Prec.UNARY
-    if isinstance(c, CBinary):
-        return BINARY_PREC[c.op]
-    assert isinstance(c, CTernary), c
-    return Prec.TERNARY
-
-
-_COMPARE_PRECS = (Prec.RELATIONAL, Prec.EQUALITY)
-_BITWISE_OPS = ("&", "^", "|")
-
-
-def _clarity(parent: str, child: CExpr, is_left: bool) -> bool:
-    """Parentheses that precedence does not need but -Wparentheses wants."""
-    p = BINARY_PREC[parent]
-    if isinstance(child, CUnary):
-        return child.op == "!" and is_left and p in _COMPARE_PRECS
-    if not isinstance(child, CBinary):
-        return False
-    c = BINARY_PREC[child.op]
-    if p is Prec.SHIFT:
-        return c in (Prec.ADDITIVE, Prec.MULTIPLICATIVE)
-    if parent in _BITWISE_OPS:
-        return child.op != parent
-    if parent == "||":
-        return child.op == "&&"
-    if p in _COMPARE_PRECS:
-        return c in _COMPARE_PRECS
-    return False
-
-
-def format_c(root: CExpr) -> str:
-    """C text of an expression with minimal (plus -Wparentheses) parentheses."""
-    def combine(c: CExpr, texts: list[str]) -> str:
-        kids = _c_children(c)
-        if isinstance(c, CAtom):
-            return c.text
-        if isinstance(c, CIndex):
-            return f"{c.array}[{texts[0]}]"
-        if isinstance(c, CCall):
-            return f"{c.fn}({', '.join(texts)})"
-        if isinstance(c, CCast):
-            return f"({c.ctype}){_wrap(texts[0], _prec(kids[0]) < Prec.UNARY)}"
-        if isinstance(c, CUnary):
-            operand = _wrap(texts[0], _prec(kids[0]) < Prec.UNARY)
-            glue = " " if c.op in "+-" and operand.startswith(c.op) else ""
-            return f"{c.op}{glue}{operand}"
-        if isinstance(c, CBinary):
-            p = BINARY_PREC[c.op]
-            left = _wrap(texts[0], _prec(kids[0]) < p or _clarity(c.op, kids[0], True))
-            right = _wrap(texts[1], _prec(kids[1]) <= p or _clarity(c.op, kids[1], False))
-            return f"{left} {c.op} {right}"
-        assert isinstance(c, CTernary), c
-        cond_kid = kids[0]
-        bitwise_cond = isinstance(cond_kid, CBinary) and cond_kid.op in _BITWISE_OPS
-        cond = _wrap(texts[0], _prec(cond_kid) <= Prec.TERNARY or bitwise_cond)
-        other = _wrap(texts[2], _prec(kids[2]) < Prec.TERNARY)
-        return f"{cond} ? {texts[1]} : {other}"
-    return postorder(root, _c_children, combine)
-
-
-def _wrap(text: str, parens: bool) -> str:
-    return f"({text})" if parens else text
 
 
 # ================================================================= literals
@@ -382,7 +211,7 @@ def _preserves_value(src: DType, dst: DType) -> bool:
 def _is_truth(c: CExpr) -> bool:
     """A C expression the compilers treat as a truth value."""
     if isinstance(c, CBinary):
-        return BINARY_PREC[c.op] in _COMPARE_PRECS or c.op in ("&&", "||")
+        return BINARY_PREC[c.op] in (Prec.RELATIONAL, Prec.EQUALITY) or c.op in ("&&", "||")
     if isinstance(c, CUnary):
         return c.op == "!"
     if isinstance(c, CTernary):

@@ -18,10 +18,11 @@ import pytest
 from pycparser import c_ast, c_generator, c_parser
 
 from aot.emit import kernel_ir as K
+from aot.emit.c_expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CIndex, CTernary, CUnary,
+                              format_c)
 from aot.emit.c_helpers import HELPERS, MACROS
-from aot.emit.cprint import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CIndex,
-                             CTernary, CUnary, format_c, format_float, format_int, kernel_helpers,
-                             kernel_prototype, print_expr, print_kernel, print_stmt)
+from aot.emit.cprint import (format_float, format_int, kernel_helpers, kernel_prototype,
+                             print_expr, print_kernel, print_stmt)
 from aot.emit.kernel_eval import run_kernel
 from aot.emit.kernel_walk import buffers_in, stored_buffers
 from aot.emit.simplify import simplify_kernel
