@@ -185,13 +185,6 @@ def mul_dim(a: Dim, b: Dim) -> Dim:
     return ANY if a is ANY or b is ANY else a * b  # type: ignore[operator]
 
 
-def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
-    if not -ndim <= axis < ndim:
-        raise RelationError(f"{what}={axis} is out of range for a tensor of rank {ndim} "
-                            f"(expected {-ndim} <= {what} < {ndim})")
-    return axis + ndim if axis < 0 else axis
-
-
 # ------------------------------------------------------------------ dtypes
 
 def check_product_dtypes(a: DType, b: DType, a_what: str, b_what: str) -> None:

@@ -29,7 +29,9 @@ def dims_product(dims: Iterable[Dim]) -> Dim:
 
 
 def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
-    """``axis`` in ``[-ndim, ndim)`` mapped to ``[0, ndim)``."""
+    """``axis`` in ``[-ndim, ndim)`` mapped to ``[0, ndim)``.  The one axis
+    normalisation of the operator families (qnn's variant for scalars is
+    :func:`.qnn_common.normalize_axis`)."""
     if not -ndim <= axis < ndim:
         if ndim == 0:
             raise RelationError(f"{what}={axis} is out of range for a 0-d tensor")

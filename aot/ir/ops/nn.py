@@ -46,7 +46,8 @@ from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
                       TupleType, as_array, defop, fmt_shape, identity_rel, np, out_tensor_type,
                       tensor_arg)
 from ._nn_util import (NNAttrs, accumulator, cast_result, check_out_dtype, check_product_dtypes,
-                       compatible, mul_dim, normalize_axis, require_float)
+                       compatible, mul_dim, require_float)
+from ._shape_util import normalize_axis
 
 FAMILY = "nn"
 EW = PatternKind.ELEMWISE

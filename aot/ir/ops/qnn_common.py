@@ -28,8 +28,12 @@ ZERO_POINT = DType.INT32
 
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
-    """Relay's rule: ``axis < 0`` counts from the end; a rank-0 tensor has
-    the single axis 0."""
+    """Relay's rule for quantization axes: ``axis < 0`` counts from the end;
+    a rank-0 tensor has the single axis 0 (``axis`` 0 or -1).
+
+    A deliberate variant of :func:`._shape_util.normalize_axis`, which the
+    other families share and which rejects every axis of a rank-0 tensor.
+    For rank > 0 both accept the same range; only the messages differ."""
     if rank == 0:
         if axis in (0, -1):
             return 0
