@@ -39,4 +39,3 @@ def helper_suffix(dtype: DType) -> str:
     """The suffix naming ``dtype`` in runtime helper names (``aot_div_i32``):
     float16 computes as float32 and bool is a uint8_t."""
     return _SUFFIX[dtype]
-

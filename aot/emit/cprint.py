@@ -104,6 +104,7 @@ __all__ = ["format_float", "format_int", "print_expr", "print_stmt", "print_kern
 
 INDENT = "    "
 
+
 # ===================================================== wrapping arithmetic
 
 def _unsigned_domain(dtype: DType) -> str | None:

@@ -19,7 +19,7 @@ from pycparser import c_ast, c_generator, c_parser
 
 from aot.emit import kernel_ir as K
 from aot.emit.c_expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CIndex, CTernary, CUnary,
-                              format_c)
+                             format_c)
 from aot.emit.c_helpers import HELPERS, MACROS
 from aot.emit.cprint import (format_float, format_int, kernel_helpers, kernel_prototype,
                              print_expr, print_kernel, print_stmt)
