@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,9 +54,10 @@ from .attrs import NO_ATTRS, AttrError, Attrs, FuncAttrs, RawCallAttrs
 from .dtype import DType
 from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
                    RefRead, RefWrite, Tuple, TupleGetItem, Var, op)
-from .lexer import MetaRef, Number, T, Token, suffix_dtype, tokenize
-from .metadata import CONSTANT_KEY, MetadataError, UnsupportedNode, read_metadata
+from .lexer import Number, T, Token, suffix_dtype
 from .module import IRModule
+from .parse_scope import NameResolution, Prescan
+from .parse_state import Fatal
 from .registry import lookup
 from .types import (ANY, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType,
                     TupleType, Type, TypeCall, TypeRelation, TypeVar)
@@ -76,178 +76,18 @@ BINARY_OPS: dict[T, tuple[str, int]] = {
 _DTYPE_PREFIXES = ("int", "uint", "float", "bool")
 
 
-# --------------------------------------------------------------- scopes
-
-class _Scopes:
-    """Nested scopes as name stacks plus an undo log (O(1) lookup)."""
-
-    def __init__(self) -> None:
-        self._table: dict[Any, list[Any]] = {}
-        self._log: list[Any] = []
-        self._marks: list[int] = []
-
-    def push(self) -> None:
-        self._marks.append(len(self._log))
-
-    def pop(self) -> None:
-        mark = self._marks.pop()
-        while len(self._log) > mark:
-            key = self._log.pop()
-            stack = self._table[key]
-            stack.pop()
-            if not stack:
-                del self._table[key]
-
-    def bind(self, key: Any, value: Any) -> None:
-        self._table.setdefault(key, []).append(value)
-        self._log.append(key)
-
-    def lookup(self, key: Any) -> Any:
-        stack = self._table.get(key)
-        return stack[-1] if stack else None
-
-
 def _position(diag: Diagnostic) -> tuple[int, int]:
     return (diag.span.line, diag.span.col) if diag.span is not None else (0, 0)
 
 
-class _Fatal(Exception):
-    """A syntax error: parsing cannot continue."""
-
-    def __init__(self, diagnostic: Diagnostic):
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
-
-
-class _Clamped:
-    """Token list access that never runs past the final EOF token."""
-
-    def __init__(self, tokens: list[Token]) -> None:
-        self.tokens = tokens
-
-    def __getitem__(self, i: int) -> Token:
-        return self.tokens[min(i, len(self.tokens) - 1)]
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-
-@dataclass
-class _Prescan:
-    globals: dict[str, Token]
-    types: dict[str, Token]
-    ctors: dict[str, Token]
-    type_def_starts: list[int]
-
-
 # --------------------------------------------------------------- the parser
 
-class Parser:
-    def __init__(self, text: str, source: str, base: IRModule | None,
-                 meta_as_params: bool = False, strict_globals: bool = True) -> None:
-        self.text = text
-        self.source = source
-        tokens, lex_diags = tokenize(text, source)
-        self.tokens = tokens
-        self.diags: list[Diagnostic] = list(lex_diags)
-        self.pos = 0
-        self.last: Token = tokens[0]
-        self.base = base
-        self.meta_as_params = meta_as_params
-        self.strict_globals = strict_globals
-        self.scopes = _Scopes()
-        self.type_scopes = _Scopes()
-        self.free_vars: dict[str, Var] = {}
-        #: names the program refers to but nobody defines: (kind, name)
-        self.unresolved: set[tuple[str, str]] = set()
-        self.gvars: dict[str, GlobalVar] = {}
-        self.base_globals: set[str] = set()
-        self.type_names: set[str] = set()
-        self.base_type_names: set[str] = set()
-        self.ctors: dict[str, Constructor] = {}
-        self.base_ctor_names: set[str] = set()
-        self.type_defs: list[TypeData] = []
-        self.type_def_end: dict[int, int] = {}
-        self.meta_params: dict[int, Var] = {}
-        self.meta_consts: dict[int, Constant] = {}
-        self.meta_table: dict[str, list[object]] | None = None
-        self.prescan: _Prescan | None = None
-        if base is not None:
-            for gv in base.functions:
-                self.gvars[gv.name] = gv
-                self.base_globals.add(gv.name)
-            for data in base.type_definitions.values():
-                self.type_names.add(data.header.name)
-                self.base_type_names.add(data.header.name)
-                for ctor in data.constructors:
-                    self.ctors[ctor.name] = ctor
-                    self.base_ctor_names.add(ctor.name)
-        self._read_metadata()
-
-    # ------------------------------------------------------------ token utils
-    def peek(self, k: int = 0) -> Token:
-        i = min(self.pos + k, len(self.tokens) - 1)
-        return self.tokens[i]
-
-    def next(self) -> Token:
-        tok = self.tokens[self.pos]
-        if tok.kind is not T.EOF:
-            self.pos += 1
-        self.last = tok
-        return tok
-
-    def at(self, kind: T) -> bool:
-        return self.tokens[self.pos].kind is kind
-
-    def accept(self, kind: T) -> Token | None:
-        if self.tokens[self.pos].kind is kind:
-            return self.next()
-        return None
-
-    def expect(self, kind: T, context: str = "") -> Token:
-        tok = self.peek()
-        if tok.kind is not kind:
-            where = f" {context}" if context else ""
-            self.fatal(f"expected {kind.value}{where}, found {tok.describe()}", tok.span)
-        return self.next()
-
-    def fatal(self, message: str, span: Span | None = None) -> None:
-        raise _Fatal(Diagnostic(message, span if span is not None else self.peek().span))
-
-    def error(self, message: str, span: Span | None) -> None:
-        self.diags.append(Diagnostic(message, span))
-
-    def span_from(self, start: Token | Span | None) -> Span | None:
-        if start is None:
-            return None
-        first = start.span if isinstance(start, Token) else start
-        end = self.last.span
-        if end.line < first.line or (end.line == first.line and end.end_col < first.col):
-            return first
-        return Span(self.source, first.line, first.col, end.end_line, end.end_col)
-
-    # ------------------------------------------------------------ metadata
-    def _read_metadata(self) -> None:
-        if len(self.tokens) < 2 or self.tokens[-2].kind is not T.METADATA:
-            return
-        tok = self.tokens[-2]
-        json_text, json_line, json_col = tok.value  # type: ignore[misc]
-        try:
-            self.meta_table = read_metadata(json_text)
-        except MetadataError as exc:
-            span = tok.span
-            if exc.line is not None and exc.col is not None:
-                line = json_line + exc.line - 1
-                col = (json_col + exc.col - 1) if exc.line == 1 else exc.col
-                span = Span(self.source, line, col, line, col + 1)
-            self.error(f"bad metadata section: {exc}", span)
-            self.meta_table = {}
-
+class Parser(NameResolution):
     # ------------------------------------------------------------ entry points
     def run(self, fn: Any) -> Any:
         try:
             result = fn()
-        except _Fatal as fatal:
+        except Fatal as fatal:
             self._add_fatal(fatal.diagnostic)
             result = None
         except RecursionError:
@@ -273,7 +113,7 @@ class Parser:
             self.error(f"unsupported text format version {tok.value} (only {SUPPORTED_VERSION} "
                        f"is supported)", tok.span)
 
-    def scan_names(self) -> _Prescan:
+    def scan_names(self) -> Prescan:
         """Only the pre-scan: the names the program defines."""
         self.parse_version()
         return self._prescan()
@@ -355,69 +195,6 @@ class Parser:
             mod.add("main", expr)
         return mod
 
-    # ------------------------------------------------------------ pre-scan
-    def _prescan(self) -> _Prescan:
-        """Top-level names, found without parsing (forward references)."""
-        tokens = _Clamped(self.tokens)
-        result = _Prescan({}, {}, {}, [])
-        openers = (T.LPAREN, T.LSQUARE, T.LCURLY)
-        closers = (T.RPAREN, T.RSQUARE, T.RCURLY)
-        depth = 0
-        i = self.pos
-        n = len(tokens)
-        while i < n and tokens[i].kind not in (T.EOF, T.METADATA):
-            tok = tokens[i]
-            if depth == 0 and tok.kind in (T.TYPE, T.EXTERN):
-                start = i
-                if tok.kind is T.EXTERN:
-                    i += 1
-                    if tokens[i].kind is not T.TYPE:
-                        continue
-                if tokens[i + 1].kind is not T.IDENT:
-                    i += 1
-                    continue
-                result.type_def_starts.append(start)
-                result.types.setdefault(str(tokens[i + 1].value), tokens[i + 1])
-                i = self._prescan_ctors(i + 2, result)
-                continue
-            if tok.kind in openers:
-                depth += 1
-            elif tok.kind in closers:
-                depth = max(0, depth - 1)
-            elif depth == 0 and tok.kind is T.DEF and tokens[i + 1].kind is T.GLOBAL:
-                result.globals.setdefault(str(tokens[i + 1].value), tokens[i + 1])
-            i += 1
-        return result
-
-    def _prescan_ctors(self, i: int, result: _Prescan) -> int:
-        tokens = _Clamped(self.tokens)
-        if tokens[i].kind is T.LSQUARE:
-            while tokens[i].kind not in (T.RSQUARE, T.EOF, T.METADATA):
-                i += 1
-            i += 1
-        if tokens[i].kind is not T.LCURLY:
-            return i
-        i += 1
-        depth = 0
-        expect_name = True
-        while tokens[i].kind not in (T.EOF, T.METADATA):
-            kind = tokens[i].kind
-            if kind in (T.LPAREN, T.LSQUARE, T.LCURLY):
-                depth += 1
-            elif kind in (T.RPAREN, T.RSQUARE, T.RCURLY):
-                if depth == 0:
-                    return i + 1
-                depth -= 1
-            elif depth == 0 and kind is T.COMMA:
-                expect_name = True
-                i += 1
-                continue
-            elif depth == 0 and expect_name and kind is T.IDENT:
-                result.ctors.setdefault(str(tokens[i].value), tokens[i])
-            expect_name = False
-            i += 1
-        return i
-
     # ------------------------------------------------------------ definitions
     def parse_type_def(self) -> TypeData:
         start = self.peek()
@@ -459,25 +236,6 @@ class Parser:
             ctors.append(ctor)
         return TypeData(header, tuple(type_vars), tuple(ctors), extern=extern,
                         span=self.span_from(start))
-
-    def _check_new_type(self, name: str, tok: Token) -> None:
-        if name in self.base_type_names:
-            self.error(f"type `{name}` is already defined in the base module", tok.span)
-            return
-        seen = [td for td in self.type_defs if td.header.name == name]
-        if seen:
-            first = seen[0].span
-            self.error(f"duplicate definition of type `{name}`"
-                       + (f" (first defined at {first})" if first is not None else ""),
-                       tok.span)
-        self.type_names.add(name)
-
-    def _check_ctor_type_clash(self) -> None:
-        for data in self.type_defs:
-            for ctor in data.constructors:
-                if ctor.name in self.type_names and self.ctors.get(ctor.name) is ctor:
-                    self.error(f"constructor `{ctor.name}` has the same name as a type",
-                               ctor.span)
 
     def _type_params(self) -> list[TypeVar]:
         out: list[TypeVar] = []
@@ -769,81 +527,6 @@ class Parser:
                 self.expect(T.RPAREN, "to close the tuple")
                 break
         return Tuple(tuple(fields), span=self.span_from(start))
-
-    def _local(self, tok: Token) -> Expr:
-        name = str(tok.value)
-        var = self.scopes.lookup(name)
-        if var is None:
-            var = self.free_vars.get(name)
-        if var is None:
-            self.error(f"undefined variable `%{name}`", tok.span)
-            var = Var(name, span=tok.span)
-        return var
-
-    def global_ref(self, tok: Token) -> GlobalVar:
-        name = str(tok.value)
-        gv = self.gvars.get(name)
-        if gv is None:
-            gv = self.gvars[name] = GlobalVar(name)
-        if self.strict_globals and name not in self.base_globals and (
-                self.prescan is None or name not in self.prescan.globals):
-            self.unresolved.add(("global", name))
-            self.error(f"undefined global function `@{name}`", tok.span)
-        return gv
-
-    def _identifier(self) -> Expr:
-        first = self.peek()
-        ctor = self.ctors.get(str(first.value))
-        if ctor is not None:
-            self.next()
-            return ctor
-        parts = [str(self.next().value)]
-        while self.at(T.PERIOD) and self.peek(1).kind is T.IDENT:
-            self.next()
-            parts.append(str(self.next().value))
-        name = ".".join(parts)
-        span = self.span_from(first)
-        if lookup(name) is None:
-            if len(parts) == 1:
-                self.unresolved.add(("ident", name))
-            self.error(f"unknown operator `{name}`", span)
-        return op(name)
-
-    def _meta_ref(self, tok: Token) -> Expr:
-        ref = tok.value
-        assert isinstance(ref, MetaRef)
-        if ref.kind != CONSTANT_KEY:
-            self.error(f"unsupported meta reference `{tok.text}`: only `meta[{CONSTANT_KEY}][i]` "
-                       f"(a constant) can appear in an expression", tok.span)
-            return Tuple((), span=tok.span)
-        if self.meta_table is None:
-            if self.meta_as_params:
-                var = self.meta_params.get(ref.index)
-                if var is None:
-                    var = Var(f"meta_relay_Constant_{ref.index}", IncompleteType(),
-                              span=tok.span)
-                    self.meta_params[ref.index] = var
-                return var
-            self.error(f"`{tok.text}` refers to the metadata section, but the program has "
-                       f"none (`#[metadata]`)", tok.span)
-            return Tuple((), span=tok.span)
-        items = self.meta_table.get(CONSTANT_KEY)
-        if items is None:
-            self.error(f"the metadata section has no `{CONSTANT_KEY}` entry for `{tok.text}`",
-                       tok.span)
-            return Tuple((), span=tok.span)
-        if ref.index >= len(items):
-            self.error(f"`{tok.text}`: the index {ref.index} is out of bounds (the metadata "
-                       f"section holds {len(items)} constants)", tok.span)
-            return Tuple((), span=tok.span)
-        item = items[ref.index]
-        if isinstance(item, UnsupportedNode) or not isinstance(item, Constant):
-            self.error(f"`{tok.text}` is not a constant", tok.span)
-            return Tuple((), span=tok.span)
-        const = self.meta_consts.get(ref.index)
-        if const is None:
-            const = self.meta_consts[ref.index] = Constant(item.data, span=tok.span)
-        return const
 
     # ------------------------------------------------------------ literals
     def number_constant(self, tok: Token, negate: bool, span: Span | None,
@@ -1222,7 +905,7 @@ def _load_prelude() -> IRModule | None:
         return None
 
 
-def _prelude_base(prelude: IRModule, base: IRModule | None, scan: _Prescan | None) -> IRModule:
+def _prelude_base(prelude: IRModule, base: IRModule | None, scan: Prescan | None) -> IRModule:
     """``base`` plus whatever the prelude defines that neither ``base`` nor
     the program defines (the program's own definitions win)."""
     own_globals = set(scan.globals) if scan is not None else set()
