@@ -5,8 +5,9 @@ the source refers to.
   constructors) at the token level, before anything is parsed, so that
   definitions may refer to each other in any order.
 * References: a local ``%x`` (innermost scope, then ``free_var``), a global
-  ``@f`` (the base module or the pre-scan, else undefined), an identifier
-  (a constructor, else an operator) and ``meta[relay.Constant][i]``.
+  ``@f`` (the base module or the pre-scan; :func:`aot.ir.parser.parse_expr`
+  also accepts others), an identifier (a constructor, else an operator) and
+  ``meta[relay.Constant][i]``.
   Names nobody defines are remembered in ``unresolved`` for the prelude
   retry of :func:`aot.ir.parser.parse_module`.
 * Duplicate type and constructor definitions are reported here.
