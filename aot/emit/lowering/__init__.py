@@ -1,0 +1,5 @@
+"""The lowering column of every operator record, one file per family
+(mirroring ``aot/ir/ops/``).  Importing this package registers them all;
+:func:`aot.emit.te.lookup_lowering` does so on first use."""
+
+from . import elemwise  # noqa: F401
