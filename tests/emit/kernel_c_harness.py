@@ -17,11 +17,13 @@ import numpy as np
 
 from aot.emit import kernel_ir as K
 from aot.emit.cprint import print_kernel
+from aot.emit.resources import runtime_dir
 from aot.ir.dtype import DType
 
 HERE = Path(__file__).resolve().parent
+RUNTIME_DIR = runtime_dir()  # runtime_c/: aot_kernel_helpers.h
 WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
-PRELUDE = '#include <math.h>\n#include <stdint.h>\n#include "kernel_helpers_ref.h"\n\n'
+PRELUDE = '#include <math.h>\n#include <stdint.h>\n#include "aot_kernel_helpers.h"\n\n'
 
 
 def compilers() -> list[str]:
@@ -60,7 +62,8 @@ def compile_c(source: str, out_dir: Path, stem: str, compiler: str = "gcc",
     src = out_dir / f"{stem}.c"
     src.write_text(source)
     out = out_dir / (f"lib{stem}.so" if shared else f"{stem}.o")
-    cmd = [compiler, *WARNINGS, opt, "-ffp-contract=off", f"-I{HERE}", str(src), "-o", str(out)]
+    cmd = [compiler, *WARNINGS, opt, "-ffp-contract=off", f"-I{RUNTIME_DIR}", str(src),
+           "-o", str(out)]
     cmd += ["-shared", "-fPIC", "-lm"] if shared else ["-c"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or proc.stderr.strip():

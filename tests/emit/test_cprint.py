@@ -4,7 +4,7 @@ warning-free compiles, pycparser parses.
 
 C tests compile with ``-std=c99 -Wall -Wextra -Wpedantic -Werror`` and
 call the kernels through ctypes (kernel_c_harness.py); the runtime helpers
-come from kernel_helpers_ref.h.  clang runs when installed."""
+come from aot_kernel_helpers.h.  clang runs when installed."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from aot.emit.simplify import simplify_kernel
 from aot.ir.dtype import DType
 from aot.ir.ops.elemwise import floor_divide, floor_mod, trunc_divide, trunc_mod
 from aot.ir.ops.transform_init import cast_array
-from kernel_c_harness import (ALL_DTYPES, HERE, ExprGen, bits_equal, build, call, compile_c,
+from kernel_c_harness import (ALL_DTYPES, RUNTIME_DIR, ExprGen, bits_equal, build, call, compile_c,
                               compilers, edge_values, module_source, random_values)
 
 D = DType
@@ -403,7 +403,7 @@ def test_float_casts_truncate_saturate_and_round_like_the_interpreter(compiler, 
 
 
 def test_reference_half_conversions_match_numpy(tmp_path):
-    """kernel_helpers_ref.h's binary16 conversions (what the runtime must
+    """aot_kernel_helpers.h's binary16 conversions (what the runtime must
     provide) agree with NumPy on every half and on random floats/doubles."""
     source = module_source([], extra="""
 void all_halves(float *out);
@@ -664,14 +664,14 @@ def _sample_arrays(kernel: K.Kernel, rng: np.random.Generator) -> dict[str, np.n
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_sample_kernels_compile_warning_free(compiler, tmp_path, opt):
     source = module_source(_sample_kernels()).replace(
-        '#include "kernel_helpers_ref.h"\n', '#include "kernel_helpers_ref.h"\n' + _TABLES)
+        '#include "aot_kernel_helpers.h"\n', '#include "aot_kernel_helpers.h"\n' + _TABLES)
     compile_c(source, tmp_path, f"sample{opt}", compiler, opt, shared=False)
 
 
 def test_sample_kernels_run_like_the_reference(compiler, tmp_path):
     kernels = _sample_kernels()
     source = module_source(kernels).replace(
-        '#include "kernel_helpers_ref.h"\n', '#include "kernel_helpers_ref.h"\n' + _TABLES)
+        '#include "aot_kernel_helpers.h"\n', '#include "aot_kernel_helpers.h"\n' + _TABLES)
     import ctypes
     lib = ctypes.CDLL(str(compile_c(source, tmp_path, "samples", compiler)))
     tables = {"w": np.array([1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, 127], dtype=np.int8)}
@@ -712,7 +712,7 @@ def test_pycparser_parses_printed_kernels_and_round_trips():
 # ================================================================ catalogue
 
 def test_reference_header_defines_every_helper_and_macro():
-    header = (HERE / "kernel_helpers_ref.h").read_text()
+    header = (RUNTIME_DIR / "aot_kernel_helpers.h").read_text()
     defined = set(re.findall(r"\b(aot_[a-z0-9_]+)\s*\(", header))
     # names built by the header's macros: aot_div_##S and friends
     for family in ("div", "mod", "min", "max"):

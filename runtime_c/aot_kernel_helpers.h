@@ -1,0 +1,282 @@
+/*
+ * aot_kernel_helpers.h -- the runtime helpers generated kernels call.
+ *
+ * Part of the hand-written C99 runtime of `aot` (runtime_c/).  Every
+ * artifact carries a copy in DIR/runtime_c/; a model's source includes it
+ * only when one of its kernels or constants uses a name defined here.
+ *
+ * What is here (the catalogue is aot.emit.c_helpers.HELPERS and MACROS;
+ * a test checks this header against it, prototype by prototype):
+ *
+ *   AOT_NAN_F32 AOT_INF_F32        a quiet NaN / +infinity of type float
+ *   AOT_NAN_F64 AOT_INF_F64        the same of type double
+ *                                  (constant expressions: usable in static
+ *                                  initialisers)
+ *   aot_div_S  aot_mod_S           integer / and %: truncating, 0 for a zero
+ *                                  divisor, MIN / -1 == MIN, MIN % -1 == 0
+ *   aot_floordiv_S aot_floormod_S  NumPy's // and % (signed integers, float,
+ *                                  double)
+ *   aot_min_S  aot_max_S           min / max; on floats NaN-propagating
+ *                                  (np.minimum / np.maximum); aot_min_f16 and
+ *                                  aot_max_f16 follow NumPy's float16 tie rule
+ *   aot_sat_F_I                    float -> integer: truncate toward zero,
+ *                                  saturate at the type's limits, NaN -> 0
+ *   aot_f16_to_f32 aot_f32_to_f16  IEEE binary16 bits <-> float (exact /
+ *   aot_f64_to_f16 aot_round_f16   round to nearest even, as NumPy)
+ *
+ * S names the operand type: i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 (bool is
+ * a uint8_t, float16 is computed as float).  The semantics are the
+ * reference interpreter's (NumPy's); tests compare them with NumPy.
+ *
+ * Everything is `static inline`: each translation unit gets private copies,
+ * so two models (or two versions of this header) can be linked into one
+ * program without symbol clashes, and unused helpers cost nothing.
+ *
+ * Requirements on the C implementation: C99, <stdint.h> with the exact-width
+ * types, two's complement integers, IEEE 754 float and double.  No undefined
+ * behaviour; warning-free under -std=c99 -Wall -Wextra -Wpedantic with gcc
+ * and clang.  Compile with -ffp-contract=off (and without -ffast-math):
+ * generated kernels rely on every float operation being rounded on its own
+ * to match the reference interpreter bit for bit.
+ */
+#ifndef AOT_KERNEL_HELPERS_H
+#define AOT_KERNEL_HELPERS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- special float values ------------------------------------------------ */
+
+#define AOT_NAN_F32 ((float)NAN)
+#define AOT_INF_F32 ((float)INFINITY)
+#define AOT_NAN_F64 ((double)NAN)
+#define AOT_INF_F64 ((double)INFINITY)
+
+/* ---- integer division, modulo, min, max ---------------------------------- */
+
+/* aot_div_S, aot_mod_S, aot_floordiv_S, aot_floormod_S, aot_min_S and
+ * aot_max_S for a signed integer type T whose smallest value is MIN.  The
+ * guards keep C's undefined cases (b == 0, MIN / -1, MIN % -1) out. */
+#define AOT_DEFINE_SIGNED_HELPERS(S, T, MIN)                                  \
+    static inline T aot_div_##S(T a, T b)                                     \
+    {                                                                         \
+        if (b == 0) return 0;                                                 \
+        if (a == (MIN) && b == -1) return a;                                  \
+        return (T)(a / b);                                                    \
+    }                                                                         \
+    static inline T aot_mod_##S(T a, T b)                                     \
+    {                                                                         \
+        if (b == 0 || b == -1) return 0;                                      \
+        return (T)(a % b);                                                    \
+    }                                                                         \
+    static inline T aot_floordiv_##S(T a, T b)                                \
+    {                                                                         \
+        T q, r;                                                               \
+        if (b == 0) return 0;                                                 \
+        if (a == (MIN) && b == -1) return a;                                  \
+        q = (T)(a / b);                                                       \
+        r = (T)(a % b);                                                       \
+        if (r != 0 && ((r < 0) != (b < 0))) q = (T)(q - 1);                   \
+        return q;                                                             \
+    }                                                                         \
+    static inline T aot_floormod_##S(T a, T b)                                \
+    {                                                                         \
+        T r;                                                                  \
+        if (b == 0 || b == -1) return 0;                                      \
+        r = (T)(a % b);                                                       \
+        if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);                   \
+        return r;                                                             \
+    }                                                                         \
+    static inline T aot_min_##S(T a, T b) { return a < b ? a : b; }           \
+    static inline T aot_max_##S(T a, T b) { return a > b ? a : b; }
+
+/* aot_div_S, aot_mod_S, aot_min_S and aot_max_S for an unsigned type T
+ * (floor division is plain division there). */
+#define AOT_DEFINE_UNSIGNED_HELPERS(S, T)                                     \
+    static inline T aot_div_##S(T a, T b) { return b == 0 ? 0 : (T)(a / b); } \
+    static inline T aot_mod_##S(T a, T b) { return b == 0 ? 0 : (T)(a % b); } \
+    static inline T aot_min_##S(T a, T b) { return a < b ? a : b; }           \
+    static inline T aot_max_##S(T a, T b) { return a > b ? a : b; }
+
+AOT_DEFINE_SIGNED_HELPERS(i8, int8_t, INT8_MIN)
+AOT_DEFINE_SIGNED_HELPERS(i16, int16_t, INT16_MIN)
+AOT_DEFINE_SIGNED_HELPERS(i32, int32_t, INT32_MIN)
+AOT_DEFINE_SIGNED_HELPERS(i64, int64_t, INT64_MIN)
+AOT_DEFINE_UNSIGNED_HELPERS(u8, uint8_t)
+AOT_DEFINE_UNSIGNED_HELPERS(u16, uint16_t)
+AOT_DEFINE_UNSIGNED_HELPERS(u32, uint32_t)
+AOT_DEFINE_UNSIGNED_HELPERS(u64, uint64_t)
+
+/* ---- float min, max, floor division and modulo ---------------------------- */
+
+/* For a float type T with its libm functions FMOD, FLOOR and COPYSIGN:
+ *   aot_min_S / aot_max_S   NaN if either operand is NaN (np.minimum /
+ *                           np.maximum); b when a == b, so min(0.0, -0.0)
+ *                           is -0.0 as in NumPy;
+ *   aot_floormod_S          np.mod: the remainder with the sign of b;
+ *   aot_floordiv_S          np.floor_divide, including its rounding of
+ *                           (a - fmod(a, b)) / b and signed zeros. */
+#define AOT_DEFINE_FLOAT_HELPERS(S, T, FMOD, FLOOR, COPYSIGN)                 \
+    static inline T aot_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
+    static inline T aot_max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
+    static inline T aot_floormod_##S(T a, T b)                                \
+    {                                                                         \
+        T m = FMOD(a, b);                                                     \
+        if (b == 0) return m;                                                 \
+        if (m != 0) {                                                         \
+            if ((b < 0) != (m < 0)) m += b;                                   \
+        } else {                                                              \
+            m = COPYSIGN((T)0, b);                                            \
+        }                                                                     \
+        return m;                                                             \
+    }                                                                         \
+    static inline T aot_floordiv_##S(T a, T b)                                \
+    {                                                                         \
+        T m, d, f;                                                            \
+        if (b == 0) return a / b;                                             \
+        m = FMOD(a, b);                                                       \
+        d = (a - m) / b;                                                      \
+        if (m != 0 && ((b < 0) != (m < 0))) d -= 1;                           \
+        if (d != 0) {                                                         \
+            f = FLOOR(d);                                                     \
+            if (d - f > (T)0.5) f += 1;                                       \
+        } else {                                                              \
+            f = COPYSIGN((T)0, a / b);                                        \
+        }                                                                     \
+        return f;                                                             \
+    }
+
+AOT_DEFINE_FLOAT_HELPERS(f32, float, fmodf, floorf, copysignf)
+AOT_DEFINE_FLOAT_HELPERS(f64, double, fmod, floor, copysign)
+
+/* float16 values computed in float: NumPy's float16 minimum / maximum keep
+ * the first operand when the two compare equal (so min(0.0, -0.0) is 0.0). */
+static inline float aot_min_f16(float a, float b) { return (a <= b || a != a) ? a : b; }
+static inline float aot_max_f16(float a, float b) { return (a >= b || a != a) ? a : b; }
+
+/* ---- saturating float -> integer ----------------------------------------- */
+
+/* aot_sat_FS_IS: FT -> IT truncating toward zero, saturating at [LO, HI],
+ * NaN -> 0 (the reference's cast; C's own conversion is undefined out of
+ * range).  The comparisons are against (FT)LO and (FT)HI, which may round
+ * up for HI; a value at or beyond the rounded limit saturates. */
+#define AOT_DEFINE_SAT_HELPER(FS, FT, IS, IT, LO, HI)                         \
+    static inline IT aot_sat_##FS##_##IS(FT x)                                \
+    {                                                                         \
+        if (x != x) return 0;                                                 \
+        if (x <= (FT)(LO)) return LO;                                         \
+        if (x >= (FT)(HI)) return HI;                                         \
+        return (IT)x;                                                         \
+    }
+
+#define AOT_DEFINE_SAT_HELPERS(FS, FT)                                        \
+    AOT_DEFINE_SAT_HELPER(FS, FT, i8, int8_t, INT8_MIN, INT8_MAX)             \
+    AOT_DEFINE_SAT_HELPER(FS, FT, i16, int16_t, INT16_MIN, INT16_MAX)         \
+    AOT_DEFINE_SAT_HELPER(FS, FT, i32, int32_t, INT32_MIN, INT32_MAX)         \
+    AOT_DEFINE_SAT_HELPER(FS, FT, i64, int64_t, INT64_MIN, INT64_MAX)         \
+    AOT_DEFINE_SAT_HELPER(FS, FT, u8, uint8_t, 0, UINT8_MAX)                  \
+    AOT_DEFINE_SAT_HELPER(FS, FT, u16, uint16_t, 0, UINT16_MAX)               \
+    AOT_DEFINE_SAT_HELPER(FS, FT, u32, uint32_t, 0, UINT32_MAX)               \
+    AOT_DEFINE_SAT_HELPER(FS, FT, u64, uint64_t, 0, UINT64_MAX)
+
+AOT_DEFINE_SAT_HELPERS(f32, float)
+AOT_DEFINE_SAT_HELPERS(f64, double)
+
+/* The generator macros are not part of the interface. */
+#undef AOT_DEFINE_SIGNED_HELPERS
+#undef AOT_DEFINE_UNSIGNED_HELPERS
+#undef AOT_DEFINE_FLOAT_HELPERS
+#undef AOT_DEFINE_SAT_HELPER
+#undef AOT_DEFINE_SAT_HELPERS
+
+/* ---- binary16 (float16) --------------------------------------------------- */
+
+/* binary16 bits -> float, exactly (every half is a float). */
+static inline float aot_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (uint32_t)(h >> 10) & 0x1fu;
+    uint32_t mantissa = (uint32_t)h & 0x3ffu;
+    uint32_t bits;
+    float f;
+    if (exponent == 0x1fu) {          /* infinity or NaN (payload kept) */
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent == 0) {       /* zero or subnormal */
+        f = (float)mantissa * 5.9604644775390625e-08f; /* exact: m * 2^-24 */
+        memcpy(&bits, &f, sizeof bits);
+        bits |= sign;
+    } else {                          /* normal: rebias the exponent */
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    }
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Internal: round to nearest even a magnitude below the binary16 normal
+ * range given as m * 2^-shift in units of 2^-24 (shift >= 1). */
+static inline uint16_t aot_f16_round_subnormal(uint64_t m, unsigned shift)
+{
+    uint64_t r = m >> shift;
+    uint64_t rem = m & ((UINT64_C(1) << shift) - 1u);
+    uint64_t half = UINT64_C(1) << (shift - 1u);
+    if (rem > half || (rem == half && (r & 1u))) r += 1u;
+    return (uint16_t)r;
+}
+
+/* float -> binary16 bits, round to nearest even; overflow gives infinity;
+ * a NaN keeps its sign and top payload bits (as NumPy). */
+static inline uint16_t aot_f32_to_f16(float x)
+{
+    uint32_t bits, magnitude, exponent;
+    uint16_t sign;
+    memcpy(&bits, &x, sizeof bits);
+    sign = (uint16_t)((bits >> 16) & 0x8000u);
+    magnitude = bits & 0x7fffffffu;
+    if (magnitude > 0x7f800000u) { /* NaN: keep the top payload bits, as NumPy */
+        uint16_t payload = (uint16_t)(magnitude >> 13 & 0x3ffu);
+        return (uint16_t)(sign | 0x7c00u | (payload ? payload : 1u));
+    }
+    if (magnitude >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 */
+    if (magnitude >= 0x38800000u) { /* normal half */
+        uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
+        return (uint16_t)(sign | ((rounded - 0x38000000u) >> 13));
+    }
+    exponent = magnitude >> 23;
+    if (exponent < 102u) return sign; /* below 2^-25: rounds to zero */
+    return (uint16_t)(sign | aot_f16_round_subnormal((magnitude & 0x7fffffu) | 0x800000u,
+                                                     126u - exponent));
+}
+
+/* double -> binary16 bits, rounded once (not through float). */
+static inline uint16_t aot_f64_to_f16(double x)
+{
+    uint64_t bits, magnitude, exponent;
+    uint16_t sign;
+    memcpy(&bits, &x, sizeof bits);
+    sign = (uint16_t)((bits >> 48) & 0x8000u);
+    magnitude = bits & UINT64_C(0x7fffffffffffffff);
+    if (magnitude > UINT64_C(0x7ff0000000000000)) {
+        uint16_t payload = (uint16_t)(magnitude >> 42 & 0x3ffu);
+        return (uint16_t)(sign | 0x7c00u | (payload ? payload : 1u));
+    }
+    if (magnitude >= UINT64_C(0x40effe0000000000)) return (uint16_t)(sign | 0x7c00u);
+    if (magnitude >= UINT64_C(0x3f10000000000000)) {
+        uint64_t rounded = magnitude + UINT64_C(0x1ffffffffff) + ((magnitude >> 42) & 1u);
+        return (uint16_t)(sign | ((rounded - UINT64_C(0x3f00000000000000)) >> 42));
+    }
+    exponent = magnitude >> 52;
+    if (exponent < 998u) return sign;
+    return (uint16_t)(sign | aot_f16_round_subnormal(
+        (magnitude & UINT64_C(0xfffffffffffff)) | (UINT64_C(1) << 52),
+        (unsigned)(1051u - exponent)));
+}
+
+/* x rounded to the nearest binary16 value, as a float: how every float16
+ * arithmetic result is brought back to half precision. */
+static inline float aot_round_f16(float x)
+{
+    return aot_f16_to_f32(aot_f32_to_f16(x));
+}
+
+#endif /* AOT_KERNEL_HELPERS_H */
