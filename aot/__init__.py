@@ -5,6 +5,9 @@ The public API (see README.md)::
     mod = aot.parse(text, source_name="model.relay")
     mod = aot.infer_types(mod)
     value = aot.interpret(mod, *args, entry="main")
+    art = aot.compile(mod, "out/model", name="model", params={"w": w})
+    fn = aot.load(art)
+    value = fn(*args)
 """
 
 from __future__ import annotations
@@ -37,11 +40,32 @@ def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
     return run(mod, *args, entry=entry)
 
 
+def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int = 3,
+            params: dict[str, Any] | None = None, arena: str = "caller",
+            entry: str = "main", build: bool = True) -> Any:
+    """Compile ``@entry`` to a C artifact in ``out_dir`` (``include/<name>.h``,
+    ``src/``, ``<name>.mk``, ``metadata.json``) and build
+    ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
+    constants.  ``arena="static"`` makes the library own its arena.
+    Returns the :class:`~aot.emit.artifact.Artifact`; DiagnosticError on
+    programs the backend cannot compile."""
+    from .emit.pipeline import compile_module
+    return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
+                          arena=arena, entry=entry, build=build)
+
+
+def load(artifact: Any) -> Any:
+    """A callable running a built artifact (or its directory) through
+    cffi: NumPy arrays in, NumPy arrays (tuples for tuple results) out."""
+    from .emit.model_loader import load as _load
+    return _load(artifact)
+
+
 def prelude() -> IRModule:
     """The standard library (List, Option, Tree, nat and their functions)."""
     from .ir.prelude import load_prelude
     return load_prelude()
 
 
-__all__ = ["parse", "infer_types", "interpret", "prelude", "IRModule", "Diagnostic",
+__all__ = ["parse", "infer_types", "interpret", "compile", "load", "prelude", "IRModule", "Diagnostic",
            "DiagnosticError", "Span", "__version__"]

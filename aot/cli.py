@@ -3,6 +3,9 @@
     aot check FILE                 parse and type-check; print the typed signatures
     aot run FILE [--input NAME=VALUE ...] [--entry main] [--backend interp]
                                    print the result of @main
+    aot compile FILE -o DIR [--name NAME] [--opt-level N] [--arena caller|static]
+                     [--param NAME=FILE.npy ...] [--no-build]
+                                   write the C artifact and build lib<NAME>.a
     aot ops                        list the operator catalogue
 
 VALUE is a ``.npy`` file or a literal (``3``, ``1.5``, ``[[1, 2], [3, 4]]``)
@@ -105,12 +108,49 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .interpreter import run
-    if args.backend != "interp":
-        raise UsageError(f"backend {args.backend!r} is not available yet")
     mod = _load_module(args.file)
     inputs = _parse_inputs(args.input, mod, args.entry)
-    result = run(mod, *inputs, entry=args.entry)
+    if args.backend == "c":
+        result = _run_c(mod, inputs, args.entry)
+    else:
+        result = run(mod, *inputs, entry=args.entry)
     print(format_value(result))
+    return 0
+
+
+def _run_c(mod, inputs: list, entry: str) -> object:
+    """Compile to a temporary artifact, load it through cffi and call it.
+    Builds are cached by content, so a second run compiles nothing."""
+    import tempfile
+    from . import compile as compile_model, load
+    with tempfile.TemporaryDirectory(prefix="aot-run-") as tmp:
+        artifact = compile_model(mod, tmp, name="model", entry=entry)
+        return load(artifact)(*inputs)
+
+
+def _parse_params(specs: Sequence[str]) -> dict[str, np.ndarray]:
+    params: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not path.endswith(".npy"):
+            raise UsageError(f"--param expects NAME=FILE.npy, got {spec!r}")
+        try:
+            params[name.lstrip("%")] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: cannot load: {exc}") from None
+    return params
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from . import compile as compile_model
+    mod = _load_module(args.file)
+    params = _parse_params(args.param)
+    artifact = compile_model(mod, args.output, name=args.name, opt_level=args.opt_level,
+                             params=params, arena=args.arena, build=not args.no_build)
+    meta = artifact.metadata
+    print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} bytes "
+          f"(lower bound {meta['arena_lower_bound_bytes']}), constants "
+          f"{meta['constant_bytes']} bytes")
     return 0
 
 
@@ -132,8 +172,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--entry", default="main")
-    p.add_argument("--backend", choices=["interp"], default="interp")
+    p.add_argument("--backend", choices=["interp", "c"], default="interp",
+                   help="the reference interpreter, or the compiled C through cffi")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("compile", help="compile to a C artifact and build the library")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--name", default="model", help="model name: prefixes every C symbol")
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4))
+    p.add_argument("--arena", choices=["caller", "static"], default="caller",
+                   help="the caller passes the arena, or the library defines it")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="bind a parameter of main to a constant")
+    p.add_argument("--no-build", action="store_true", help="write the sources only")
+    p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")
     p.set_defaults(func=cmd_ops)
     return parser

@@ -202,10 +202,9 @@ def describe_group(fn: Function) -> str:
 def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
                entry: str = "main") -> ModelPlan:
     """The plan of ``mod``'s ``entry`` (typed, fused)."""
-    gv = mod.global_var(entry)
-    main = mod.functions.get(gv) if gv is not None else None
-    if main is None:
+    if entry not in mod:
         raise DiagnosticError(f"the module has no `@{entry}` function to compile")
+    main = mod[entry]
     b = _Builder(name)
 
     inputs: list[TensorSpec] = []

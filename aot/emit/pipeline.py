@@ -1,0 +1,70 @@
+"""The compilation pipeline of the dataflow C backend, in order.
+
+::
+
+    BindParams -> InferType -> SimplifyInference -> FoldConstant -> FuseOps
+      -> lower (kernels, slots, memory plan: aot.emit.lower_model)
+      -> render (aot.emit.artifact) -> build (gcc/clang + ar)
+
+``opt_level`` 0 skips FoldConstant and fuses nothing (every operator is its
+own kernel: useful to tell a fusion bug from a lowering bug); 1 and above
+run the whole list.  The pass manager of the optimizer (issue 7) will take
+this list over; until then it is this one readable function.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..diagnostics import DiagnosticError
+from ..ir.module import IRModule
+from .model_plan import ModelPlan
+
+__all__ = ["optimize_for_c", "plan", "compile_module"]
+
+
+def optimize_for_c(mod: IRModule, *, opt_level: int = 3,
+                   params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
+    """The typed, fused module the lowering takes."""
+    from ..passes.bind_params import bind_params
+    from ..passes.fold_constant import fold_constant
+    from ..passes.fuse_ops import fuse_ops
+    from ..passes.simplify_inference import simplify_inference
+    from ..passes.type_infer import infer_types
+
+    mod = bind_params(mod, params or {}, entry)
+    mod = infer_types(mod)
+    mod = simplify_inference(mod)
+    if opt_level >= 1:
+        mod = fold_constant(mod)
+    mod = fuse_ops(mod, max_depth=256 if opt_level >= 1 else 1)
+    return mod
+
+
+def plan(mod: IRModule, name: str, *, opt_level: int = 3,
+         params: Mapping[str, Any] | None = None, arena: str = "caller",
+         entry: str = "main") -> ModelPlan:
+    """Everything decided, nothing written."""
+    from .build import check_model_name
+    from .lower_model import plan_model
+
+    check_model_name(name)
+    if arena not in ("caller", "static"):
+        raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
+    fused = optimize_for_c(mod, opt_level=opt_level, params=params, entry=entry)
+    return plan_model(fused, name, arena=arena, entry=entry)
+
+
+def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
+                   opt_level: int = 3, params: Mapping[str, Any] | None = None,
+                   arena: str = "caller", entry: str = "main", build: bool = True):
+    """Write the artifact for ``mod`` into ``out_dir`` and (by default)
+    build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.artifact.Artifact`."""
+    from .artifact import build_artifact, write_artifact
+
+    model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry)
+    artifact = write_artifact(model, Path(out_dir))
+    if build:
+        build_artifact(artifact)
+    return artifact

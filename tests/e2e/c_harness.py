@@ -1,0 +1,134 @@
+"""Differential testing of the C backend against the interpreter.
+
+Compiling and loading a model costs a C compile, an archive and a cffi
+extension; doing that once per operator case would take the suite past its
+time budget.  :func:`check_cases` therefore *packs* many cases into one
+program: every case is a ``main`` of its own; the packed ``main`` takes all
+their parameters and returns the tuple of all their results.  One build
+checks them all, and each result is compared with the interpreter's result
+for its own case, so a failure names the case.  If the packed program does
+not compile, each case is compiled alone so the error names the culprit.
+
+Tolerances per dtype (stated once, used everywhere): integers and bool are
+exact; float64 rtol 1e-12; float32 rtol 1e-5 / atol 1e-6 (C's ``expf`` and
+friends are not correctly rounded, NumPy's are not either, and they differ
+by an ulp or two); float16 rtol 2e-3 (one half-precision ulp).  Callers
+may widen them per case (e.g. float32 reductions over long axes).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+import aot
+from aot.ir.expr import Function, Tuple
+from aot.ir.module import IRModule
+
+TOLERANCE = {
+    "float64": (1e-12, 1e-12),
+    "float32": (1e-5, 1e-6),
+    "float16": (2e-3, 1e-3),
+}
+
+
+@dataclass
+class Case:
+    name: str
+    text: str
+    args: Sequence[np.ndarray]
+    rtol: float | None = None
+    atol: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def flatten(v: object) -> list[np.ndarray]:
+    if isinstance(v, tuple):
+        return [x for f in v for x in flatten(f)]
+    return [np.asarray(v)]
+
+
+def assert_matches(got: np.ndarray, want: np.ndarray, what: str,
+                   rtol: float | None = None, atol: float | None = None) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, interpreter {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, interpreter {want.dtype}"
+    if want.dtype.kind == "f":
+        r, a = TOLERANCE[want.dtype.name]
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=r if rtol is None else rtol,
+                                   atol=a if atol is None else atol,
+                                   equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def _main(text: str) -> tuple[IRModule, Function]:
+    mod = aot.parse(text)
+    return mod, mod["main"]
+
+
+def pack(cases: Sequence[Case]) -> IRModule:
+    """One module whose ``main`` returns every case's result."""
+    packed = IRModule()
+    params = []
+    bodies = []
+    for case in cases:
+        mod, fn = _main(case.text)
+        params.extend(fn.params)
+        bodies.append(fn.body)
+        for data in mod.type_definitions.values():
+            if data.header not in packed.type_definitions:
+                packed.add_type(data)
+    packed.add("main", Function(tuple(params), Tuple(tuple(bodies))))
+    return packed
+
+
+def compile_and_load(mod: IRModule, name: str = "model", **options: Any):
+    tmp = Path(tempfile.mkdtemp(prefix=f"aot-{name}-"))
+    return aot.load(aot.compile(mod, tmp, name=name, **options))
+
+
+def run_c(text: str, *args: np.ndarray, **options: Any) -> object:
+    return compile_and_load(aot.parse(text), **options)(*args)
+
+
+def check_program(text: str, args: Sequence[np.ndarray], rtol: float | None = None,
+                  atol: float | None = None, **options: Any) -> object:
+    """Compile ``text`` alone and compare with the interpreter."""
+    mod = aot.parse(text)
+    want = aot.interpret(mod, *args)
+    got = compile_and_load(mod, **options)(*args)
+    w, g = flatten(want), flatten(got)
+    assert len(w) == len(g)
+    for i, (x, y) in enumerate(zip(g, w)):
+        assert_matches(x, y, f"output {i} of\n{text}", rtol, atol)
+    return got
+
+
+def check_cases(cases: Sequence[Case], name: str = "pack") -> None:
+    """Compile all ``cases`` as one program and compare each with the
+    interpreter (see the module docstring)."""
+    assert all(not c.params for c in cases), "params cannot be packed"
+    try:
+        fn = compile_and_load(pack(cases), name=name)
+    except aot.DiagnosticError:
+        for case in cases:          # find the culprit, with its own message
+            try:
+                compile_and_load(aot.parse(case.text), name=name)
+            except aot.DiagnosticError as e:
+                raise AssertionError(f"case {case.name} does not compile:\n{e}\n{case.text}")
+        raise
+    all_args = [a for c in cases for a in c.args]
+    results = fn(*all_args)
+    assert isinstance(results, tuple) and len(results) == len(cases)
+    for case, got in zip(cases, results):
+        want = aot.interpret(aot.parse(case.text), *case.args)
+        w, g = flatten(want), flatten(got)
+        assert len(w) == len(g), case.name
+        for i, (x, y) in enumerate(zip(g, w)):
+            assert_matches(x, y, f"{case.name} output {i}:\n{case.text}", case.rtol, case.atol)
