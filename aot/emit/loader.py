@@ -55,6 +55,7 @@ import numpy as np
 from aot.diagnostics import DiagnosticError
 from aot.emit import cache
 from aot.emit.build import ArtifactLayout, default_jobs, header_key_parts
+from aot.emit.c_types import c_storage_type
 from aot.emit.toolchain import BuildError, Toolchain, find_toolchain, run_tool
 from aot.ir.dtype import DType
 
@@ -67,22 +68,10 @@ EXTENSION_FLAGS: tuple[str, ...] = (
     "-Werror=implicit-function-declaration", "-Werror=pointer-sign",
 )
 
-#: C element type for each dtype, as spelled in generated headers.  float16
-#: travels as its raw 16 bits.
-C_TYPES: dict[DType, str] = {
-    DType.BOOL: "bool",
-    DType.INT8: "int8_t",
-    DType.INT16: "int16_t",
-    DType.INT32: "int32_t",
-    DType.INT64: "int64_t",
-    DType.UINT8: "uint8_t",
-    DType.UINT16: "uint16_t",
-    DType.UINT32: "uint32_t",
-    DType.UINT64: "uint64_t",
-    DType.FLOAT16: "uint16_t",
-    DType.FLOAT32: "float",
-    DType.FLOAT64: "double",
-}
+#: C element type for each dtype, as spelled in generated headers
+#: (:func:`~aot.emit.c_types.c_storage_type`: bool travels as a ``uint8_t``
+#: holding 0 or 1, float16 as its raw 16 bits in a ``uint16_t``).
+C_TYPES: dict[DType, str] = {dtype: c_storage_type(dtype) for dtype in DType}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,178 @@
+"""Render a :class:`~aot.emit.model_plan.ModelPlan` into an artifact
+directory and build it.
+
+The artifact (layout contract, see DESIGN.md)::
+
+    DIR/include/<name>.h            the public header
+    DIR/src/<name>.c                constants, kernels, the entry function
+    DIR/runtime_c/*.h               a copy of the runtime headers it uses
+    DIR/<name>.mk                   variables for firmware Makefiles
+    DIR/metadata.json               shapes, sizes, kernels, ... (sorted JSON)
+    DIR/lib/lib<name>.a             after :func:`build_artifact`
+
+Rendering is :mod:`aot.emit.render_context` (every string) plus the Jinja
+templates in ``templates/`` (the skeletons).  The environment uses
+``StrictUndefined`` (a misspelt context field is an error, not an empty
+string) and ``keep_trailing_newline``; a template error is re-raised as
+:class:`TemplateRenderError` naming the template and line.  Output is a
+pure function of the plan: the same plan gives byte-identical files, and
+files whose bytes did not change are not rewritten (so build caches and
+make see no change).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import jinja2
+
+from ..diagnostics import DiagnosticError
+from .build import ArtifactLayout, LibraryRequest, build_static_libraries, write_sources
+from .model_plan import ModelPlan
+from .render_context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
+                             build_metadata)
+from .resources import runtime_file, templates_dir
+from .toolchain import Toolchain
+
+__all__ = ["Artifact", "TemplateRenderError", "render_artifact", "write_artifact",
+           "open_artifact", "build_artifact", "build_artifacts", "TEMPLATES"]
+
+#: template -> artifact path ({name} is the model name)
+TEMPLATES: tuple[tuple[str, str], ...] = (
+    ("model.h.j2", "include/{name}.h"),
+    ("model.c.j2", "src/{name}.c"),
+    ("model.mk.j2", "{name}.mk"),
+)
+
+
+class TemplateRenderError(RuntimeError):
+    """A template failed to render: a bug in the templates or the context."""
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """A written artifact: its directory, model name and metadata."""
+
+    root: Path
+    name: str
+    metadata: Mapping[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def layout(self) -> ArtifactLayout:
+        return ArtifactLayout(self.root, self.name)
+
+
+@functools.cache
+def _environment(directory: Path) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def _render(template_name: str, ctx: RenderContext) -> str:
+    env = _environment(templates_dir())
+    variables = {name: getattr(ctx, name) for name in RenderContext.__dataclass_fields__}
+    try:
+        return env.get_template(template_name).render(**variables)
+    except jinja2.TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        where = f"{template_name}:{line}" if line else template_name
+        raise TemplateRenderError(f"{where}: {type(exc).__name__}: {exc}") from exc
+
+
+def _metadata_text(metadata: Mapping[str, Any]) -> str:
+    return json.dumps(metadata, sort_keys=True, indent=2, ensure_ascii=True,
+                      allow_nan=False) + "\n"
+
+
+def render_artifact(plan: ModelPlan) -> dict[str, str | bytes]:
+    """Every file of the artifact (path relative to its root -> content),
+    the library excepted.  Pure: no file system writes."""
+    ctx = build_context(plan)
+    files: dict[str, str | bytes] = {}
+    for template_name, target in TEMPLATES:
+        files[target.format(name=plan.name)] = _render(template_name, ctx)
+    for runtime_name in RUNTIME_FILES:
+        files[f"runtime_c/{runtime_name}"] = runtime_file(runtime_name).read_bytes()
+    files["metadata.json"] = _metadata_text(build_metadata(plan, ctx))
+    return files
+
+
+def _remove_stale(root: Path, name: str, keep: set[str]) -> None:
+    """Delete what an earlier artifact left in the directories the build
+    compiles from (src/, runtime_c/), and the files of an earlier model
+    of another name."""
+    for directory in ("src", "runtime_c"):
+        base = root / directory
+        if base.is_dir():
+            for path in sorted(base.rglob("*")):
+                if path.is_file() and path.relative_to(root).as_posix() not in keep:
+                    path.unlink()
+    old = root / "metadata.json"
+    if old.is_file():
+        try:
+            old_name = json.loads(old.read_text()).get("name")
+        except (OSError, ValueError, AttributeError):
+            old_name = None
+        if isinstance(old_name, str) and old_name != name:
+            for stale in (f"include/{old_name}.h", f"{old_name}.mk", f"lib/lib{old_name}.a"):
+                (root / stale).unlink(missing_ok=True)
+
+
+def write_artifact(plan: ModelPlan, out_dir: Path | str) -> Artifact:
+    """Render ``plan`` into ``out_dir`` (created if needed) and return the
+    artifact.  Only files whose content changed are rewritten."""
+    root = Path(out_dir).resolve()
+    files = render_artifact(plan)
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale(root, plan.name, set(files))
+    write_sources(root, files)
+    metadata = json.loads(files["metadata.json"])
+    return Artifact(root, plan.name, metadata)
+
+
+def open_artifact(path: Path | str) -> Artifact:
+    """The artifact written earlier into ``path`` (reads metadata.json)."""
+    root = Path(path).resolve()
+    meta_path = root / "metadata.json"
+    try:
+        metadata = json.loads(meta_path.read_text())
+    except OSError as exc:
+        raise DiagnosticError(f"{meta_path}: cannot read the artifact's metadata: "
+                              f"{exc.strerror}") from None
+    except ValueError as exc:
+        raise DiagnosticError(f"{meta_path}: not valid JSON: {exc}") from None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str):
+        raise DiagnosticError(f"{meta_path}: no model name in the metadata")
+    return Artifact(root, name, metadata)
+
+
+def build_artifacts(artifacts: Sequence[Artifact], *, toolchain: Toolchain | None = None,
+                    jobs: int | None = None, cache_dir: Path | str | None = None,
+                    extra_flags: Sequence[str] = ()) -> list[Path]:
+    """Build ``lib/lib<name>.a`` of every artifact (one compile pool for
+    all); return the libraries' paths in order.  Compiler errors and
+    warnings raise :class:`~aot.emit.toolchain.BuildError`."""
+    requests = [LibraryRequest(a.root, a.name, extra_flags=(*BUILD_FLAGS, *extra_flags))
+                for a in artifacts]
+    builds = build_static_libraries(requests, toolchain=toolchain, jobs=jobs,
+                                    cache_dir=cache_dir)
+    return [b.library for b in builds]
+
+
+def build_artifact(artifact: Artifact, *, toolchain: Toolchain | None = None,
+                   jobs: int | None = None, cache_dir: Path | str | None = None,
+                   extra_flags: Sequence[str] = ()) -> Path:
+    """Build the artifact's static library; return its path."""
+    return build_artifacts([artifact], toolchain=toolchain, jobs=jobs, cache_dir=cache_dir,
+                           extra_flags=extra_flags)[0]
