@@ -1,0 +1,121 @@
+"""Indexed forward dataflow graphs and their post-dominator trees.
+
+Design note
+-----------
+FuseOps (:mod:`aot.passes.fuse_ops`) decides what to fuse from the
+*post-dominators* of a dataflow DAG, as Relay does
+(``src/relay/transforms/fuse_ops.cc``).  This module holds the two data
+structures, independent of the IR:
+
+* :class:`ForwardGraph` numbers the nodes in a topological order (producers
+  before consumers; FuseOps uses the evaluation order) and keeps, for each
+  node, its *outputs* (the consumers of its value, one entry per use) and
+  an ``extern`` flag: the value is also used by something outside the
+  graph (the result of a function, an operand of a ``let``, ``if`` or call
+  of a closure ...), so it has no post-dominator at all.
+
+* :class:`PostDomTree` gives each node its *immediate post-dominator*:
+  the nearest node through which every path from the node to the exit
+  passes.  Because the graph is a DAG, one pass in reverse topological
+  order suffices (Relay's "single pass via LCA"): every consumer of a node
+  already has its tree position, and the node's parent is the least common
+  ancestor, in the tree, of all its consumers.  A node that is extern, or
+  whose consumers have no common ancestor, has no parent (it is a root of
+  the forest).  The LCA climbs by depth, so a chain costs O(1) per node;
+  only nodes with several consumers climb.
+
+:func:`nodes_between` lists every node on some path from a node to one of
+its post-dominators: the nodes a fusion from ``src`` into ``sink`` takes
+along.  Everything is iterative: a 10,000-node chain is a 10,000-deep tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["ForwardGraph", "PostDomTree", "nodes_between"]
+
+
+@dataclass(slots=True)
+class ForwardGraph:
+    """A DAG on nodes ``0 .. size-1`` numbered in topological order (every
+    edge goes from a lower to a higher number)."""
+
+    #: ``outputs[i]``: the consumers of node ``i``, one entry per use.
+    outputs: list[list[int]] = field(default_factory=list)
+    #: ``extern[i]``: node ``i`` is used outside the graph.
+    extern: list[bool] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.outputs)
+
+    def add_node(self) -> int:
+        self.outputs.append([])
+        self.extern.append(False)
+        return len(self.outputs) - 1
+
+    def add_edge(self, producer: int, consumer: int) -> None:
+        assert producer < consumer, "edges go forward in topological order"
+        self.outputs[producer].append(consumer)
+
+
+@dataclass(frozen=True, slots=True)
+class PostDomTree:
+    """``parent[i]`` is the immediate post-dominator of node ``i`` (-1 for
+    none); ``depth[i]`` its depth in the forest (roots have depth 1)."""
+
+    parent: tuple[int, ...]
+    depth: tuple[int, ...]
+
+    @staticmethod
+    def build(graph: ForwardGraph) -> PostDomTree:
+        n = graph.size
+        parent = [-1] * n
+        depth = [1] * n
+        for i in range(n - 1, -1, -1):
+            users = graph.outputs[i]
+            if graph.extern[i] or not users:
+                continue
+            lca = users[0]
+            for u in users[1:]:
+                lca = _lca(parent, depth, lca, u)
+                if lca < 0:
+                    break
+            if lca >= 0:
+                parent[i] = lca
+                depth[i] = depth[lca] + 1
+        return PostDomTree(tuple(parent), tuple(depth))
+
+
+def _lca(parent: list[int], depth: list[int], a: int, b: int) -> int:
+    """The least common ancestor of ``a`` and ``b`` in the forest, or -1."""
+    while a != b:
+        if a < 0 or b < 0:
+            return -1
+        if depth[a] < depth[b]:
+            b = parent[b]
+        elif depth[b] < depth[a]:
+            a = parent[a]
+        else:
+            a = parent[a]
+            b = parent[b]
+    return a
+
+
+def nodes_between(graph: ForwardGraph, src: int, sink: int) -> list[int]:
+    """Every node on a path from ``src`` to ``sink``, ``src`` excluded and
+    ``sink`` included, in increasing (topological) order.  ``sink`` must
+    post-dominate ``src``, so every path from ``src`` reaches it."""
+    assert src != sink
+    seen = {sink}
+    stack = [u for u in graph.outputs[src]]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        assert not graph.extern[node] and graph.outputs[node], \
+            "sink does not post-dominate src"
+        stack.extend(graph.outputs[node])
+    return sorted(seen)
