@@ -3,3 +3,4 @@
 :func:`aot.emit.te.lookup_lowering` does so on first use."""
 
 from . import elemwise  # noqa: F401
+from . import nn  # noqa: F401

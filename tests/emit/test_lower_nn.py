@@ -1,0 +1,373 @@
+"""Lowerings of the nn family (aot/emit/lowering/nn.py) against the
+interpreter, through the kernel-IR evaluator: every operator over the
+attribute tables of tests/ops/test_nn.py (small shapes), fused chains in
+one group, and the loop structure of the multiply-accumulate kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aot.emit import kernel_ir as K
+from aot.emit.kernel_walk import walk_stmts
+from aot.emit.simplify import simplify_kernel
+from lowering_harness import check_lowering
+
+RNG = np.random.default_rng(11)
+FLOATS = ["float16", "float32", "float64"]
+RTOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-12}
+
+
+def sample(shape, dtype, lo=-100, hi=100):
+    if np.dtype(dtype).kind == "f":
+        return RNG.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return RNG.integers(max(lo, info.min), min(hi, info.max) + 1, size=shape).astype(dtype)
+
+
+def tt(shape, dtype):
+    """Relay's spelling of a tensor type."""
+    dims = ", ".join(str(d) for d in shape)
+    return f"Tensor[({dims}{',' if len(shape) == 1 else ''}), {dtype}]"
+
+
+def program(params, body):
+    ps = ", ".join(f"%{name}: {tt(shape, dt)}" for name, shape, dt in params)
+    return f'#[version = "0.0.5"]\ndef @main({ps}) {{\n  {body}\n}}\n'
+
+
+def check(params, body, args, dtype="float32"):
+    tol = RTOL.get(dtype, 0)
+    return check_lowering(program(params, body), args, rtol=tol, atol=tol)
+
+
+def fnum(x):
+    return f"{x!r}f"
+
+
+# ------------------------------------------------------------ activations
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int8", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4)])
+def test_relu(dtype, shape):
+    x = sample(shape, dtype) if dtype != "bool" else RNG.random(shape) < 0.5
+    x = np.asarray(x)
+    if dtype.startswith("float") and x.size > 1:
+        x.reshape(-1)[:2] = [np.nan, -0.0]
+    check([("x", shape, dtype)], "nn.relu(%x)", [x], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("alpha", [0.0, 0.01, 0.25, 1.5])
+def test_leaky_relu_float(dtype, alpha):
+    x = sample((3, 7), dtype)
+    check([("x", (3, 7), dtype)], f"nn.leaky_relu(%x, alpha={fnum(alpha)})", [x], dtype)
+
+
+@pytest.mark.parametrize("dtype,alpha", [("int32", 2.7), ("int32", 0.5), ("int8", -3.9),
+                                         ("int8", 100.0), ("uint8", 3.0)])
+def test_leaky_relu_integer_converts_alpha_like_the_reference(dtype, alpha):
+    x = sample((4, 5), dtype)
+    check([("x", (4, 5), dtype)], f"nn.leaky_relu(%x, alpha={fnum(alpha)})", [x], dtype)
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 3, 4, 4), 1), ((2, 5), 1), ((4, 6, 3), -1),
+                                        ((3, 2, 2), 0)])
+@pytest.mark.parametrize("dtype", ["float32", "int16"])
+def test_prelu(shape, axis, dtype):
+    x, a = sample(shape, dtype), sample((shape[axis],), dtype)
+    check([("x", shape, dtype), ("a", (shape[axis],), dtype)],
+          f"nn.prelu(%x, %a, axis={axis})", [x, a], dtype)
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 3, 4, 5), 1), ((2, 3), 1), ((2, 3, 4), -1),
+                                        ((4,), 0)])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int8"])
+def test_bias_add(shape, axis, dtype):
+    x, b = sample(shape, dtype), sample((shape[axis],), dtype)
+    check([("x", shape, dtype), ("b", (shape[axis],), dtype)],
+          f"nn.bias_add(%x, %b, axis={axis})", [x, b], dtype)
+
+
+# --------------------------------------------------------------- softmax
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,axis", [((5,), 0), ((2, 7), -1), ((2, 3, 4), 1),
+                                        ((1, 2, 3, 4), 3), ((2, 3, 2), 0)])
+def test_softmax_and_log_softmax(op, dtype, shape, axis):
+    x = sample(shape, dtype) * 4
+    check([("x", shape, dtype)], f"{op}(%x, axis={axis})", [x], dtype)
+
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+def test_softmax_large_inputs_and_nan(op):
+    x = np.array([[1000.0, 1000.0, -1000.0], [np.nan, 1.0, 2.0],
+                  [-np.inf, 0.0, 1.0]], dtype=np.float32)
+    check([("x", (3, 3), "float32")], f"{op}(%x)", [x])
+
+
+# -------------------------------------------------------- dense / matmul
+
+DENSE_CASES = [
+    # data shape, units, data dtype, weight dtype, out_dtype
+    ((3, 5), 4, "float32", "float32", None),
+    ((2, 3, 5), 2, "float64", "float64", None),
+    ((4,), 3, "float16", "float16", None),
+    ((2, 6), 3, "float16", "float16", "float32"),
+    ((3, 8), 5, "int8", "int8", "int32"),
+    ((3, 8), 5, "uint8", "int8", "int32"),
+    ((2, 4), 3, "int16", "int16", "int16"),     # wraps in int16
+    ((2, 16), 3, "int8", "int8", None),         # accumulates (wrapping) in int8
+    ((2, 5), 3, "int32", "int32", "float32"),   # integers summed in float64
+    ((2, 5), 3, "int8", "uint8", "uint8"),
+]
+
+
+@pytest.mark.parametrize("shape,units,dt,wdt,out", DENSE_CASES)
+def test_dense(shape, units, dt, wdt, out):
+    x = sample(shape, dt, -128, 127)
+    w = sample((units, shape[-1]), wdt, -128, 127)
+    attrs = f"units={units}" + (f', out_dtype="{out}"' if out else "")
+    check([("x", shape, dt), ("w", (units, shape[-1]), wdt)], f"nn.dense(%x, %w, {attrs})",
+          [x, w], out or dt)
+
+
+def test_dense_int8_is_exact_for_extreme_values():
+    x = np.full((1, 64), -128, np.int8)
+    w = np.full((2, 64), -128, np.int8)
+    check([("x", (1, 64), "int8"), ("w", (2, 64), "int8")],
+          'nn.dense(%x, %w, out_dtype="int32")', [x, w], "int32")
+
+
+@pytest.mark.parametrize("ashape,bshape,ta,tb", [
+    ((3, 4), (4, 5), False, False),
+    ((4, 3), (4, 5), True, False),
+    ((3, 4), (5, 4), False, True),
+    ((4, 3), (5, 4), True, True),
+    ((2, 4, 3), (4, 5), True, False),           # N-d data
+    ((2, 3, 4), (5, 4), False, True),
+    ((4,), (4, 5), False, False),               # 1-d data
+    ((4, 1), (4, 5), True, False),              # one row: no column copy needed
+])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_matmul(ashape, bshape, ta, tb, dtype):
+    a, b = sample(ashape, dtype), sample(bshape, dtype)
+    check([("a", ashape, dtype), ("b", bshape, dtype)],
+          f"nn.matmul(%a, %b, transpose_a={ta}, transpose_b={tb})", [a, b], dtype)
+
+
+@pytest.mark.parametrize("xs,ys,ta,tb", [
+    ((2, 3, 4), (2, 5, 4), False, True),
+    ((2, 4, 3), (2, 4, 5), True, False),
+    ((1, 3, 4), (3, 4, 5), False, False),   # batch 1 broadcasts
+    ((3, 4, 3), (1, 5, 4), True, True),
+    ((2, 3, 4), (1, 5, 4), False, True),
+])
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_batch_matmul(xs, ys, ta, tb, dtype):
+    x, y = sample(xs, dtype), sample(ys, dtype)
+    out = ', out_dtype="int32"' if dtype == "int8" else ""
+    check([("x", xs, dtype), ("y", ys, dtype)],
+          f"nn.batch_matmul(%x, %y, transpose_a={ta}, transpose_b={tb}{out})", [x, y],
+          "int32" if out else dtype)
+
+
+# -------------------------------------------------------- normalisation
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,axis", [((2, 3, 2, 2), 1), ((5, 3), 1), ((2, 4, 3), -1)])
+@pytest.mark.parametrize("center,scale", [(True, True), (False, True), (True, False)])
+def test_batch_norm(dtype, shape, axis, center, scale):
+    c = shape[axis]
+    x = sample(shape, dtype)
+    gamma, beta, mean = (sample((c,), dtype) for _ in range(3))
+    var = (np.abs(sample((c,), dtype)) + 0.5).astype(dtype)
+    params = [("x", shape, dtype)] + [(n, (c,), dtype) for n in ("g", "b", "m", "v")]
+    check(params, f"nn.batch_norm(%x, %g, %b, %m, %v, axis={axis}, epsilon=0.001f, "
+                  f"center={center}, scale={scale})", [x, gamma, beta, mean, var], dtype)
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="lower_group reads TupleGetItem.tuple; the field is tuple_value")
+def test_batch_norm_output_fused_with_relu():
+    shape, c = (2, 3, 2), 3
+    args = [sample(shape, "float32")] + [sample((c,), "float32") for _ in range(3)] \
+        + [np.abs(sample((c,), "float32")) + 0.5]
+    params = [("x", shape, "float32")] + [(n, (c,), "float32") for n in ("g", "b", "m", "v")]
+    check(params, "%0 = nn.batch_norm(%x, %g, %b, %m, %v);\n  nn.relu(%0.0)", args)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,axis", [((2, 5), -1), ((2, 3, 6), 2), ((4, 3, 2), 1)])
+@pytest.mark.parametrize("center,scale", [(True, True), (False, False)])
+def test_layer_norm(dtype, shape, axis, center, scale):
+    x = sample(shape, dtype)
+    gamma, beta = sample((shape[axis],), dtype), sample((shape[axis],), dtype)
+    params = [("x", shape, dtype), ("g", (shape[axis],), dtype), ("b", (shape[axis],), dtype)]
+    check(params, f"nn.layer_norm(%x, %g, %b, axis={axis}, center={center}, scale={scale})",
+          [x, gamma, beta], dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bool"])
+def test_dropout(dtype):
+    x = sample((3, 4), dtype) if dtype != "bool" else RNG.random((3, 4)) < 0.5
+    check([("x", (3, 4), dtype)], "nn.dropout(%x, rate=0.3f)", [x], dtype)
+
+
+# ---------------------------------------------------------- flatten, pad
+
+@pytest.mark.parametrize("shape", [(2,), (2, 3), (2, 3, 4, 5), (1, 1, 1)])
+def test_batch_flatten(shape):
+    check([("x", shape, "int16")], "nn.batch_flatten(%x)", [sample(shape, "int16")], "int16")
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 4), (2, 3, 2, 2)])
+def test_batch_flatten_of_a_fused_value_unravels_the_index(shape):
+    check([("x", shape, "float32")], "nn.batch_flatten(negative(%x))",
+          [sample(shape, "float32")])
+
+
+PAD_CASES = [
+    ((4,), [[1, 2]]),
+    ((3, 4), [[0, 0], [2, 1]]),
+    ((1, 2, 3, 4), [[0, 0], [0, 0], [2, 2], [1, 3]]),
+    ((2, 3), [[1, 1], [0, 2]]),
+]
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+@pytest.mark.parametrize("shape,widths", PAD_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_pad(mode, shape, widths, dtype):
+    x = sample(shape, dtype)
+    value = np.array(7.9, dtype=np.float32)
+    check([("x", shape, dtype), ("v", (), "float32")],
+          f'nn.pad(%x, %v, pad_width={widths}, pad_mode="{mode}")', [x, value], dtype)
+
+
+@pytest.mark.parametrize("value,dtype", [(300.7, "int8"), (np.nan, "int32"), (-2.5, "uint8"),
+                                         (0.1, "float16")])
+def test_pad_value_converted_like_the_reference(value, dtype):
+    x = sample((2, 2), dtype)
+    check([("x", (2, 2), dtype), ("v", (), "float64")],
+          "nn.pad(%x, %v, pad_width=[[1, 0], [0, 1]])",
+          [x, np.array(value, dtype=np.float64)], dtype)
+
+
+def test_pad_of_an_empty_axis_is_all_value():
+    x = np.zeros((0, 2), np.float32)
+    check([("x", (0, 2), "float32")], "nn.pad(%x, 3f, pad_width=[[1, 1], [0, 0]])", [x])
+
+
+# ----------------------------------------------------------- fused chains
+
+def test_dense_bias_add_relu_is_one_kernel_with_an_epilogue():
+    x, w, b = sample((2, 6), "float32"), sample((4, 6), "float32"), sample((4,), "float32")
+    group = check([("x", (2, 6), "float32"), ("w", (4, 6), "float32"), ("b", (4,), "float32")],
+                  "%0 = nn.dense(%x, %w, units=4);\n  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)",
+                  [x, w, b])
+    assert group.anchor == "nn.dense"
+    assert group.scratch == ()
+
+
+def test_dense_add_tanh():
+    x, w, c = sample((3, 5), "float32"), sample((2, 5), "float32"), sample((3, 2), "float32")
+    check([("x", (3, 5), "float32"), ("w", (2, 5), "float32"), ("c", (3, 2), "float32")],
+          "%0 = nn.dense(%x, %w);\n  %1 = add(%0, %c);\n  tanh(%1)", [x, w, c])
+
+
+def test_int8_dense_with_a_cast_prologue_and_bias_epilogue():
+    x, w, b = sample((2, 8), "int8"), sample((3, 8), "int8"), sample((3,), "int32")
+    check([("x", (2, 8), "int8"), ("w", (3, 8), "int8"), ("b", (3,), "int32")],
+          '%0 = nn.dense(negative(%x), %w, out_dtype="int32");\n  nn.bias_add(%0, %b)',
+          [x, w, b], "int32")
+
+
+def test_pad_before_an_elementwise_op():
+    x = sample((2, 3), "float32")
+    check([("x", (2, 3), "float32")],
+          '%0 = nn.pad(%x, 1.5f, pad_width=[[1, 1], [2, 0]]);\n  exp(%0)', [x])
+    check([("x", (2, 3), "float32")],
+          '%0 = nn.pad(sigmoid(%x), 0f, pad_width=[[1, 1], [2, 0]], pad_mode="reflect");\n'
+          '  multiply(%0, 2f)', [x])
+
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+def test_softmax_times_a_scalar(op):
+    x = sample((2, 3, 4), "float32")
+    check([("x", (2, 3, 4), "float32")], f"%0 = {op}(%x, axis=1);\n  multiply(%0, 3f)", [x])
+
+
+def test_softmax_of_a_fused_prologue():
+    x = sample((3, 4), "float16")
+    check([("x", (3, 4), "float16")], "nn.softmax(multiply(%x, 2f16))", [x], "float16")
+
+
+def test_batch_matmul_then_relu():
+    x, y = sample((2, 3, 4), "float32"), sample((2, 5, 4), "float32")
+    check([("x", (2, 3, 4), "float32"), ("y", (2, 5, 4), "float32")],
+          "nn.relu(nn.batch_matmul(%x, %y))", [x, y])
+
+
+# ------------------------------------------- structure of the MAC kernels
+
+def _innermost_loops(kernel):
+    return [s for s in walk_stmts(kernel.body) if isinstance(s, K.For)
+            and not any(isinstance(t, K.For) for t in walk_stmts(s.body))]
+
+
+def _mac_loop(text):
+    """The kernel of ``text``, simplified, and its reduction loop (the
+    innermost loop that accumulates into a scalar)."""
+    from lowering_harness import lower_main
+    _, group = lower_main(text)
+    kernel = simplify_kernel(group.kernel)
+    loops = [s for s in _innermost_loops(kernel) if isinstance(s.body, K.Assign)
+             or (isinstance(s.body, K.Block) and len(s.body.stmts) == 1
+                 and isinstance(s.body.stmts[0], K.Assign))]
+    assert len(loops) == 1, loops
+    return group, loops[0]
+
+
+def _loads(expr):
+    from aot.emit.kernel_walk import postorder, children
+    found = []
+    postorder(expr, children, lambda e, _: found.append(e) if isinstance(e, K.Load) else None)
+    return found
+
+
+def _contiguous_in(load, var):
+    """The load's index is ``var`` plus terms free of it (stride 1)."""
+    idx = load.index
+    if idx == var:
+        return True
+    return isinstance(idx, K.BinOp) and idx.op is K.BinaryOperator.ADD and (
+        idx.b == var or idx.a == var)
+
+
+@pytest.mark.parametrize("body,params,contiguous,scratch", [
+    ("nn.dense(%x, %w)", [("x", (2, 8), "float32"), ("w", (3, 8), "float32")], 2, False),
+    ('nn.dense(%x, %w, out_dtype="int32")', [("x", (2, 8), "int8"), ("w", (3, 8), "int8")],
+     2, False),
+    ("nn.matmul(%x, %w)", [("x", (2, 8), "float32"), ("w", (8, 3), "float32")], 1, False),
+    ("nn.matmul(%x, %w, transpose_a=True, transpose_b=True)",
+     [("x", (8, 2), "float32"), ("w", (3, 8), "float32")], 1, False),
+    # neither operand is contiguous in k: the column of x is copied first
+    ("nn.matmul(%x, %w, transpose_a=True)",
+     [("x", (8, 2), "float32"), ("w", (8, 3), "float32")], 1, True),
+    ("nn.batch_matmul(%x, %y)", [("x", (2, 3, 8), "float32"), ("y", (2, 4, 8), "float32")],
+     2, False),
+    ("nn.batch_matmul(%x, %y, transpose_a=True, transpose_b=False)",
+     [("x", (2, 8, 3), "float32"), ("y", (2, 8, 4), "float32")], 1, True),
+])
+def test_mac_loop_is_a_scalar_accumulation_with_constant_bounds(body, params, contiguous,
+                                                                 scratch):
+    group, loop = _mac_loop(program(params, body))
+    assert isinstance(loop.extent, K.Const) and loop.extent.value == 8
+    assign = loop.body if isinstance(loop.body, K.Assign) else loop.body.stmts[0]
+    assert isinstance(assign.value, K.BinOp) and assign.value.a == assign.var
+    loads = _loads(assign.value)
+    assert len(loads) == 2
+    assert sum(_contiguous_in(ld, loop.var) for ld in loads) == contiguous
+    assert bool(group.scratch) == scratch
