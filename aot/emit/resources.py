@@ -7,11 +7,15 @@ packages ``aot._templates`` and ``aot._runtime_c`` (pyproject.toml maps
 those package names onto the two directories), so the lookup is:
 
 1. the package resource, when ``aot._templates`` / ``aot._runtime_c`` can
-   be imported and holds the expected file (regular and editable
-   installs);
+   be found and holds the expected file (an installed wheel);
 2. otherwise the repository checkout this module was imported from
    (``<repo>/aot/emit/resources.py`` -> ``<repo>/templates``), which covers
-   running from a source tree without installing.
+   running from a source tree and editable installs.
+
+``aot/_templates/`` and ``aot/_runtime_c/`` in the source tree are
+placeholders (a README each): setuptools' package finder only lists
+packages that exist as directories, and pyproject.toml's ``package-dir``
+then builds them from ``templates/`` and ``runtime_c/``.
 
 A directory counts only if it holds its marker file (``model.c.j2``,
 ``aot_kernel_helpers.h``), so a stray empty namespace package never wins.
@@ -20,7 +24,7 @@ A directory counts only if it holds its marker file (``model.c.j2``,
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import importlib.util
 from pathlib import Path
 
 __all__ = ["templates_dir", "runtime_dir", "runtime_file", "ResourceError"]
@@ -37,17 +41,22 @@ class ResourceError(RuntimeError):
 
 
 def _from_package(package: str, marker: str) -> Path | None:
+    """The installed directory of data package ``package`` holding
+    ``marker``.  These packages have no ``__init__.py`` (namespace
+    packages), so their directories come from the import spec's search
+    locations; an editable install may list the source tree's placeholder
+    directory there, which has no marker and is skipped."""
     try:
-        root = importlib.resources.files(package)
-    except (ModuleNotFoundError, TypeError):
+        spec = importlib.util.find_spec(package)
+    except ImportError:
         return None
-    candidate = root / marker
-    if not candidate.is_file():
+    if spec is None or spec.submodule_search_locations is None:
         return None
-    # Both install kinds unpack to real directories; a zipped install
-    # (zipimport) would not, and the emitter needs real paths to copy from.
-    path = Path(str(root))
-    return path if (path / marker).is_file() else None
+    for location in spec.submodule_search_locations:
+        path = Path(location)
+        if (path / marker).is_file():
+            return path
+    return None
 
 
 def _locate(package: str, directory: str, marker: str) -> Path:
