@@ -108,7 +108,8 @@ them as opaque): their operands are extern, and the bodies of functions,
 from two regions (outside an ``if`` and inside a branch, or in both
 branches) is extern too, so no computation moves into or out of a branch
 or closure body.  Calls whose type or operand types are not tensors or
-tuples of tensors (polymorphic code) are boundaries as well.
+tuples of tensors (polymorphic code) are boundaries as well.  Since a
+``let`` is a boundary, run FuseOps on graph form, before A-normal form.
 
 **Deviations from Relay.**
 

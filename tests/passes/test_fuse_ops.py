@@ -18,8 +18,8 @@ from aot.ir.dtype import DType
 from aot.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var, const, op
 from aot.ir.module import IRModule
 from aot.ir.registry import PatternKind
-from aot.ir.structural import assert_structural_equal, structural_equal
-from aot.ir.types import TensorType, TupleType
+from aot.ir.structural import assert_structural_equal
+from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
 from aot.passes.dominators import ForwardGraph, PostDomTree, nodes_between
 from aot.passes.fuse_ops import fuse_ops, is_primitive, primitive_groups
@@ -274,7 +274,8 @@ GROUP_CASES = [
      "sum(subtract(%x, %y), axis=[1])",
      [["subtract", "sum"]]),
     ("mean_centred_variance",
-     X4, "%0 = mean(%x, axis=[1], keepdims=True); mean(multiply(subtract(%x, %0), subtract(%x, %0)), axis=[1])",
+     X4, "%0 = mean(%x, axis=[1], keepdims=True);"
+     "mean(multiply(subtract(%x, %0), subtract(%x, %0)), axis=[1])",
      [["mean"], ["subtract", "subtract", "multiply", "mean"]]),
     ("cast_dense_prologue", "%x: Tensor[(2, 4), int32], %w: Tensor[(3, 4), float32]",
      "nn.dense(cast(%x, dtype=\"float32\"), %w)",
@@ -538,7 +539,8 @@ def test_ten_thousand_op_chain_and_ladder():
     x = Var("x", TensorType((2, 2), F32))
     y: Expr = x
     for i in range(10_000):
-        y = Call(op("add"), (y, x)) if i % 5 == 0 else Call(op("negative" if i % 2 else "abs"), (y,))
+        name = "add" if i % 5 == 0 else "negative" if i % 2 else "abs"
+        y = Call(op(name), (y, x) if name == "add" else (y,))
     before = aot.infer_types(IRModule.from_expr(Function((x,), y)))
     after = fuse_ops(before)
     assert [len(g) for g in groups(after)] == [256] * 39 + [16]
