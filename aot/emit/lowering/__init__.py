@@ -4,3 +4,5 @@
 
 from . import elemwise  # noqa: F401
 from . import nn  # noqa: F401
+from . import reduce  # noqa: F401
+from . import algorithm  # noqa: F401
