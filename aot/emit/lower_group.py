@@ -179,7 +179,7 @@ def lower_group(fn: Function, name: str, *, source: str = "") -> LoweredGroup:
         elif isinstance(node, Tuple):
             state.values[key] = tuple(state.values[id(f)] for f in node.fields)
         elif isinstance(node, TupleGetItem):
-            tup = state.values[id(node.tuple)]
+            tup = state.values[id(node.tuple_value)]
             assert isinstance(tup, tuple)
             state.values[key] = tup[node.index]
         elif isinstance(node, Call) and isinstance(node.op, Op):

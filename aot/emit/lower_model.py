@@ -127,7 +127,7 @@ class _Builder:
         if key not in self.kernel_keys:
             cname = f"{self.name}_k{len(self.kernels)}"
             self.kernel_keys[key] = cname
-            self.kernels.append(K.Kernel(cname, k.params, k.body, k.comment))
+            self.kernels.append(K.Kernel(cname, k.params, k.body))
             self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor))
         return self.kernel_keys[key]
 
@@ -188,7 +188,7 @@ def describe_group(fn: Function) -> str:
         elif isinstance(node, Tuple):
             names[id(node)] = "(" + ", ".join(names[id(f)] for f in node.fields) + ")"
         elif isinstance(node, TupleGetItem):
-            names[id(node)] = f"{names[id(node.tuple)]}.{node.index}"
+            names[id(node)] = f"{names[id(node.tuple_value)]}.{node.index}"
         elif isinstance(node, Call) and not isinstance(node.op, Function):
             args = ", ".join(names[id(a)] for a in node.args)
             attrs = node.attrs.to_raw() if hasattr(node.attrs, "to_raw") else {}
@@ -220,7 +220,7 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
         inputs.append(TensorSpec(cname, tuple(t.shape), t.dtype, p.name_hint))
         values[id(p)] = slot
 
-    for node in post_order(main.body):
+    for node in post_order(main.body, into_functions=False):
         if id(node) in values:
             continue
         values[id(node)] = _value(b, node, values)
@@ -244,7 +244,7 @@ def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:
     if isinstance(node, Tuple):
         return tuple(values[id(f)] for f in node.fields)
     if isinstance(node, TupleGetItem):
-        tup = values[id(node.tuple)]
+        tup = values[id(node.tuple_value)]
         assert isinstance(tup, tuple)
         return tup[node.index]
     if isinstance(node, Call) and _is_primitive(node.op):

@@ -169,8 +169,9 @@ class ExprVisitor(ExprFunctor[None]):
     visit_ref_create = visit_ref_read = visit_ref_write = _walk
 
 
-def post_order(expr: Expr) -> list[Expr]:
-    """Every node reachable from ``expr`` (descending into functions), each
+def post_order(expr: Expr, *, into_functions: bool = True) -> list[Expr]:
+    """Every node reachable from ``expr`` (descending into function bodies
+    unless ``into_functions`` is False: then a Function is a leaf), each
     once, children before parents."""
     order: list[Expr] = []
 
@@ -184,7 +185,13 @@ def post_order(expr: Expr) -> list[Expr]:
             yield from ExprVisitor._walk(self, node)
             order.append(node)
 
-        visit_tuple = visit_tuple_getitem = visit_call = visit_function = _walk
+        def visit_function(self, node: Expr) -> Visit:
+            if into_functions:
+                yield from self._walk(node)
+            else:
+                order.append(node)
+
+        visit_tuple = visit_tuple_getitem = visit_call = _walk
         visit_let = visit_if = visit_match = _walk
         visit_ref_create = visit_ref_read = visit_ref_write = _walk
 
