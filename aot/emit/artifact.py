@@ -84,9 +84,21 @@ def _render(template_name: str, ctx: RenderContext) -> str:
     try:
         return env.get_template(template_name).render(**variables)
     except jinja2.TemplateError as exc:
-        line = getattr(exc, "lineno", None)
+        line = getattr(exc, "lineno", None) or _template_line(exc, template_name)
         where = f"{template_name}:{line}" if line else template_name
         raise TemplateRenderError(f"{where}: {type(exc).__name__}: {exc}") from exc
+
+
+def _template_line(exc: BaseException, template_name: str) -> int | None:
+    """The template line a render-time error came from: Jinja rewrites the
+    traceback so that template frames carry the template's file and line."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).name == template_name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def _metadata_text(metadata: Mapping[str, Any]) -> str:

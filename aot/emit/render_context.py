@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -493,7 +494,8 @@ def _entry_doc(plan: ModelPlan, NAME: str, inputs: Sequence[TensorView],
         "inputs, each other or the arena.",
     ]
     if len(plan.outputs) > 1 or not isinstance(plan.output_tree, int):
-        lines.append(f"The result is the tuple {_tree_text(plan, plan.output_tree)}.")
+        lines += textwrap.wrap(f"The result is the tuple {_tree_text(plan, plan.output_tree)}.",
+                               width=LINE_WIDTH - 4, break_on_hyphens=False)
     if plan.arena == "static":
         lines += ["",
                   f"The arena ({NAME}_ARENA_BYTES bytes) is a static object of this",
