@@ -6,3 +6,4 @@ from . import elemwise  # noqa: F401
 from . import nn  # noqa: F401
 from . import reduce  # noqa: F401
 from . import algorithm  # noqa: F401
+from . import transform  # noqa: F401  (and transform_index, transform_init, layout)
