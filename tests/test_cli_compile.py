@@ -1,0 +1,88 @@
+"""`aot compile` and `aot run --backend c`: the artifact contract from the
+command line, the same printed result as the interpreter, diagnostics and
+exit codes for programs the C backend refuses."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from aot.cli import main
+
+PROGRAM = """
+def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(4, 3), float32]) {
+  %0 = nn.dense(%x, %w);
+  %1 = add(%0, 1f);
+  tanh(%1)
+}
+"""
+
+
+def write(tmp_path, text, name="prog.relay"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_compile_writes_the_artifact(tmp_path, capsys):
+    f = write(tmp_path, PROGRAM)
+    out = tmp_path / "art"
+    assert main(["compile", f, "-o", str(out), "--name", "net"]) == 0
+    for rel in ["include/net.h", "src/net.c", "lib/libnet.a", "net.mk", "metadata.json"]:
+        assert (out / rel).is_file(), rel
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["name"] == "net"
+    assert len(meta["kernels"]) == 1          # dense + add + tanh: one fused kernel
+    assert "1 kernels" in capsys.readouterr().out
+
+
+def test_compile_binds_params_and_static_arena(tmp_path):
+    f = write(tmp_path, PROGRAM)
+    w = tmp_path / "w.npy"
+    np.save(w, np.arange(12, dtype=np.float32).reshape(4, 3))   # not a splat
+    out = tmp_path / "art"
+    assert main(["compile", f, "-o", str(out), "--name", "net", "--param", f"w={w}",
+                 "--arena", "static"]) == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    assert [i["name"] for i in meta["inputs"]] == ["x"]
+    assert meta["constant_bytes"] == 4 * 3 * 4
+    assert "net_run(const float *x, float *out)" in (out / "include/net.h").read_text()
+
+
+def test_run_backend_c_prints_what_the_interpreter_prints(tmp_path, capsys):
+    f = write(tmp_path, PROGRAM)
+    x, w = tmp_path / "x.npy", tmp_path / "w.npy"
+    rng = np.random.default_rng(1)
+    np.save(x, rng.standard_normal((2, 3)).astype(np.float32))
+    np.save(w, rng.standard_normal((4, 3)).astype(np.float32))
+    args = ["run", f, "--input", f"x={x}", "--input", f"w={w}"]
+    assert main(args + ["--backend", "interp"]) == 0
+    interp = capsys.readouterr().out
+    assert main(args + ["--backend", "c"]) == 0
+    c = capsys.readouterr().out
+    got = np.array(eval(c.replace("array", "")))
+    want = np.array(eval(interp.replace("array", "")))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_compile_refuses_control_flow_with_a_diagnostic(tmp_path, capsys):
+    f = write(tmp_path, "def @main(%c: bool, %x: Tensor[(2), float32]) {\n"
+                        "  if (%c) { %x } else { negative(%x) }\n}\n")
+    assert main(["compile", f, "-o", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "prog.relay:2:3: error:" in err and "Traceback" not in err
+
+
+def test_compile_rejects_a_bad_model_name(tmp_path, capsys):
+    f = write(tmp_path, PROGRAM)
+    assert main(["compile", f, "-o", str(tmp_path / "o"), "--name", "9net"]) == 1
+    assert "invalid model name" in capsys.readouterr().err
+
+
+def test_compile_rejects_an_unknown_param(tmp_path, capsys):
+    f = write(tmp_path, PROGRAM)
+    v = tmp_path / "v.npy"
+    np.save(v, np.ones(3, np.float32))
+    assert main(["compile", f, "-o", str(tmp_path / "o"), "--param", f"v={v}"]) == 1
+    assert "no parameter named `v`" in capsys.readouterr().err
