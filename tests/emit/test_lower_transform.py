@@ -235,3 +235,21 @@ def test_collapse_sum_accumulates_in_a_scalar():
 @pytest.mark.parametrize("compiler", compilers())
 def test_transform_cases_compile_and_run_in_c(compiler, tmp_path):
     check_cases_in_c(CASES + COLLAPSE + FUSED, tmp_path, compiler)
+
+
+@pytest.mark.parametrize("body", [
+    "transpose(%x)",
+    "reverse(%x, axis=0)",
+    "strided_slice(%x, begin=[2], end=[-4], strides=[-1])",
+    'layout_transform(%x, src_layout="NC", dst_layout="CN")',
+    "gather(%x, %i, axis=1)",
+    "take(%x, %i)",
+])
+def test_permuting_transforms_never_write_over_their_input(body):
+    """Element i of these results is not element i of the input even when
+    the shapes agree, so the output must not overwrite an input in place
+    (lower_group's ``inplace_inputs``)."""
+    from lowering_harness import lower_main
+    _, group = lower_main("def @main(%x: Tensor[(3, 3), float32], %i: Tensor[(3, 3), int32]) "
+                          f"{{ {body} }}")
+    assert group.inplace_inputs == ()
