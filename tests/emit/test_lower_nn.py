@@ -8,11 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import aot
 from aot.emit import kernel_ir as K
+from aot.emit.lower_group import lower_group
 from aot.emit.kernel_eval import evaluate
 from aot.emit.kernel_walk import children, postorder, walk_stmts
 from aot.emit.simplify import simplify_kernel
-from lowering_harness import check_lowering, lower_main
+from kernel_c_harness import build, call, compilers
+from lowering_harness import assert_close, check_lowering, lower_main, main_as_group
 
 RNG = np.random.default_rng(11)
 FLOATS = ["float16", "float32", "float64"]
@@ -399,3 +402,84 @@ def test_mac_loop_is_a_scalar_accumulation_with_constant_bounds(body, params, co
         steps = {b - a for a, b in zip(addresses, addresses[1:])}
         assert (steps == {1}) == want, (operand, addresses)
     assert bool(group.scratch) == scratch
+
+
+# ------------------------------------------------- the printed C, compiled
+
+C_CASES = [
+    # (params, body)
+    ([("x", (2, 5), "float32")], "nn.relu(%x)"),
+    ([("x", (2, 5), "float16")], "nn.relu(%x)"),
+    ([("x", (2, 5), "int8")], "nn.leaky_relu(%x, alpha=3f)"),
+    ([("x", (2, 3, 2), "float32"), ("a", (3,), "float32")], "nn.prelu(%x, %a)"),
+    ([("x", (2, 3), "int8"), ("b", (3,), "int8")], "nn.bias_add(%x, %b)"),
+    ([("x", (2, 3, 4), "float32")], "nn.softmax(%x, axis=1)"),
+    ([("x", (2, 5), "float16")], "nn.log_softmax(%x)"),
+    ([("x", (2, 10), "float32"), ("w", (3, 10), "float32")], "nn.dense(%x, %w)"),
+    ([("x", (2, 9), "uint8"), ("w", (3, 9), "int8")], 'nn.dense(%x, %w, out_dtype="int32")'),
+    ([("x", (2, 9), "int8"), ("w", (3, 9), "uint8")], 'nn.dense(%x, %w, out_dtype="uint8")'),
+    ([("x", (2, 6), "float16"), ("w", (3, 6), "float16")], "nn.dense(%x, %w)"),
+    ([("x", (9, 2), "float32"), ("w", (9, 3), "float32")], "nn.matmul(%x, %w, transpose_a=True)"),
+    ([("x", (2, 9, 3), "int16"), ("y", (1, 4, 9), "int16")],
+     'nn.batch_matmul(%x, %y, transpose_a=True, out_dtype="int32")'),
+    ([("x", (2, 3, 2), "float32")] + [(n, (3,), "float32") for n in "gbmv"],
+     "nn.batch_norm(%x, %g, %b, %m, %v)"),
+    ([("x", (2, 3, 4), "float32"), ("g", (3,), "float32"), ("b", (3,), "float32")],
+     "nn.layer_norm(%x, %g, %b, axis=1)"),
+    ([("x", (2, 3), "int8")], "nn.dropout(%x)"),
+    ([("x", (2, 3, 2), "float32")], "nn.batch_flatten(nn.relu(%x))"),
+    ([("x", (2, 3), "int8"), ("v", (), "float32")], "nn.pad(%x, %v, pad_width=[[1, 0], [2, 1]])"),
+    ([("x", (2, 3), "float32")], 'nn.pad(%x, 0f, pad_width=[[1, 1], [2, 2]], pad_mode="reflect")'),
+    ([("x", (2, 3), "uint8")], 'nn.pad(%x, 0u8, pad_width=[[0, 3], [1, 0]], pad_mode="edge")'),
+    ([("x", (2, 8), "float32"), ("w", (3, 8), "float32"), ("b", (3,), "float32")],
+     "nn.relu(nn.bias_add(nn.dense(%x, %w), %b))"),
+]
+
+
+def _c_args(params):
+    out = []
+    for _, shape, dtype in params:
+        x = sample(shape, dtype)
+        if dtype == "float32" and x.size > 1:
+            x.reshape(-1)[1] = np.nan
+        out.append(np.asarray(x))
+    return out
+
+
+@pytest.mark.parametrize("compiler", compilers())
+def test_printed_c_matches_the_interpreter(tmp_path, compiler):
+    """Every kernel of the table in one -Werror build, run through ctypes,
+    compared with the interpreter."""
+    cases = []
+    for n, (params, body) in enumerate(C_CASES):
+        mod = aot.infer_types(aot.parse(program(params, body)))
+        group = lower_group(main_as_group(mod), f"k{n}")
+        cases.append((body, mod, group, simplify_kernel(group.kernel), _c_args(params)))
+    lib = build([k for _, _, _, k, _ in cases], tmp_path, "nn", compiler)
+    for body, mod, group, kernel, args in cases:
+        arrays = {b.name: np.ascontiguousarray(a, b.dtype.np).reshape(-1).copy()
+                  for b, a in zip(group.inputs, args)}
+        for b, data in group.constants:
+            arrays[b.name] = np.asarray(data, b.dtype.np).reshape(-1).copy()
+        for b in (*group.outputs, *group.scratch):
+            arrays[b.name] = np.zeros(b.size, b.dtype.np)
+        call(lib, kernel, arrays)
+        want = aot.interpret(mod, *args)
+        wants = want if isinstance(want, tuple) else (want,)
+        for b, w in zip(group.outputs, wants):
+            w = np.asarray(w)
+            tol = RTOL.get(w.dtype.name, 0)
+            assert_close(arrays[b.name].reshape(w.shape), w, tol, tol, f"{b.name} of {body}")
+
+
+@pytest.mark.parametrize("params,body", [
+    ([("x", (2, 0), "float32"), ("w", (3, 0), "float32")], "nn.dense(%x, %w)"),
+    ([("x", (2, 0), "int8"), ("w", (3, 0), "int8")], 'nn.dense(%x, %w, out_dtype="int32")'),
+    ([("x", (0, 3), "float32"), ("w", (4, 3), "float32")], "nn.dense(%x, %w)"),
+    ([("x", (0, 3), "float32")], "nn.softmax(%x)"),
+    ([("x", (0, 3), "float32"), ("g", (3,), "float32"), ("b", (3,), "float32")],
+     "nn.layer_norm(%x, %g, %b)"),
+    ([("x", (2, 0, 3), "float32"), ("y", (2, 4, 3), "float32")], "nn.batch_matmul(%x, %y)"),
+])
+def test_empty_tensors(params, body):
+    check(params, body, [sample(shape, dt) for _, shape, dt in params])

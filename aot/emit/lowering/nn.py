@@ -168,28 +168,27 @@ def _batch_flatten(ctx: LowerContext, args: Sequence, attrs: object,
 # ------------------------------------------------------------------ pad
 
 def _pad_source(i: K.Expr, before: int, after: int, n: int, mode: PadMode) \
-        -> tuple[K.Expr, list[K.Expr]]:
+        -> tuple[K.Expr, K.Expr | None]:
     """The input index read for output index ``i`` along one axis of
-    ``n`` elements padded by ``(before, after)``, and the conditions under
-    which ``i`` lies inside the input (constant mode)."""
+    ``n`` elements padded by ``(before, after)``, and (constant mode) the
+    condition under which ``i`` lies inside the input, None when always."""
     j = K.sub(i, _idx(before), no_wrap=True) if before else i
-    inside: list[K.Expr] = []
-    if mode is PadMode.REFLECT:
-        if before:
-            j = K.select(K.lt(j, _idx(0)), K.sub(_idx(0), j, no_wrap=True), j)
-        if after:
-            j = K.select(K.gt(j, _idx(n - 1)), K.sub(_idx(2 * (n - 1)), j, no_wrap=True), j)
-        return j, inside
-    if before:
-        inside.append(K.ge(j, _idx(0)))
-    if after:
-        inside.append(K.lt(j, _idx(n)))
-    # edge: the clamped index is the result; constant: keeps the read in bounds
-    if before:
-        j = K.select(K.lt(j, _idx(0)), _idx(0), j)
-    if after:
-        j = K.select(K.gt(j, _idx(n - 1)), _idx(n - 1), j)
-    return j, inside if mode is PadMode.CONSTANT else []
+    if not before and not after:
+        return j, None
+    below, above = K.lt(j, _idx(0)), K.gt(j, _idx(n - 1))
+    if mode is PadMode.CONSTANT:
+        conds = ([K.ge(j, _idx(0))] if before else []) + ([K.lt(j, _idx(n))] if after else [])
+        inside = conds[0] if len(conds) == 1 else K.logical_and(conds[0], conds[1])
+        return K.select(inside, j, _idx(0)), inside     # a read in bounds either way
+    if mode is PadMode.EDGE:
+        low, high = _idx(0), _idx(n - 1)
+    else:                               # reflect: mirror once about 0 and n - 1
+        low, high = K.sub(_idx(0), j, no_wrap=True), K.sub(_idx(2 * (n - 1)), j, no_wrap=True)
+    if not after:
+        return K.select(below, low, j), None
+    if not before:
+        return K.select(above, high, j), None
+    return K.select(below, low, K.select(above, high, j)), None
 
 
 @index_lowering("nn.pad")
@@ -207,9 +206,10 @@ def _pad(ctx: LowerContext, args: Sequence, attrs: PadAttrs, out_type: object) -
         src: list[K.Expr] = []
         inside: list[K.Expr] = []
         for i, n, (before, after) in zip(idx, x.shape, widths):
-            j, conds = _pad_source(i, before, after, n, attrs.pad_mode)
+            j, cond = _pad_source(i, before, after, n, attrs.pad_mode)
             src.append(j)
-            inside.extend(conds)
+            if cond is not None:
+                inside.append(cond)
         element = x.read(tuple(src))
         if not inside:
             return element
