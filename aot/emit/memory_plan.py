@@ -35,9 +35,11 @@ checked against the placed tensors that conflict with *that member*, with
 *its own* size.  A small output written over a big input therefore reserves
 only its own bytes for the rest of its life.
 
-Since a used pair is still a constraint, it can in rare cases make packing
-worse; the planner therefore also tries the equal-size pairs alone and no
-pairs at all (while the work budget lasts) and keeps the smallest arena.
+A used pair is still a constraint: tying a small long-lived output to a
+big input's offset can make packing worse.  The planner therefore tries
+three pair sets in this order and keeps the smallest arena: the equal-size
+pairs alone (they never waste bytes), all usable pairs, and no pairs (the
+last two while the work budget lasts).
 
 Placement: first fit
 --------------------
@@ -49,8 +51,11 @@ the highest end of the conflicting buffers).  For member ``m`` of size
 ``s`` and a placed conflicting tensor at ``[o, o + z)``, the offsets in the
 open interval ``(o - s, o + z)`` are forbidden; the lowest offset outside
 all forbidden intervals is found by one scan of the intervals sorted by
-their low end.  Conflict lists are built once by a sweep over start times,
-so one placement costs ``O(sum of conflicts * log)``, i.e. ``O(n * live)``.
+their low end.  Conflict lists are built once, vectorised (intervals sorted
+by start; each one's later conflicts are a contiguous run found by binary
+search), and stored as CSR arrays; one placement costs
+``O(sum of conflicts * log)``, i.e. ``O(n * live)``.  Short rows are scanned
+in plain Python, long rows with NumPy (same result, checked by the tests).
 
 Strategies (run in this fixed order; ties keep the first):
 

@@ -202,6 +202,18 @@ def test_one_output_two_candidate_inputs_uses_one():
     assert plan.arena_bytes == 128
 
 
+def test_equal_size_pairs_are_tried_first():
+    # b (64) or c (16) may overwrite a (64); b over a wastes nothing: a|b
+    # and c give 80, a|c and b give 128.
+    tensors = [T("a", 64, 0, 1), T("b", 64, 1, 2), T("c", 16, 1, 2)]
+    pairs = [InPlace("c", "a"), InPlace("b", "a")]
+    plan = plan_memory(tensors, pairs)
+    verify_plan(tensors, plan)
+    assert plan.inplace == (InPlace("b", "a"),)
+    assert plan.trials[0] == ("greedy_by_size/inplace=equal", 80)
+    assert plan.arena_bytes == 80 == plan.lower_bound_bytes
+
+
 def test_single_step_link_is_refused():
     # b lives only at step 1, so a (ends at 1) and c (starts at 1) are live
     # together: the chain a -> b -> c cannot share one offset.
@@ -255,6 +267,16 @@ def test_verify_rejects(offsets, arena, inplace, match):
                       algorithm="hand", inplace=inplace)
     with pytest.raises(AssertionError, match=match):
         verify_plan(VERIFY_TENSORS, plan)
+
+
+def test_verify_catches_one_byte_overlap():
+    # 17 bytes at offset 0 reach into the block at 16
+    tensors = [T("a", 17, 0, 1), T("b", 16, 1, 2)]
+    plan = MemoryPlan(offsets={"a": 0, "b": 16}, arena_bytes=32, lower_bound_bytes=0,
+                      algorithm="hand", inplace=())
+    with pytest.raises(AssertionError, match=r"'a'.*'b'"):
+        verify_plan(tensors, plan)
+    verify_plan(tensors[:1] + [T("b", 16, 2, 3)], plan)
 
 
 def test_verify_accepts_used_pair_at_same_offset_only():
@@ -400,3 +422,15 @@ def test_small_plans_against_brute_force(workload):
     verify_plan(tensors, plan, alignment)
     optimum = optimum_by_brute_force(tensors, alignment)
     assert lower_bound(tensors, (), alignment) <= optimum <= plan.arena_bytes
+
+
+@pytest.mark.parametrize("seed,max_life", [(0, 30), (1, 120)])
+def test_list_and_vector_first_fit_agree(monkeypatch, seed, max_life):
+    from aot.emit import memory_plan
+    tensors, pairs = random_workload(400, seed, max_life=max_life)
+    monkeypatch.setattr(memory_plan, "_VECTOR_ROW", 10**9)
+    by_list = plan_memory(tensors, pairs)
+    monkeypatch.setattr(memory_plan, "_VECTOR_ROW", 0)
+    by_vector = plan_memory(tensors, pairs)
+    assert by_list == by_vector and by_list.trials == by_vector.trials
+    verify_plan(tensors, by_vector)
