@@ -14,7 +14,8 @@ from aot.emit.cprint import print_kernel
 from aot.emit.lower_group import lower_group
 from aot.emit.simplify import simplify_kernel
 from aot.emit import kernel_ir as K
-from aot.emit.kernel_walk import walk_stmts
+from aot.ir.dtype import DType
+from aot.emit.kernel_walk import stmt_exprs, walk_exprs, walk_stmts
 from kernel_c_harness import build, call
 from lowering_harness import (assert_close, check_lowering, lower_main, main_as_group,
                               run_lowered)
@@ -222,7 +223,7 @@ def test_float_sum_accumulates_in_double():
     x = np.array([2.0**24] + [1.0] * 8, np.float32)
     group = check_lowering(program([("x", (9,), "float32")], "sum(%x)"), [x], rtol=0, atol=0)
     accs = [s.var for s in walk_stmts(group.kernel.body) if isinstance(s, K.Decl)]
-    assert any(v.dtype.name == "FLOAT64" for v in accs)
+    assert any(v.dtype is DType.FLOAT64 for v in accs)
 
 
 # ===================================================== prologue / epilogue
@@ -293,7 +294,6 @@ def test_keepdims_mean_is_read_once_per_output_element():
 
 
 def _loads(s: K.Stmt) -> list[K.Buffer]:
-    from aot.emit.kernel_walk import stmt_exprs, walk_exprs
     return [e.buffer for root in stmt_exprs(s) for e in walk_exprs(root) if isinstance(e, K.Load)]
 
 
