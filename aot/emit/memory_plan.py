@@ -96,7 +96,7 @@ __all__ = [
 #: The strategies, in the order they are tried (ties keep the first).
 ALGORITHMS = ("greedy_by_size", "greedy_by_conflicts", "greedy_by_start", "hill_climb")
 
-_DEFAULT_WORK_BUDGET = 2_000_000
+_DEFAULT_WORK_BUDGET = 1_000_000
 _DEFAULT_CLIMB_STEPS = 300
 _DEFAULT_SEED = 0x5EED_0F_A7E4A
 
@@ -468,11 +468,9 @@ def _place(gr: _Groups, order: Sequence[int], offs: _Offsets, first: int, work: 
 
 
 def _first_fit_list(row: list[tuple[int, int, int]], goff: list[int]) -> int:
-    forbidden = []
-    for sm, gu, su in row:
-        ou = goff[gu]
-        if ou >= 0:
-            forbidden.append((ou - sm, ou + su))
+    forbidden = [(ou - sm, ou + su) for sm, gu, su in row if (ou := goff[gu]) >= 0]
+    if not forbidden:
+        return 0
     forbidden.sort()
     off = 0
     for lo, hi in forbidden:
