@@ -128,7 +128,7 @@ class MemoryPlan:
     holds the pairs actually used (sorted by step, then keys); ``trials``
     records ``(algorithm/pair-set, arena)`` for every placement tried."""
 
-    offsets: dict[str, int]
+    offsets: dict[str, int] = field(hash=False)
     arena_bytes: int
     lower_bound_bytes: int
     algorithm: str
