@@ -35,6 +35,7 @@ parameters are not ``restrict``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -128,7 +129,7 @@ def _constant(state: _State, c: Constant) -> TensorValue:
         return constant_value(data, dtype)
     buf = K.Buffer(f"c{len(state.constants)}", dtype, tuple(data.shape), K.BufferScope.CONST)
     state.constants.append((buf, flat))
-    return from_buffer(buf)
+    return dataclasses.replace(from_buffer(buf), constant=data)
 
 
 def _elementwise(fn: Function) -> tuple[int, ...] | None:

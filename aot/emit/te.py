@@ -79,6 +79,9 @@ class TensorValue:
     read: Callable[[Index], K.Expr]
     #: the buffer this value is read from row-major, when it is one
     buffer: K.Buffer | None = None
+    #: the value's elements when it is a compile-time constant (a literal
+    #: splat or a ``CONST`` table), so lowerings can precompute from them
+    constant: np.ndarray | None = None
 
     @property
     def ndim(self) -> int:
@@ -119,7 +122,8 @@ def constant_value(array: np.ndarray, dtype: DType) -> TensorValue:
     a splat): its reads are a literal."""
     flat = np.asarray(array).reshape(-1)
     assert flat.size >= 1 and np.all(flat == flat[0]) | _all_nan(flat)
-    return scalar_value(K.Const(flat[0].item(), dtype), array.shape)
+    value = K.Const(flat[0].item(), dtype)
+    return TensorValue(tuple(array.shape), dtype, lambda idx: value, constant=np.asarray(array))
 
 
 def _all_nan(flat: np.ndarray) -> bool:
