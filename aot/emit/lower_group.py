@@ -26,8 +26,8 @@ tensor.  Every stored expression goes through
 :func:`~aot.emit.cse.hoist` so values shared inside the fused expression
 are computed once per element.
 
-A group is *elementwise* when it has no anchor and every value in it has
-the root's shape: element ``i`` of the output depends only on element ``i``
+A group is *elementwise* when all its operators are elementwise or
+broadcast operators and every value in it has the root's shape: element ``i`` of the output depends only on element ``i``
 of each input, so the output may be written over an input of the same
 element size that dies at this kernel (the memory planner decides; such
 parameters are not ``restrict``).
@@ -42,6 +42,8 @@ from typing import Sequence
 import numpy as np
 
 from ..ir.dtype import DType
+from ..ir.registry import PatternKind
+from ..ir.registry import lookup as lookup_op
 from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import post_order
@@ -144,7 +146,11 @@ def _elementwise(fn: Function) -> tuple[int, ...] | None:
             return None
     for call in group_ops(fn):
         lowering = lookup_lowering(call.op.name)
-        if lowering is None or lowering.anchor:
+        op = lookup_op(call.op.name)
+        # only elementwise and broadcast operators are pointwise when the
+        # shapes agree (transpose, reverse, take ... permute elements)
+        if lowering is None or lowering.anchor or op is None or \
+                op.pattern > PatternKind.BROADCAST:
             return None
         if any(tuple(t.shape) != shape for t in flatten_type(call.checked_type)):
             return None
