@@ -1,0 +1,856 @@
+"""Lowering of the convolutions (``aot/ir/ops/nn_conv.py``): ``nn.conv1d``,
+``nn.conv2d`` and ``nn.conv2d_transpose``, as anchors with their own loop
+nests.
+
+Design note
+-----------
+Everything is computed in canonical terms -- data ``N C H W``, weight
+``O I H W`` (``I O H W`` for the transposed convolution), output
+``N O OH OW`` -- and every access is mapped through the operand's layout
+(any permutation the reference accepts: ``NHWC``, ``HWIO``, ``OHWI`` ...).
+``nn.conv1d`` is the same nest with a spatial axis ``H`` of extent 1 that
+never appears in an index.  Inputs are read only through ``args[i].read``
+(the fused prologue -- a cast, a zero-point subtraction, an ``nn.pad`` --
+is inlined there); each output element goes to the sink exactly once.
+
+**The loop nest.**  Outputs are computed in *register tiles* of ``BO``
+output channels by ``BW`` output columns.  A tile declares ``BO * BW``
+scalar accumulators, runs the reduction nest once and hands the
+accumulators to the sink.  Inside the innermost loop every input value is
+loaded once into a temporary and reused by the ``BO`` channels of the
+tile, every weight is loaded once and reused by the ``BW`` columns: per
+iteration ``BW + BO`` loads feed ``BO * BW`` multiply-accumulates, which
+is what brings a Cortex-M4 below three instructions per MAC (a 1x1 tile
+would need two loads per MAC).
+
+* The reduction axes (input channel ``ic``, ``kh``, ``kw``) are nested in
+  the order of the data layout, so the innermost loop runs over contiguous
+  input memory: ``kw`` for ``NCHW`` (contiguous in an ``OIHW`` weight too),
+  ``ic`` for ``NHWC`` (contiguous in ``OHWI``; in ``HWIO`` the ``BO``
+  channels of a tile are the contiguous run).  Axes of extent 1 (a 1x1
+  kernel, a depthwise convolution's single input channel) are dropped, so
+  a pointwise convolution is a plain dot product over ``ic`` and a
+  depthwise one a plain window sum.
+* The innermost loop is unrolled in the kernel IR when its extent is a
+  small constant; the unrolled loads are deduplicated, so neighbouring
+  columns of a stride-1 tile share the input values they both read.
+* For a buffer-backed operand (no prologue) the part of the flat index
+  that does not depend on the innermost loop variable is declared as an
+  ``int32`` temporary outside that loop; the inner loads add a constant
+  and ``var * stride``.
+* Channel tiles: ``BO`` consecutive output channels of one group share
+  their input values.  When every group has a single output channel
+  (depthwise), a tile takes ``BO`` consecutive *groups* instead, each
+  reading its own input channels (adjacent in channels-last data).
+* Output order: channel tiles outermost for channels-first outputs (the
+  tile's weights stay hot while the image streams by), innermost for
+  channels-last outputs (whose channels are contiguous).
+
+**Padding.**  There is no bounds test in any reduction loop.  Per spatial
+axis, output position ``o`` reads input ``i0 + k*dil`` with
+``i0 = o*stride - pad``; the valid taps are ``k`` in
+``[max(0, ceil(-i0/dil)), min(K, ceil((size - i0)/dil)))``.  The output
+columns split, at lowering time, into the *interior* -- every tap valid:
+the kernel loop runs over the constant range ``[0, K)`` and the columns are
+tiled by ``BW`` -- and the *border* columns (both ends, one merged loop),
+computed one column at a time with the range above evaluated per column,
+outside the reduction loops.  Rows are not split: the ``kh`` range is
+computed once per output row (constant when no row touches the padding).
+Taps in the padding are skipped, which is exactly the reference's zero
+padding.
+
+**Transposed convolution.**  Output ``oh`` collects input rows ``iy`` and
+taps ``kh`` with ``iy*stride + kh*dil = oh + pad``.  Splitting the output
+rows by phase ``oh = r + stride*q`` makes the valid taps of phase ``r`` a
+lowering-time arithmetic progression ``kh = k0 + t*kstep`` with input row
+``iy = q + c - t*e`` (``e = kstep*dil/stride``), so the tap loop over ``t``
+has no divisibility test either; its range is clipped per output row and
+column like the forward convolution's.  Channel tiles as above; no
+column tiles.
+
+**Arithmetic.**  The reference accumulates integers exactly (int64) and
+wraps to ``out_dtype``; wrapping accumulation in ``int32`` (``int64`` for
+a 64-bit ``out_dtype``) followed by the wrapping cast is congruent modulo
+``2^bits`` and therefore bit-identical.  Floating-point products
+accumulate in :func:`accumulator_dtype`: ``float32`` for ``float32`` and
+``float16`` data (the reference's ``float64`` would be software emulation
+on a Cortex-M4F, tens of instructions per MAC), ``float64`` when data or
+output is ``float64`` or the operands are integers.  The float32 sum
+differs from the reference's correctly rounded one by the rounding of the
+partial sums (relative error about ``K * 2^-24`` of the sum of absolute
+products); :data:`FLOAT32_ACCUMULATOR` switches it to ``float64``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from ...ir.dtype import DType
+from ...ir.ops._nn_util import padding_1d, padding_2d, pair
+from .. import kernel_ir as K
+from ..te import ArgValue, LowerContext, Sink, TensorValue, anchor_lowering, out_tensor
+from ._util import tensor
+
+__all__ = ["FLOAT32_ACCUMULATOR", "accumulator_dtype", "Axis", "Operand", "idx", "iadd", "isub",
+           "imul", "smax", "smin", "decl_index", "merged_range_loop", "clip_runs",
+           "column_tiles"]
+
+I32 = DType.INT32
+
+#: The accumulator of float32/float16 convolutions and pools (see the
+#: design note); DType.FLOAT64 reproduces the reference's rounding exactly
+#: at the price of double arithmetic.
+FLOAT32_ACCUMULATOR = DType.FLOAT32
+
+#: accumulators per register tile, by accumulator type: a Cortex-M4F has
+#: 32 single-precision registers and 14 general ones (of which the loop
+#: needs about six for pointers, loaded values and its bound).
+TILE_BUDGET = {DType.FLOAT32: 16, I32: 8}
+#: border positions are computed with constant tap ranges (one copy of the
+#: tile per run of equal ranges) when there are at most this many runs;
+#: otherwise by one loop that computes the range per position
+MAX_BORDER_RUNS = 4
+#: unroll an innermost loop of at most this many iterations ...
+UNROLL_MAX_TRIP = 8
+#: ... when the unrolled body has at most this many multiply-accumulates
+UNROLL_MAX_MACS = 64
+
+
+def accumulator_dtype(out: DType, operand: DType) -> DType:
+    """The scalar type a product sum producing ``out`` from ``operand``
+    elements accumulates in."""
+    if out.is_float:
+        if out is DType.FLOAT64 or operand is DType.FLOAT64 or not operand.is_float:
+            return DType.FLOAT64
+        return FLOAT32_ACCUMULATOR
+    return DType.INT64 if out.bits > 32 else I32
+
+
+# ============================================================ index helpers
+
+def idx(v: K.Operand) -> K.Expr:
+    return K.as_expr(v, I32)
+
+
+def iadd(a: K.Operand, b: K.Operand) -> K.Expr:
+    return K.add(idx(a), idx(b), no_wrap=True)
+
+
+def isub(a: K.Operand, b: K.Operand) -> K.Expr:
+    return K.sub(idx(a), idx(b), no_wrap=True)
+
+
+def imul(a: K.Operand, b: K.Operand) -> K.Expr:
+    return K.mul(idx(a), idx(b), no_wrap=True)
+
+
+def smax(a: K.Expr, b: K.Operand) -> K.Expr:
+    """``max`` of int32 index values as a select (the kernel IR's min/max
+    are NaN-propagating helpers; indices need none of that)."""
+    b = idx(b)
+    return K.select(K.lt(a, b), b, a)
+
+
+def smin(a: K.Expr, b: K.Operand) -> K.Expr:
+    b = idx(b)
+    return K.select(K.lt(b, a), b, a)
+
+
+def floordiv_const(a: K.Expr, d: int) -> K.Expr:
+    return a if d == 1 else K.floordiv(a, idx(d))
+
+
+def decl_index(ctx: LowerContext, base: str, value: K.Expr) -> tuple[K.Stmt | None, K.Expr]:
+    """Bind ``value`` to a fresh int32 temporary unless it is a constant
+    or a variable already."""
+    if isinstance(value, (K.Const, K.Var)):
+        return None, value
+    v = ctx.scalar(base, I32)
+    return K.Decl(v, value), v
+
+
+def merged_range_loop(ctx: LowerContext, ranges: Sequence[tuple[int, int]],
+                      body: Callable[[K.Expr], K.Stmt], base: str) -> K.Stmt | None:
+    """One loop visiting the positions of up to two disjoint ascending
+    ranges ``[a, b)`` (the border positions at both ends of an axis), so
+    its body is emitted once."""
+    ranges = [(a, b) for a, b in ranges if b > a]
+    if not ranges:
+        return None
+    t = ctx.index_var(base)
+    if len(ranges) == 1:
+        (a, b), = ranges
+        return K.for_range(t, b - a, body(t), start=a)
+    assert len(ranges) == 2, ranges
+    (a0, b0), (a1, b1) = ranges
+    p = ctx.index_var(base)
+    pos = iadd(t, K.select(K.lt(t, idx(b0)), idx(0), idx(a1 - b0)))
+    return K.for_range(t, (b0 - a0) + (b1 - a1), K.block(K.Decl(p, pos), body(p)), start=a0)
+
+
+# =============================================================== geometry
+
+class WindowAxis(Protocol):
+    """One spatial axis as the column/row enumeration sees it: positions
+    ``[0, count)``, each with a tap range ``clip(o)`` out of ``[0, taps)``
+    and a first input position ``start(o)``."""
+
+    @property
+    def count(self) -> int: ...
+
+    @property
+    def taps(self) -> int: ...
+
+    def clip(self, o: int) -> tuple[int, int]: ...
+
+    def start(self, o: K.Expr) -> K.Expr: ...
+
+    def runtime_lo(self, o: K.Expr, first: K.Expr) -> K.Expr: ...
+
+    def runtime_hi(self, o: K.Expr, first: K.Expr) -> K.Expr: ...
+
+
+def interior(axis: WindowAxis) -> tuple[int, int]:
+    """The positions ``[a, b)`` whose every tap is valid (``a == b``:
+    none).  Tap ranges only grow at the start and shrink at the end, so
+    they form one run."""
+    full = [o for o in range(axis.count) if axis.clip(o) == (0, axis.taps)]
+    return (full[0], full[-1] + 1) if full else (0, 0)
+
+
+def border(axis: WindowAxis) -> list[tuple[int, int]]:
+    a, b = interior(axis)
+    if a == b:
+        return [(0, axis.count)]
+    return [(0, a), (b, axis.count)]
+
+
+def bounds(ctx: LowerContext, axis: WindowAxis, o: K.Expr, positions: Sequence[int],
+           base: str) -> tuple[list[K.Stmt], K.Expr, K.Expr | int, K.Expr | int]:
+    """``(decls, first, lo, hi)`` for position ``o`` (an int32 expression
+    ranging over ``positions``): the first input position and the valid
+    tap range, each bound a constant when it is the same for every one of
+    ``positions`` (then no code computes it)."""
+    decls: list[K.Stmt] = []
+    d0, first = decl_index(ctx, base, axis.start(o))
+    if d0 is not None:
+        decls.append(d0)
+    clips = [axis.clip(x) for x in positions]
+    lo: K.Expr | int = clips[0][0] if len({c[0] for c in clips}) == 1 else \
+        axis.runtime_lo(o, first)
+    hi: K.Expr | int = clips[0][1] if len({c[1] for c in clips}) == 1 else \
+        axis.runtime_hi(o, first)
+    if isinstance(lo, K.Expr):
+        d, lo = decl_index(ctx, base + "lo", lo)
+        decls.append(d)
+    if isinstance(hi, K.Expr):
+        d, hi = decl_index(ctx, base + "hi", hi)
+        decls.append(d)
+    return decls, first, lo, hi
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """One spatial axis of a sliding window: output ``o`` reads input
+    positions ``o*stride - pad + k*dilation`` for taps ``k < kernel``."""
+
+    size: int
+    out: int
+    kernel: int
+    stride: int = 1
+    dilation: int = 1
+    pad: int = 0
+
+    @property
+    def count(self) -> int:
+        return self.out
+
+    @property
+    def taps(self) -> int:
+        return self.kernel
+
+    def clip(self, o: int) -> tuple[int, int]:
+        """The valid taps ``[lo, hi)`` of output ``o`` (``hi <= lo``: none)."""
+        i0, d = o * self.stride - self.pad, self.dilation
+        lo = -(i0 // d) if i0 < 0 else 0                 # ceil(-i0 / d)
+        hi = min(self.kernel, -((i0 - self.size) // d))  # ceil((size - i0) / d)
+        return lo, hi
+
+    def start(self, o: K.Expr) -> K.Expr:
+        return isub(imul(o, self.stride), self.pad)
+
+    def runtime_lo(self, o: K.Expr, first: K.Expr) -> K.Expr:
+        """``ceil(-first / dil)`` when ``first < 0``, else 0."""
+        minus_first = isub(self.pad, imul(o, self.stride))
+        d = self.dilation
+        taps = minus_first if d == 1 else K.div(iadd(minus_first, d - 1), idx(d))
+        return K.select(K.lt(first, idx(0)), taps, idx(0))
+
+    def runtime_hi(self, o: K.Expr, first: K.Expr) -> K.Expr:
+        """``min(K, ceil((size - first) / dil))``; any value <= lo when
+        the window starts past the input's end."""
+        room = isub(self.size, first)
+        d = self.dilation
+        if d > 1:
+            room = K.div(iadd(room, d - 1), idx(d))
+        return smin(room, self.kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """The outputs ``o = r + stride*q`` of one axis of a transposed
+    convolution: output ``o`` collects input ``i`` and tap ``k`` with
+    ``i*stride + k*dil = o + pad``.  For this phase the taps are
+    ``k = k0 + t*kstep`` (``t < taps``) and the input is
+    ``i = q + c - t*e``."""
+
+    r: int
+    stride: int
+    count: int      # outputs in the phase
+    size: int       # input extent
+    taps: int
+    k0: int
+    kstep: int
+    c: int
+    e: int
+
+    @staticmethod
+    def of(size: int, out: int, kernel: int, stride: int, dilation: int, pad: int,
+           r: int) -> Phase:
+        count = len(range(r, out, stride))
+        ks = [k for k in range(kernel) if (r + pad - k * dilation) % stride == 0]
+        g = math.gcd(stride, dilation)
+        k0 = ks[0] if ks else 0
+        return Phase(r, stride, count, size, len(ks), k0, stride // g,
+                     (r + pad - k0 * dilation) // stride, dilation // g)
+
+    def clip(self, q: int) -> tuple[int, int]:
+        lo = max(0, (q + self.c - self.size) // self.e + 1)
+        hi = min(self.taps, (q + self.c) // self.e + 1)
+        return lo, hi
+
+    def start(self, q: K.Expr) -> K.Expr:
+        return iadd(q, self.c) if self.c else q
+
+    def runtime_lo(self, q: K.Expr, first: K.Expr) -> K.Expr:
+        return smax(iadd(floordiv_const(isub(first, self.size), self.e), 1), 0)
+
+    def runtime_hi(self, q: K.Expr, first: K.Expr) -> K.Expr:
+        return smin(iadd(floordiv_const(first, self.e), 1), self.taps)
+
+
+def clip_runs(axis: WindowAxis, positions: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """Maximal runs ``(start, stop, lo, hi)`` of consecutive ``positions``
+    with the same tap range."""
+    runs: list[list[int]] = []
+    for o in positions:
+        lo, hi = axis.clip(o)
+        if runs and runs[-1][1] == o and runs[-1][2:] == [lo, hi]:
+            runs[-1][1] = o + 1
+        else:
+            runs.append([o, o + 1, lo, hi])
+    return [(a, b, lo, hi) for a, b, lo, hi in runs]
+
+
+def column_tiles(width: int, max_bw: int) -> list[tuple[int, int]]:
+    """``width`` columns as tiles of at most ``max_bw``, as equal as
+    possible: ``[(size, count), ...]``, larger tiles first."""
+    if width <= 0:
+        return []
+    n = -(-width // max_bw)
+    base, extra = divmod(width, n)
+    return [(size, count) for size, count in ((base + 1, extra), (base, n - extra)) if count]
+
+
+ColumnTile = Callable[[K.Expr, K.Expr, int, tuple], K.Stmt]
+
+
+def columns(ctx: LowerContext, axis: WindowAxis, max_bw: int, tile: ColumnTile) -> list[K.Stmt]:
+    """The positions of one axis as ``tile(o0, first, bw, (lo, hi))``
+    calls: interior positions in tiles of up to ``max_bw`` with the
+    constant tap range ``[0, taps)``; border positions one at a time, with
+    a constant range per run of equal ranges when there are few runs, else
+    with the range computed per position."""
+    edge = [o for a, b in border(axis) for o in range(a, b)]
+    runs = clip_runs(axis, edge)
+    a, b = interior(axis)
+
+    def at(o: K.Expr, bw: int, taps: tuple) -> K.Stmt:
+        d, ov = decl_index(ctx, "ow", o)
+        d1, first = decl_index(ctx, "iw", axis.start(ov))
+        return K.block(*(s for s in (d, d1) if s is not None), tile(ov, first, bw, taps))
+
+    def run_loop(start: int, stop: int, size: int, taps: tuple) -> K.Stmt:
+        count = (stop - start) // size
+        if count == 1:
+            return at(idx(start), size, taps)
+        t = ctx.index_var("owt")
+        return K.for_range(t, count, at(iadd(imul(t, size), start), size, taps))
+
+    def border_loop(o: K.Expr) -> K.Stmt:
+        decls, first, lo, hi = bounds(ctx, axis, o, edge, "iw")
+        return K.block(*decls, tile(o, first, 1, (lo, hi)))
+
+    few = len(runs) <= MAX_BORDER_RUNS
+    stmts: list[K.Stmt] = []
+    if few:
+        stmts += [run_loop(r0, r1, 1, (lo, hi)) for r0, r1, lo, hi in runs if r0 < a or a == b]
+    else:
+        loop = merged_range_loop(ctx, border(axis), border_loop, "ow")
+        if loop is not None:
+            stmts.append(loop)
+    start = a
+    for size, count in column_tiles(b - a, max_bw):
+        stmts.append(run_loop(start, start + size * count, size, (0, axis.taps)))
+        start += size * count
+    if few and a != b:
+        stmts += [run_loop(r0, r1, 1, (lo, hi)) for r0, r1, lo, hi in runs if r0 >= b]
+    return stmts
+
+
+# ================================================================ operands
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Operand:
+    """A tensor argument seen through its layout: ``at`` takes a canonical
+    index (letter -> int32 expression; letters absent from the layout,
+    such as conv1d's ``H``, are ignored)."""
+
+    value: TensorValue
+    layout: str
+
+    def at(self, index: dict[str, K.Expr]) -> K.Expr:
+        return self.value.read(tuple(idx(index[c]) for c in self.layout))
+
+    @property
+    def buffer(self) -> K.Buffer | None:
+        return self.value.buffer
+
+    def stride(self, letter: str) -> int:
+        if letter not in self.layout:
+            return 0
+        return K.row_major_strides(self.value.shape)[self.layout.index(letter)]
+
+
+@dataclass(frozen=True, slots=True)
+class Lin:
+    """One index component inside a tile: ``base + coef*v + ti*i + tj*j``
+    where ``v`` is the innermost reduction variable, ``i`` the tile's
+    channel and ``j`` its column; ``base`` does not depend on ``v``."""
+
+    base: K.Expr
+    coef: int = 0
+    ti: int = 0
+    tj: int = 0
+
+
+class Access:
+    """Reads of one operand inside a tile's innermost loop body.  For a
+    buffer the ``v``-independent part of the flat index is declared once
+    (``decls``, placed outside the innermost loop); otherwise the index is
+    passed to ``read`` whole."""
+
+    def __init__(self, ctx: LowerContext, op: Operand, comps: dict[str, Lin], name: str):
+        self.op = op
+        self.comps = comps
+        self.decls: list[K.Stmt] = []
+        if op.buffer is not None:
+            base = K.strided_index([comps[c].base for c in op.layout],
+                                   [op.stride(c) for c in op.layout])
+            d, self.base = decl_index(ctx, name, base)
+            if d is not None:
+                self.decls.append(d)
+            self.vstride = sum(op.stride(c) * comps[c].coef for c in op.layout)
+
+    def read(self, v: K.Expr | None, i: int, j: int) -> K.Expr:
+        buf, comps = self.op.buffer, self.comps
+        if buf is not None:
+            const = sum(self.op.stride(c) * (comps[c].ti * i + comps[c].tj * j)
+                        for c in self.op.layout)
+            index = self.base
+            if isinstance(v, K.Const):
+                const += int(v.value) * self.vstride
+            elif v is not None and self.vstride:
+                index = iadd(index, imul(v, self.vstride) if self.vstride != 1 else v)
+            return K.load(buf, iadd(index, const) if const else index)
+        full = {}
+        for c in self.op.layout:
+            lin = comps[c]
+            e = lin.base
+            const = lin.ti * i + lin.tj * j
+            if isinstance(v, K.Const):
+                const += int(v.value) * lin.coef
+            elif v is not None and lin.coef:
+                e = iadd(e, imul(v, lin.coef) if lin.coef != 1 else v)
+            full[c] = iadd(e, const) if const else e
+        return self.op.at(full)
+
+
+# =========================================================== the reduction
+
+@dataclass(frozen=True, slots=True)
+class RAxis:
+    """A reduction axis: its letter and loop range."""
+
+    letter: str
+    lo: K.Expr | int
+    hi: K.Expr | int
+
+    @property
+    def extent(self) -> int | None:
+        if isinstance(self.lo, int) and isinstance(self.hi, int):
+            return max(self.hi - self.lo, 0)
+        return None
+
+    @property
+    def span(self) -> K.Expr:
+        n = self.extent
+        return idx(n) if n is not None else isub(self.hi, self.lo)
+
+
+class Dedup:
+    """Values loaded by one innermost body (or one unrolled run of them):
+    each distinct read is declared once and reused."""
+
+    def __init__(self, ctx: LowerContext) -> None:
+        self.ctx = ctx
+        self.vars: dict[K.Expr, K.Var] = {}
+
+    def value(self, e: K.Expr, out: list[K.Stmt], base: str) -> K.Expr:
+        if isinstance(e, (K.Const, K.Var)):
+            return e
+        v = self.vars.get(e)
+        if v is None:
+            v = self.ctx.scalar(base, e.dtype)
+            self.vars[e] = v
+            out.append(K.Decl(v, e))
+        return v
+
+
+Emit = Callable[[K.Expr | None, Dedup], list[K.Stmt]]
+
+
+def reduction_nest(ctx: LowerContext, axes: Sequence[RAxis],
+                   body: Callable[[dict[str, K.Expr], str | None], tuple[list[K.Stmt], Emit]],
+                   macs: int) -> K.Stmt | None:
+    """Nest ``axes`` (outer to inner) around the innermost body.
+
+    Axes of extent 1 are fixed at their start (no loop).  ``body(vars,
+    inner)`` gets every axis' variable (or fixed value) and the innermost
+    axis' letter, and returns ``(hoisted, emit)``: statements placed just
+    outside the innermost loop and ``emit(v, dedup)`` building one
+    iteration for the innermost variable ``v`` (a constant when unrolled).
+    The innermost loop is unrolled when short (``macs`` multiply-
+    accumulates per iteration).  None when some axis is constant-empty."""
+    live: list[RAxis] = []
+    variables: dict[str, K.Expr] = {}
+    for ax in axes:
+        n = ax.extent
+        if n == 0:
+            return None
+        if n == 1:
+            variables[ax.letter] = idx(ax.lo)
+        else:
+            live.append(ax)
+            variables[ax.letter] = ctx.index_var(ax.letter.lower() + "r")
+    inner = live[-1] if live else None
+    hoisted, emit = body(variables, inner.letter if inner else None)
+    if inner is None:
+        return K.block(*hoisted, *emit(None, Dedup(ctx)))
+    v = variables[inner.letter]
+    n = inner.extent
+    if n is not None and n <= UNROLL_MAX_TRIP and n * macs <= UNROLL_MAX_MACS:
+        dedup = Dedup(ctx)
+        unrolled = [s for u in range(int(inner.lo), int(inner.hi)) for s in emit(idx(u), dedup)]
+        stmt: K.Stmt = K.block(*hoisted, *unrolled)
+    else:
+        loop = K.for_range(v, inner.span, K.block(*emit(v, Dedup(ctx))), start=idx(inner.lo))
+        stmt = K.block(*hoisted, loop)
+    for ax in reversed(live[:-1]):
+        stmt = K.for_range(variables[ax.letter], ax.span, stmt, start=idx(ax.lo))
+    return stmt
+
+
+# ============================================================ convolutions
+
+@dataclass(frozen=True, slots=True)
+class _Tap:
+    """A spatial axis inside a tile: tap variable ``t`` in ``[lo, hi)``
+    reads input ``x_base + x_coef*t + x_col*j`` (column ``j``) and kernel
+    ``w_base + w_coef*t``."""
+
+    x_base: K.Expr
+    x_coef: int
+    x_col: int
+    w_base: int
+    w_coef: int
+    lo: K.Expr | int
+    hi: K.Expr | int
+
+
+@dataclass(frozen=True, slots=True)
+class _Conv:
+    """A convolution in canonical terms (``transposed``: the weight is
+    ``I O H W`` and the axes are :class:`Phase` s)."""
+
+    n: int
+    c: int
+    o: int
+    groups: int
+    data: Operand
+    weight: Operand
+    out_layout: str
+    out_dtype: DType
+    acc: DType
+    transposed: bool
+
+    @property
+    def cg(self) -> int:
+        return self.c // self.groups
+
+    @property
+    def og(self) -> int:
+        return self.o // self.groups
+
+    @property
+    def depthwise(self) -> bool:
+        """Every group has one output channel: tiles run across groups."""
+        return self.og == 1 and self.groups > 1
+
+    @property
+    def channels_last(self) -> bool:
+        return _channels_last(self.out_layout)
+
+
+def _channels_last(layout: str) -> bool:
+    return layout.index("C") > layout.index("W")
+
+
+@dataclass(frozen=True, slots=True)
+class _ChanTile:
+    """``bo`` output channels from ``o0`` (``og0`` within its group).  Tile
+    channel ``i`` reads input channels ``cbase + i*cstep + ic``."""
+
+    o0: K.Expr
+    og0: K.Expr
+    bo: int
+    cbase: K.Expr
+    cstep: int
+
+
+def _tile_channels(cv: _Conv) -> int:
+    """BO: output channels per register tile, preferably dividing the
+    channels of a group (no remainder tile)."""
+    if cv.depthwise and not _channels_last(cv.data.layout):
+        return 1        # channels-first depthwise: tile columns only
+    per_group = cv.groups if cv.depthwise else cv.og
+    cap = min(4, TILE_BUDGET.get(cv.acc, 4))
+    for b in range(cap, 1, -1):
+        if per_group % b == 0:
+            return b
+    return min(per_group, cap)
+
+
+def _channel_tiles(ctx: LowerContext, cv: _Conv, bo: int,
+                   inner: Callable[[_ChanTile], K.Stmt]) -> K.Stmt:
+    """Loops over the channel tiles, ``inner`` per tile (and a remainder
+    tile when ``bo`` does not divide the channels)."""
+    stmts: list[K.Stmt] = []
+    if cv.depthwise:
+        full, rem = divmod(cv.groups, bo)
+        if full:
+            t = ctx.index_var("ot")
+            o0 = imul(t, bo)
+            stmts.append(K.for_range(t, full,
+                                     inner(_ChanTile(o0, idx(0), bo, imul(o0, cv.cg), cv.cg))))
+        if rem:
+            o0 = idx(full * bo)
+            stmts.append(inner(_ChanTile(o0, idx(0), rem, imul(o0, cv.cg), cv.cg)))
+        return K.block(*stmts)
+    g = ctx.index_var("g")
+    full, rem = divmod(cv.og, bo)
+    if full:
+        t = ctx.index_var("ot")
+        og0 = imul(t, bo)
+        stmts.append(K.for_range(t, full, inner(
+            _ChanTile(iadd(imul(g, cv.og), og0), og0, bo, imul(g, cv.cg), 0))))
+    if rem:
+        og0 = idx(full * bo)
+        stmts.append(inner(_ChanTile(iadd(imul(g, cv.og), og0), og0, rem, imul(g, cv.cg), 0)))
+    return K.for_range(g, cv.groups, K.block(*stmts))
+
+
+def _conv_tile(ctx: LowerContext, cv: _Conv, sink: Sink, n: K.Expr, ch: _ChanTile,
+               oh: K.Expr, htap: _Tap, ow0: K.Expr, ow_step: int, wtap: _Tap,
+               bw: int) -> K.Stmt:
+    """One register tile: ``ch.bo`` channels x ``bw`` columns (outputs
+    ``ow0 + j*ow_step``) of output row ``oh``."""
+    bo = ch.bo
+    accs = [[ctx.scalar("acc", cv.acc) for _ in range(bw)] for _ in range(bo)]
+    stmts: list[K.Stmt] = [K.Decl(a, K.Const(0, cv.acc)) for row in accs for a in row]
+    ranges = {"C": RAxis("C", 0, cv.cg), "H": RAxis("H", htap.lo, htap.hi),
+              "W": RAxis("W", wtap.lo, wtap.hi)}
+    axes = [ranges[c] for c in cv.data.layout if c in ranges]
+    shared_x = ch.cstep == 0        # every channel of the tile reads the same inputs
+
+    def body(vs: dict[str, K.Expr], inner: str | None) -> tuple[list[K.Stmt], Emit]:
+        def lin(letter: str, base: K.Operand, scale: int, ti: int = 0, tj: int = 0) -> Lin:
+            if letter == inner:
+                return Lin(idx(base), scale, ti, tj)
+            if letter not in vs or not scale:     # conv1d's H: no such axis
+                return Lin(idx(base), 0, ti, tj)
+            return Lin(iadd(base, imul(vs[letter], scale)), 0, ti, tj)
+        x_comps = {"N": Lin(n), "C": lin("C", ch.cbase, 1, ti=ch.cstep),
+                   "H": lin("H", htap.x_base, htap.x_coef, tj=htap.x_col),
+                   "W": lin("W", wtap.x_base, wtap.x_coef, tj=wtap.x_col)}
+        w_comps = {"H": lin("H", htap.w_base, htap.w_coef), "W": lin("W", wtap.w_base, wtap.w_coef)}
+        if cv.transposed:
+            w_comps["I"] = lin("C", ch.cbase, 1, ti=ch.cstep)
+            w_comps["O"] = Lin(ch.og0, 0, ti=int(shared_x))
+        else:
+            w_comps["I"] = lin("C", 0, 1)
+            w_comps["O"] = Lin(ch.o0, 0, ti=1)
+        xa = Access(ctx, cv.data, x_comps, "xb")
+        wa = Access(ctx, cv.weight, w_comps, "wb")
+
+        def emit(v: K.Expr | None, dedup: Dedup) -> list[K.Stmt]:
+            out: list[K.Stmt] = []
+            xs = [[dedup.value(K.cast(cv.acc, xa.read(v, i, j)), out, "x") for j in range(bw)]
+                  for i in range(1 if shared_x else bo)]
+            ws = [dedup.value(K.cast(cv.acc, wa.read(v, i, 0)), out, "w") for i in range(bo)]
+            for i in range(bo):
+                for j in range(bw):
+                    product = K.mul(xs[0 if shared_x else i][j], ws[i])
+                    out.append(K.Assign(accs[i][j], K.add(accs[i][j], product)))
+            return out
+        return xa.decls + wa.decls, emit
+
+    nest = reduction_nest(ctx, axes, body, bo * bw)
+    if nest is not None:
+        stmts.append(nest)
+    for i in range(bo):
+        for j in range(bw):
+            index = {"N": n, "C": iadd(ch.o0, i), "H": oh, "W": iadd(ow0, j * ow_step)}
+            stmts.append(sink(tuple(idx(index[c]) for c in cv.out_layout),
+                              K.cast(cv.out_dtype, accs[i][j])))
+    return K.block(*stmts)
+
+
+TileAt = Callable[[_ChanTile, K.Expr, _Tap, K.Expr, int, _Tap, int], K.Stmt]
+
+
+def _nest(ctx: LowerContext, cv: _Conv, spatial: Callable[[Callable], K.Stmt],
+          tile: TileAt) -> K.Stmt:
+    """Batch, channel tiles and ``spatial`` loops in the output's order:
+    ``spatial(inner)`` calls ``inner(oh, htap, ow0, ow_step, wtap, bw)``
+    per spatial tile."""
+    bo = _tile_channels(cv)
+    n = ctx.index_var("n")
+    if cv.channels_last:
+        body = spatial(lambda *a: _channel_tiles(ctx, cv, bo, lambda ch: tile(n, ch, *a)))
+    else:
+        body = _channel_tiles(ctx, cv, bo, lambda ch: spatial(lambda *a: tile(n, ch, *a)))
+    return K.for_range(n, cv.n, body)
+
+
+def _max_columns(cv: _Conv) -> int:
+    return max(1, TILE_BUDGET.get(cv.acc, 4) // _tile_channels(cv))
+
+
+def _forward_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
+    max_bw = _max_columns(cv)
+
+    def spatial(inner: Callable[..., K.Stmt]) -> K.Stmt:
+        """Rows (tap range per row), then the row's column tiles."""
+        oh = ctx.index_var("oh")
+        hdecls, ih0, hlo, hhi = bounds(ctx, h, oh, range(h.out), "ih")
+        htap = _Tap(ih0, h.dilation, 0, 0, 1, hlo, hhi)
+
+        def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple) -> K.Stmt:
+            return inner(oh, htap, ow0, 1, _Tap(iw0, w.dilation, w.stride, 0, 1, *taps), bw)
+        return K.for_range(oh, h.out, K.block(*hdecls, *columns(ctx, w, max_bw, col)))
+
+    return _nest(ctx, cv, spatial, lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
+
+
+def _transposed_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
+    """Per output phase ``(rh, rw)`` a forward-like nest over the phase's
+    rows and columns (see the design note)."""
+    max_bw = _max_columns(cv)
+    hphases = [Phase.of(h.size, h.out, h.kernel, h.stride, h.dilation, h.pad, r)
+               for r in range(min(h.stride, h.out))]
+    wphases = [Phase.of(w.size, w.out, w.kernel, w.stride, w.dilation, w.pad, r)
+               for r in range(min(w.stride, w.out))]
+
+    def spatial(inner: Callable[..., K.Stmt]) -> K.Stmt:
+        rows: list[K.Stmt] = []
+        for ph in hphases:
+            q = ctx.index_var("qh")
+            hdecls, iy0, hlo, hhi = bounds(ctx, ph, q, range(ph.count), "iy")
+            htap = _Tap(iy0, -ph.e, 0, ph.k0, ph.kstep, hlo, hhi)
+            oh = iadd(imul(q, h.stride), ph.r)
+            cols: list[K.Stmt] = []
+            for pw in wphases:
+                def col(qw: K.Expr, ix0: K.Expr, bw: int, taps: tuple, pw: Phase = pw):
+                    wtap = _Tap(ix0, -pw.e, 1, pw.k0, pw.kstep, *taps)
+                    return inner(oh, htap, iadd(imul(qw, w.stride), pw.r), w.stride, wtap, bw)
+                cols += columns(ctx, pw, max_bw, col)
+            rows.append(K.for_range(q, ph.count, K.block(*hdecls, *cols)))
+        return K.block(*rows)
+
+    return _nest(ctx, cv, spatial, lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
+
+
+# ============================================================ attributes
+
+def _canon(shape: Sequence[int], layout: str, letters: str) -> tuple[int, ...]:
+    return tuple(int(shape[layout.index(c)]) for c in letters)
+
+
+def _setup(args: Sequence[ArgValue], attrs, out_type, rank: int,
+           transposed: bool) -> tuple[_Conv, Axis, Axis]:
+    data, weight = tensor(args[0]), tensor(args[1])
+    t = out_tensor(out_type)
+    out_layout = attrs.out_layout or attrs.data_layout
+    kernel_canon = ("IOHW" if transposed else "OIHW") if rank == 2 else "OIW"
+    if rank == 1:
+        n, c, wd = _canon(data.shape, attrs.data_layout, "NCW")
+        (kw,) = _canon(weight.shape, attrs.kernel_layout, "W")
+        (ow,) = _canon(t.shape, out_layout, "W")
+        left, _ = padding_1d(attrs.padding)
+        h = Axis(1, 1, 1)
+        w = Axis(wd, ow, kw, attrs.strides[0], attrs.dilation[0], left)
+    else:
+        n, c, ht, wd = _canon(data.shape, attrs.data_layout, "NCHW")
+        kh, kw = _canon(weight.shape, attrs.kernel_layout, "HW")
+        oh, ow = _canon(t.shape, out_layout, "HW")
+        top, left, _, _ = padding_2d(attrs.padding)
+        (sh, sw), (dh, dw) = pair(attrs.strides), pair(attrs.dilation)
+        h = Axis(ht, oh, kh, sh, dh, top)
+        w = Axis(wd, ow, kw, sw, dw, left)
+    (o,) = _canon(t.shape, out_layout, "C")
+    assert sorted(attrs.kernel_layout) == sorted(kernel_canon), attrs.kernel_layout
+    cv = _Conv(n, c, o, attrs.groups, Operand(data, attrs.data_layout),
+               Operand(weight, attrs.kernel_layout), out_layout, t.dtype,
+               accumulator_dtype(t.dtype, data.dtype), transposed)
+    return cv, h, w
+
+
+@anchor_lowering("nn.conv2d")
+def _conv2d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
+    cv, h, w = _setup(args, attrs, out_type, 2, False)
+    return _forward_nest(ctx, cv, h, w, sinks[0])
+
+
+@anchor_lowering("nn.conv1d")
+def _conv1d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
+    cv, h, w = _setup(args, attrs, out_type, 1, False)
+    return _forward_nest(ctx, cv, h, w, sinks[0])
+
+
+@anchor_lowering("nn.conv2d_transpose")
+def _conv2d_transpose(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
+    cv, h, w = _setup(args, attrs, out_type, 2, True)
+    return _transposed_nest(ctx, cv, h, w, sinks[0])
