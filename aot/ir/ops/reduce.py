@@ -195,7 +195,8 @@ def trunc_div_count(total: np.ndarray, count: int) -> np.ndarray:
     if count == 0:
         return np.zeros_like(total)
     if total.dtype.kind == "u":
-        return total // count
+        # divide in uint64: count may not fit the element type (300 uint8s)
+        return (total.astype(np.uint64) // np.uint64(count)).astype(total.dtype)
     wide = total.astype(np.int64)
     q = wide // count
     q = q + ((wide - q * count != 0) & (wide < 0))
