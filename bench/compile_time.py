@@ -1,0 +1,127 @@
+"""Compile time of the C backend against program size.
+
+Builds synthetic programs of 100, 1,000 and 10,000 operators and times each
+stage of ``aot.compile``: parse + type inference, the optimisation passes
+and fusion, lowering + memory planning, rendering, and the C build.  Two
+program shapes:
+
+* ``distinct``: a chain of blocks ``dense -> add(bias) -> tanh -> multiply
+  -> relu`` whose widths cycle through 8 sizes and whose weights all
+  differ, so the C holds at most 8 distinct kernels but every block has its
+  own constants (a network's usual shape);
+* ``varied``: the same, with widths drawn from 64 sizes and an extra
+  reduction, so the generated C holds many distinct kernels.
+
+Prints a table and writes JSON (``--json``).  Usage::
+
+    python bench/compile_time.py [--sizes 100,1000,10000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import aot
+from aot.emit.artifact import build_artifact, write_artifact
+from aot.emit.lower_model import plan_model
+from aot.emit.pipeline import optimize_for_c
+
+
+def program(n_ops: int, widths: list[int], seed: int = 0) -> str:
+    """A chain of about ``n_ops`` operators, weights as metadata-free
+    constants via params (returned separately)."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    cur, width = "%x", 16
+    k = 0
+    block = 0
+    while k < n_ops:
+        out = widths[block % len(widths)]
+        block += 1
+        w = rng.standard_normal((out, width)).astype(np.float32) * 0.1
+        lines.append(f"  %{k} = nn.dense({cur}, meta_w{block});")
+        lines.append(f"  %{k + 1} = add(%{k}, {float(rng.standard_normal()):.3f}f);")
+        lines.append(f"  %{k + 2} = tanh(%{k + 1});")
+        lines.append(f"  %{k + 3} = multiply(%{k + 2}, 0.5f);")
+        lines.append(f"  %{k + 4} = nn.relu(%{k + 3});")
+        cur, width = f"%{k + 4}", out
+        k += 5
+    return lines, cur, width
+
+
+def build_module(n_ops: int, widths: list[int]) -> tuple[aot.IRModule, dict]:
+    lines, cur, width = program(n_ops, widths)
+    params = {}
+    rng = np.random.default_rng(1)
+    sig = ["%x: Tensor[(1, 16), float32]"]
+    prev = 16
+    for i, line in enumerate(lines):
+        if "nn.dense" in line:
+            name = line.split("meta_w")[1].rstrip(");")
+            out = widths[(int(name) - 1) % len(widths)]
+            sig.append(f"%w{name}: Tensor[({out}, {prev}), float32]")
+            params[f"w{name}"] = (rng.standard_normal((out, prev)) * 0.1).astype(np.float32)
+            lines[i] = line.replace(f"meta_w{name}", f"%w{name}")
+            prev = out
+    text = "def @main(" + ", ".join(sig) + ") {\n" + "\n".join(lines) + f"\n  {cur}\n}}\n"
+    return text, params
+
+
+def measure(n_ops: int, shape: str) -> dict:
+    widths = [8, 12, 16, 20, 24, 28, 32, 40] if shape == "distinct" else \
+        [8 + 2 * i for i in range(64)]
+    text, params = build_module(n_ops, widths)
+    t = {}
+    start = time.perf_counter()
+    mod = aot.infer_types(aot.parse(text))
+    t["parse_infer_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    fused = optimize_for_c(mod, params=params)
+    t["passes_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    plan = plan_model(fused, "bench")
+    t["lower_plan_s"] = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        art = write_artifact(plan, Path(tmp))
+        t["render_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        build_artifact(art)
+        t["build_s"] = time.perf_counter() - start
+        c_bytes = sum(p.stat().st_size for p in (Path(tmp) / "src").glob("*.c"))
+    t["total_s"] = sum(v for k, v in t.items())
+    return {"ops": n_ops, "shape": shape, "kernels": len(plan.kernels),
+            "calls": len(plan.calls), "c_bytes": c_bytes, **t}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100,1000,10000")
+    ap.add_argument("--shapes", default="distinct,varied")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    rows = []
+    print(f"{'ops':>6} {'shape':>9} {'kernels':>7} {'C KiB':>7} {'parse':>7} {'passes':>7} "
+          f"{'lower':>7} {'render':>7} {'build':>7} {'total':>7}  (seconds)")
+    for shape in args.shapes.split(","):
+        for n in (int(s) for s in args.sizes.split(",")):
+            r = measure(n, shape)
+            rows.append(r)
+            print(f"{r['ops']:>6} {shape:>9} {r['kernels']:>7} {r['c_bytes'] / 1024:>7.0f} "
+                  f"{r['parse_infer_s']:>7.2f} {r['passes_s']:>7.2f} {r['lower_plan_s']:>7.2f} "
+                  f"{r['render_s']:>7.2f} {r['build_s']:>7.2f} {r['total_s']:>7.2f}",
+                  flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
