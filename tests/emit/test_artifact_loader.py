@@ -224,3 +224,12 @@ def test_inputs_are_not_modified(models):
     models["addscale"](x, y)
     assert_bits_equal(x, y)
 
+
+
+def test_a_non_zero_status_is_a_diagnostic_naming_it(tmp_path):
+    model = load(write_artifact(addscale_plan("status"), tmp_path))
+    x = np.zeros((2, 3), np.float32)
+    model._entry = lambda *pointers: 2          # what an exhausted pool returns
+    with pytest.raises(DiagnosticError, match=r"failed with status 2 \(STATUS_ERR_POOL: "
+                                              r"the object pool is exhausted\)"):
+        model(x, x)
