@@ -41,7 +41,9 @@ import numpy as np
 
 from ..diagnostics import DiagnosticError, Span
 from ..ir.dtype import DType
-from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from ..ir.adt import Constructor
+from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
+                       RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import post_order
@@ -220,7 +222,9 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
         inputs.append(TensorSpec(cname, tuple(t.shape), t.dtype, p.name_hint))
         values[id(p)] = slot
 
-    for node in post_order(main.body, into_functions=False):
+    order = post_order(main.body, into_functions=False)
+    _check_dataflow(order)
+    for node in order:
         if id(node) in values:
             continue
         values[id(node)] = _value(b, node, values)
@@ -229,6 +233,24 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
     _tensor_type(main.body.checked_type, main.body, "the result of main")
     outputs, tree = _bind_outputs(b, result)
     return _finish(b, name, arena, inputs, outputs, tree)
+
+
+_FEATURES = {Let: "a let binding of a closure or an effect", If: "if-then-else",
+             Match: "match", RefCreate: "references", RefRead: "references",
+             RefWrite: "references", GlobalVar: "calls of global functions",
+             Constructor: "algebraic data types", Op: "operators used as values"}
+
+
+def _check_dataflow(order: Sequence[Expr]) -> None:
+    """Reject, at the first offending node, what only the whole-language
+    backend can compile."""
+    for node in order:
+        feature = _FEATURES.get(type(node))
+        if isinstance(node, Function) and not _is_primitive(node):
+            feature = "closures"
+        if feature is not None:
+            raise _error(node, f"{feature}: not supported by the dataflow C backend yet "
+                               "(it compiles static tensor programs)")
 
 
 def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:

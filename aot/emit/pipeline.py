@@ -2,7 +2,7 @@
 
 ::
 
-    BindParams -> InferType -> SimplifyInference -> FoldConstant -> FuseOps
+    BindParams -> InferType -> ToGraphNormalForm -> SimplifyInference -> FoldConstant -> FuseOps
       -> lower (kernels, slots, memory plan: aot.emit.lower_model)
       -> render (aot.emit.artifact) -> build (gcc/clang + ar)
 
@@ -31,10 +31,12 @@ def optimize_for_c(mod: IRModule, *, opt_level: int = 3,
     from ..passes.fold_constant import fold_constant
     from ..passes.fuse_ops import fuse_ops
     from ..passes.simplify_inference import simplify_inference
+    from ..passes.to_graph_normal_form import to_graph_normal_form
     from ..passes.type_infer import infer_types
 
     mod = bind_params(mod, params or {}, entry)
     mod = infer_types(mod)
+    mod = to_graph_normal_form(mod)
     mod = simplify_inference(mod)
     if opt_level >= 1:
         mod = fold_constant(mod)
