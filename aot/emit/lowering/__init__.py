@@ -7,4 +7,4 @@ from . import nn  # noqa: F401
 from . import reduce  # noqa: F401
 from . import algorithm  # noqa: F401
 from . import transform  # noqa: F401  (and transform_index, transform_init, layout)
-from . import nn_conv  # noqa: F401  (and nn_pool, image)
+from . import nn_conv, nn_pool, image  # noqa: F401

@@ -95,7 +95,8 @@ from ._util import tensor
 
 __all__ = ["FLOAT32_ACCUMULATOR", "accumulator_dtype", "Axis", "Operand", "idx", "iadd", "isub",
            "imul", "smax", "smin", "decl_index", "merged_range_loop", "clip_runs",
-           "column_tiles"]
+           "column_tiles", "columns", "bounds", "interior", "border", "Lin", "Access", "RAxis",
+           "Dedup", "reduction_nest", "TILE_BUDGET"]
 
 I32 = DType.INT32
 
@@ -364,12 +365,14 @@ def column_tiles(width: int, max_bw: int) -> list[tuple[int, int]]:
     return [(size, count) for size, count in ((base + 1, extra), (base, n - extra)) if count]
 
 
-ColumnTile = Callable[[K.Expr, K.Expr, int, tuple], K.Stmt]
+#: ``tile(o0, first, bw, (lo, hi), starts)``: see :func:`columns`
+ColumnTile = Callable[[K.Expr, K.Expr, int, tuple, list[int]], K.Stmt]
 
 
 def columns(ctx: LowerContext, axis: WindowAxis, max_bw: int, tile: ColumnTile) -> list[K.Stmt]:
-    """The positions of one axis as ``tile(o0, first, bw, (lo, hi))``
-    calls: interior positions in tiles of up to ``max_bw`` with the
+    """The positions of one axis as ``tile(o0, first, bw, (lo, hi), starts)``
+    calls (a tile of ``bw`` positions from ``o0``, which takes the values
+    ``starts``): interior positions in tiles of up to ``max_bw`` with the
     constant tap range ``[0, taps)``; border positions one at a time, with
     a constant range per run of equal ranges when there are few runs, else
     with the range computed per position."""
@@ -377,21 +380,23 @@ def columns(ctx: LowerContext, axis: WindowAxis, max_bw: int, tile: ColumnTile) 
     runs = clip_runs(axis, edge)
     a, b = interior(axis)
 
-    def at(o: K.Expr, bw: int, taps: tuple) -> K.Stmt:
+    def at(o: K.Expr, bw: int, taps: tuple, starts: list[int]) -> K.Stmt:
         d, ov = decl_index(ctx, "ow", o)
         d1, first = decl_index(ctx, "iw", axis.start(ov))
-        return K.block(*(s for s in (d, d1) if s is not None), tile(ov, first, bw, taps))
+        return K.block(*(s for s in (d, d1) if s is not None),
+                       tile(ov, first, bw, taps, starts))
 
     def run_loop(start: int, stop: int, size: int, taps: tuple) -> K.Stmt:
         count = (stop - start) // size
+        starts = list(range(start, stop, size))
         if count == 1:
-            return at(idx(start), size, taps)
+            return at(idx(start), size, taps, starts)
         t = ctx.index_var("owt")
-        return K.for_range(t, count, at(iadd(imul(t, size), start), size, taps))
+        return K.for_range(t, count, at(iadd(imul(t, size), start), size, taps, starts))
 
     def border_loop(o: K.Expr) -> K.Stmt:
         decls, first, lo, hi = bounds(ctx, axis, o, edge, "iw")
-        return K.block(*decls, tile(o, first, 1, (lo, hi)))
+        return K.block(*decls, tile(o, first, 1, (lo, hi), edge))
 
     few = len(runs) <= MAX_BORDER_RUNS
     stmts: list[K.Stmt] = []
@@ -768,7 +773,7 @@ def _forward_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink) ->
         hdecls, ih0, hlo, hhi = bounds(ctx, h, oh, range(h.out), "ih")
         htap = _Tap(ih0, h.dilation, 0, 0, 1, hlo, hhi)
 
-        def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple) -> K.Stmt:
+        def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple, starts: list[int]) -> K.Stmt:
             return inner(oh, htap, ow0, 1, _Tap(iw0, w.dilation, w.stride, 0, 1, *taps), bw)
         return K.for_range(oh, h.out, K.block(*hdecls, *columns(ctx, w, max_bw, col)))
 
@@ -793,7 +798,8 @@ def _transposed_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink)
             oh = iadd(imul(q, h.stride), ph.r)
             cols: list[K.Stmt] = []
             for pw in wphases:
-                def col(qw: K.Expr, ix0: K.Expr, bw: int, taps: tuple, pw: Phase = pw):
+                def col(qw: K.Expr, ix0: K.Expr, bw: int, taps: tuple, starts: list[int],
+                        pw: Phase = pw) -> K.Stmt:
                     wtap = _Tap(ix0, -pw.e, 1, pw.k0, pw.kstep, *taps)
                     return inner(oh, htap, iadd(imul(qw, w.stride), pw.r), w.stride, wtap, bw)
                 cols += columns(ctx, pw, max_bw, col)
