@@ -32,10 +32,10 @@ The accumulator follows the reference (``_nn_util.accumulator``): integer
 results accumulate in the output dtype with wrapping arithmetic -- the
 same value as the reference's exact int64 sum wrapped once, because
 wrapping ``+`` and ``*`` are ring operations modulo 2^bits -- and
-floating results accumulate in float64 and are rounded once
-(:func:`_accumulator_dtype`; the products of float32 operands are exact in
-float64).  Summation order is ``k`` ascending, NumPy's may differ: floats
-agree within rounding.
+floating results accumulate in their own precision, float32 for float32
+(:func:`_accumulator_dtype` says why: a microcontroller has no
+double-precision FPU).  The reference sums in float64, so floats agree
+within the accumulated float32 rounding.
 
 **Softmax, log_softmax, layer_norm** are row reductions along one axis:
 for every position of the other axes, one pass computes the statistics
@@ -259,13 +259,18 @@ def _dropout(ctx: LowerContext, args: Sequence, attrs: object,
 # --------------------------------------------------- dense, matmul, batch
 
 def _accumulator_dtype(out: DType) -> DType:
-    """The reference's accumulator: the output dtype for integers
-    (wrapping), float64 for floats.  On a core without a double-precision
-    FPU (Cortex-M4F) the float64 sum is software floating point: about 95
-    instructions per float32 MAC against about 5 with a float32
-    accumulator -- the price of matching the reference's single
-    rounding."""
-    return out if out.is_int else F64
+    """The accumulator: the output dtype for integers (wrapping, exactly
+    the reference), and for floats the output's own precision (float32
+    accumulates in float32; float16 computes in float32).  The reference
+    sums in float64 and rounds once; a float32 accumulator differs from it
+    by at most about ``K * 2**-24 * sum(|x * w|)``, which the tests allow.
+    The choice is deliberate: on a core without a double-precision FPU
+    (Cortex-M4F) a float64 sum is software floating point, about 95
+    instructions per multiply-accumulate against about 5; the convolution
+    lowerings make the same choice."""
+    if out.is_int:
+        return out
+    return F64 if out is F64 else DType.FLOAT32
 
 
 @dataclass(frozen=True, slots=True)
