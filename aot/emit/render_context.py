@@ -48,7 +48,6 @@ Spelling rules:
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -204,21 +203,26 @@ def entry_prototype(plan: ModelPlan, width: int | None = None) -> str:
     return "\n".join(_wrap_list(head, params, ")", width))
 
 
-def _wrap_list(head: str, items: Sequence[str], tail: str, width: int,
-               first_indent: str = "") -> list[str]:
-    """``head item, item, ...tail`` broken after commas, continuation
-    lines aligned under the first item."""
+def _wrap(head: str, items: Sequence[str], separator: str, tail: str, width: int
+          ) -> list[str]:
+    """``head`` + items joined by ``separator`` + ``tail``, broken after a
+    separator so lines stay within ``width``; continuation lines are
+    aligned under the first item."""
     lines: list[str] = []
-    current = first_indent + head
-    hang = " " * len(current)
+    current = head
+    hang = " " * len(head)
     for i, item in enumerate(items):
-        piece = item + (", " if i + 1 < len(items) else tail)
-        if len(current) + len(piece.rstrip()) > width and current.strip() != head.strip():
+        piece = item + (separator if i + 1 < len(items) else tail)
+        if len(current) + len(piece.rstrip()) > width and current != head:
             lines.append(current.rstrip())
             current = hang
         current += piece
     lines.append(current.rstrip())
     return lines
+
+
+def _wrap_list(head: str, items: Sequence[str], tail: str, width: int) -> list[str]:
+    return _wrap(head, items, ", ", tail, width)
 
 
 def _describe(spec: TensorSpec) -> str:
@@ -243,7 +247,11 @@ def _block_comment(lines: Sequence[str]) -> str:
 
 # ------------------------------------------------------------- literals
 
-_HEX = re.compile(r"(-?)0x([0-9a-f])\.([0-9a-f]*)p([+-]\d+)\Z")
+def _hex(value: float) -> str:
+    """``float.hex`` without trailing zero digits: ``0x1.8p+1``, ``0x1p-2``
+    (finite values only; ``float.hex`` always writes ``0x1.`` or ``0x0.``)."""
+    mantissa, exponent = value.hex().split("p")
+    return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}"
 
 
 def float_literal(value: float, dtype: DType) -> str:
@@ -251,32 +259,39 @@ def float_literal(value: float, dtype: DType) -> str:
     (hex float; NaN and infinities through the AOT_ macros)."""
     assert dtype in (DType.FLOAT32, DType.FLOAT64), dtype
     suffix = "F32" if dtype is DType.FLOAT32 else "F64"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
-    if math.isnan(value):
-        return f"{sign}AOT_NAN_{suffix}"
-    if math.isinf(value):
-        return f"{sign}AOT_INF_{suffix}"
-    match = _HEX.match(float(value).hex())
-    assert match is not None, value
-    neg, lead, fraction, exponent = match.groups()
-    fraction = fraction.rstrip("0")
-    text = f"{neg}0x{lead}{'.' + fraction if fraction else ''}p{exponent}"
-    return text + ("f" if dtype is DType.FLOAT32 else "")
+    if math.isnan(value) or math.isinf(value):
+        sign = "-" if math.copysign(1.0, value) < 0 else ""
+        return f"{sign}AOT_{'NAN' if math.isnan(value) else 'INF'}_{suffix}"
+    return _hex(value) + ("f" if dtype is DType.FLOAT32 else "")
+
+
+#: integer dtypes whose every value prints as plain decimal
+_PLAIN_INTS = (DType.INT8, DType.INT16, DType.UINT8, DType.UINT16)
 
 
 def constant_literals(dtype: DType, values: np.ndarray) -> list[str]:
-    """One C literal per element of ``values`` (flat, the dtype's storage)."""
-    flat = np.ascontiguousarray(values).reshape(-1)
+    """One C literal per element of ``values`` (flat, the dtype's storage).
+    Plain Python loops over ``tolist()``: one to two seconds per million
+    elements."""
+    flat = np.ascontiguousarray(values, dtype=dtype.np).reshape(-1)
     if dtype is DType.FLOAT16:
-        bits = flat.astype(np.float16, copy=False).view(np.uint16)
-        return [f"0x{int(b):04x}" for b in bits]
+        return [f"0x{b:04x}" for b in flat.view(np.uint16).tolist()]
     if dtype is DType.FLOAT32 or dtype is DType.FLOAT64:
-        typed = flat.astype(dtype.np, copy=False)
-        return [float_literal(float(v), dtype) for v in typed]
+        suffix = "f" if dtype is DType.FLOAT32 else ""
+        return [_hex(v) + suffix if math.isfinite(v) else float_literal(v, dtype)
+                for v in flat.tolist()]
     if dtype is DType.BOOL:
-        return ["1" if bool(v) else "0" for v in flat]
-    typed = flat.astype(dtype.np, copy=False)
-    return [format_int(int(v), dtype).text for v in typed]
+        return ["1" if v else "0" for v in flat.tolist()]
+    if dtype in _PLAIN_INTS:
+        return [str(v) for v in flat.tolist()]
+    spelled: dict[int, str] = {}
+    out = []
+    for v in flat.tolist():
+        text = spelled.get(v)
+        if text is None:
+            text = spelled[v] = format_int(v, dtype).text
+        out.append(text)
+    return out
 
 
 def _pack(items: Sequence[str], width: int) -> list[str]:
@@ -331,8 +346,9 @@ def _check_plan(plan: ModelPlan) -> None:
         c_name = f"{plan.name}_{c.symbol}"
         if not is_c_identifier(c_name) or c_name in file_scope:
             _fail(plan, f"bad or duplicate constant symbol {c.symbol!r}")
-        if c.values.ndim != 1:
-            _fail(plan, f"constant {c.symbol}'s values must be flat")
+        if c.values.ndim != 1 or c.values.dtype != c.dtype.np:
+            _fail(plan, f"constant {c.symbol}'s values must be a flat array of {c.dtype}, "
+                        f"got {c.values.dtype}{list(c.values.shape)}")
         file_scope.add(c_name)
     params = [t.name for t in (*plan.inputs, *plan.outputs)]
     for p in params:
@@ -555,7 +571,7 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
         else:
             body.append("(void)arena;")
     if pointers:
-        body += _wrap_or([f"{p} == NULL" for p in pointers], width)
+        body += _wrap("if (", [f"{p} == NULL" for p in pointers], " || ", ") {", width)
         body += [f"{_INDENT}return {NAME}_ERR_NULL;", "}"]
     for call in plan.calls:
         args = [_call_arg(plan, ref) for ref in call.args]
@@ -563,21 +579,6 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
             else [f"{call.kernel}();"]
     body.append(f"return {NAME}_OK;")
     return tuple(body)
-
-
-def _wrap_or(checks: Sequence[str], width: int) -> list[str]:
-    """``if (a == NULL || b == NULL ||`` continued under the first check."""
-    lines: list[str] = []
-    current = "if ("
-    hang = " " * len(current)
-    for i, check in enumerate(checks):
-        piece = check + (" || " if i + 1 < len(checks) else ") {")
-        if len(current) + len(piece.rstrip()) > width and current != "if (":
-            lines.append(current.rstrip())
-            current = hang
-        current += piece
-    lines.append(current.rstrip())
-    return lines
 
 
 def build_context(plan: ModelPlan) -> RenderContext:
