@@ -158,14 +158,18 @@ def _tensor_type(t: Type, node: Expr, what: str) -> list[TensorType]:
     return leaves
 
 
-def _c_names(params: Sequence[Var]) -> list[str]:
+def _c_names(params: Sequence[Var], model: str) -> list[str]:
+    """C parameter names for the entry's inputs: the program's names made
+    C identifiers, clear of keywords, of the outputs' and arena's names and
+    of the model's file-scope symbols (``<model>_...``)."""
     names: list[str] = []
     used = {"arena", "out"}
     for i, p in enumerate(params):
         base = re.sub(r"[^A-Za-z0-9_]", "_", p.name_hint) or f"in{i}"
         if base[0].isdigit():
             base = "in_" + base
-        if base in K.C_KEYWORDS or keyword.iskeyword(base) or base.startswith("out"):
+        if base in K.C_KEYWORDS or keyword.iskeyword(base) or base.startswith("out") or \
+                base.startswith(model + "_") or base.startswith("_"):
             base = "in_" + base
         name, n = base, 1
         while name in used:
@@ -211,7 +215,7 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
 
     inputs: list[TensorSpec] = []
     values: dict[int, _Value] = {}
-    c_names = _c_names(main.params)
+    c_names = _c_names(main.params, name)
     for p, cname in zip(main.params, c_names):
         leaves = _tensor_type(p.checked_type, p, f"parameter %{p.name_hint}")
         if isinstance(p.checked_type, TupleType):

@@ -12,8 +12,11 @@ The entry function every model exports (``<name>`` is the model name):
 
       int32_t <name>_run(const T0 *<in0>, ..., T *<out0>, ..., void *arena);
 
-* static arena (``arena="static"``): the library defines an aligned static
-  arena of ``<NAME>_ARENA_BYTES`` and the entry has no ``arena`` parameter.
+* static arena (``arena="static"``): the library defines a static arena
+  of ``<NAME>_ARENA_BYTES`` (a union with ``uint64_t``, ``double``, ``long
+  double`` and ``void *``: aligned for every element type, 8 bytes on a
+  Cortex-M, 16 on x86-64; C99 has no ``alignas``) and the entry has no
+  ``arena`` parameter.
 
 It returns ``<NAME>_OK`` (0) or an error status (``<NAME>_ERR_NULL`` when a
 pointer argument is NULL).  Inputs are read only; outputs are written
@@ -40,8 +43,8 @@ __all__ = [
     "KernelInfo", "ModelPlan", "OutputTree", "STATUS_CODES", "ARENA_ALIGNMENT",
 ]
 
-#: Every arena offset is a multiple of this, and the arena's base address
-#: must be aligned to it (the static arena is; a caller's arena must be).
+#: Every arena offset is a multiple of this; a caller's arena should be
+#: aligned to it (SIMD-friendly), and must be aligned for its element types.
 ARENA_ALIGNMENT = 16
 
 #: Status codes of the entry function: (suffix, value, meaning).  Printed as
