@@ -8,3 +8,4 @@ from . import reduce  # noqa: F401
 from . import algorithm  # noqa: F401
 from . import transform  # noqa: F401  (and transform_index, transform_init, layout)
 from . import nn_conv, nn_pool, image  # noqa: F401
+from . import qnn  # noqa: F401  (and qnn_linear)
