@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 EXAMPLE ?= examples/list_fold.relay
 EXAMPLE_ARGS ?= --input "a=[1, 2, 3]" --input "b=[0.5, 0.25, 2]"
 
-.PHONY: all install deps run test check clean
+.PHONY: all install deps run test bench check clean
 
 all: test
 
@@ -35,6 +35,10 @@ run: install
 
 test: install deps
 	$(PY) -m pytest
+
+# Benchmarks (numbers, never pass/fail): compile time against program size.
+bench: install deps
+	$(PY) bench/compile_time.py --json bench/compile_time.json
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis out

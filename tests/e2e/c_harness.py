@@ -14,7 +14,7 @@ exact; float64 rtol 1e-12; float32 rtol 1e-5 (C's ``expf`` and friends are
 not correctly rounded, NumPy's are not either, and they differ by an ulp
 or two); float16 rtol 2e-3 (one half-precision ulp).  The absolute
 tolerance is the table's value times the largest magnitude in the expected
-output (at least 1): a float32 sum's rounding error scales with its terms,
+output (at least 1), for given tolerances too: a float32 sum's rounding error scales with its terms,
 not with its result, and the C kernels sum in a different order than
 NumPy.  Callers may widen them per case.
 """
@@ -62,12 +62,12 @@ def assert_matches(got: np.ndarray, want: np.ndarray, what: str,
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, interpreter {want.dtype}"
     if want.dtype.kind == "f":
         r, a = TOLERANCE[want.dtype.name]
+        r = r if rtol is None else rtol
+        a = a if atol is None else atol
         finite = np.abs(want[np.isfinite(want)]).astype(np.float64)
         a *= max(1.0, float(finite.max()) if finite.size else 1.0)
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                                   rtol=r if rtol is None else rtol,
-                                   atol=a if atol is None else atol,
-                                   equal_nan=True, err_msg=what)
+                                   rtol=r, atol=a, equal_nan=True, err_msg=what)
     else:
         np.testing.assert_array_equal(got, want, err_msg=what)
 

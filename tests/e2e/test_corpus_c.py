@@ -80,10 +80,10 @@ def test_corpus_programs_compile_and_match(tiers):
 def test_corpus_networks_compile_and_match(rec):
     kind, mod = _classify(rec)
     if kind != "compile":
-        assert kind == "skip", rec["id"]
-        return
+        return                      # refused with the feature named, or underdetermined
     rng = np.random.default_rng(5)
-    args = [random_value(p.checked_type, rng, mod) * np.asarray(0.1, dtype=np.float32)
-            if p.checked_type.dtype.is_float else random_value(p.checked_type, rng, mod)
-            for p in mod["main"].params]
+    args = []
+    for p in mod["main"].params:
+        v = random_value(p.checked_type, rng, mod)
+        args.append((v * 0.1).astype(v.dtype) if v.dtype.kind == "f" else v)
     check_program(_text(mod), args, rtol=1e-3, atol=1e-4)
