@@ -23,6 +23,7 @@ from aot.ir.dtype import DType
 from aot.ir.expr import Constant, Function
 from aot.ir.module import IRModule
 from aot.ir.visitor import ExprMutator
+from aot.emit.kernel_verify import verify_kernel
 from aot.emit.simplify import simplify_kernel
 from kernel_c_harness import build, call, compilers
 from lowering_harness import _flatten, assert_close, main_as_group, run_lowered
@@ -78,6 +79,7 @@ def check(params: Mapping[str, np.ndarray], body: str,
     """Lower and run; the result must equal the interpreter's (floats
     within ``rtol``, integers exactly)."""
     mod, group = lower(params, body, consts)
+    verify_kernel(simplify_kernel(group.kernel))
     args = [np.asarray(a) for a in params.values()]
     want = _flatten(aot.interpret(mod, *args))
     got = run_lowered(group, args)
@@ -381,6 +383,19 @@ def test_requantize_float_upward_rounds_the_bias_addition() -> None:
     consts = {"si": f32(s_in), "zi": i32(0), "so": f32(1.0), "zo": i32(0)}
     check({"x": i32([1, -1, 3])}, requantize("UPWARD", "int32", compute="float32"), consts)
     check({"x": i32([1, -1, 3])}, requantize("UPWARD", "int32"), consts)
+
+
+@pytest.mark.parametrize("rounding, compute", [
+    ("None", "None"), ("TFLITE", "int64"), ("UPWARD", "None"), ("TONEAREST", "int64"),
+    ("UPWARD", "float32"), ("TONEAREST", "float64"),
+])
+@pytest.mark.parametrize("scale, zp", [(0.0078125, -128), (0.173, 17), (3.5, 0)])
+def test_requantize_same_parameters(rounding: str, compute: str, scale: float,
+                                    zp: int) -> None:
+    """test_requantize_same_parameters_is_identity, over every int8 value."""
+    consts = {"si": f32(scale), "zi": i32(zp), "so": f32(scale), "zo": i32(zp)}
+    x = np.arange(-128, 128, dtype=np.int8)
+    check({"x": x}, requantize(rounding, "int8", compute=compute), consts)
 
 
 @pytest.mark.parametrize("si, so, message", [
