@@ -10,6 +10,8 @@ from typing import Mapping
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import aot
 from aot.emit import kernel_ir as K
@@ -151,6 +153,24 @@ def test_fixed_point_multiplies_match_quant(real: float, runtime: bool) -> None:
                 v, qm.multiplier, qm.shift, True)}
         for name, e in exprs.items():
             assert _eval(e, x=v, r=real) == int(want[name]), (name, real, v)
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.integers(-(2 ** 31), 2 ** 31 - 1),
+       st.floats(2.0 ** -34, 2.0 ** 29.9, allow_nan=False, allow_infinity=False),
+       st.sampled_from(["double", "upward", "nearest"]), st.booleans())
+def test_fixed_point_property(x: int, real: float, kind: str, runtime: bool) -> None:
+    qm = quant.quantize_multiplier(real)
+    q = Q.runtime_multiplier(K.var("r", F64)) if runtime else Q.static_multiplier(real)
+    xv = K.var("x", I32)
+    if kind == "double":
+        e = Q.multiply_double(xv, q)
+        want = quant.multiply_by_quantized_multiplier(x, qm.multiplier, qm.shift)
+    else:
+        e = Q.multiply_single(xv, q, kind == "nearest")
+        want = quant.multiply_by_quantized_multiplier_single_rounding(
+            x, qm.multiplier, qm.shift, kind == "nearest")
+    assert _eval(e, x=x, r=real) == int(want)
 
 
 @pytest.mark.parametrize("a, b", [  # SRDHM golden cases of test_quant.py (b >= 0)
