@@ -64,7 +64,8 @@ from ._quant import (F32, F64, I32, Multiplier, f64, i32, multiply_double, multi
                      round_half_away, runtime_multiplier, saturate, saturate_int, wrap_sub)
 from ._util import tensor
 
-__all__ = ["constant_of", "param_at", "requantize_value", "rescale_at", "MultiplierAt"]
+__all__ = ["constant_of", "param_at", "scalar_param", "check_scales", "requantize_value",
+           "rescale_at", "MultiplierAt"]
 
 MultiplierAt = Callable[[Index], Multiplier]
 
@@ -162,7 +163,9 @@ def rescale_at(ctx: LowerContext, op: str, in_scale: TensorValue, out_scale: Ten
     return _per_channel(ctx, checked(op, pairs), lambda idx: idx[axis], runtime)
 
 
-def _check_scales(op: str, ctx: LowerContext, p: TensorValue, what: str) -> None:
+def check_scales(op: str, ctx: LowerContext, p: TensorValue, what: str) -> None:
+    """Reject a constant scale the reference would reject (at compile time,
+    with its message)."""
     data = constant_of(ctx, p)
     if data is not None:
         checked(op, lambda: scales(data, what))
@@ -261,7 +264,7 @@ def _quantize_fast(r: K.Expr, z: int, out: DType) -> K.Expr | None:
 def _quantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: QuantizeAttrs,
               out_type: object) -> TensorValue:
     data, scale, zp = (tensor(a) for a in args)
-    _check_scales("qnn.quantize", ctx, scale, "output_scale")
+    check_scales("qnn.quantize", ctx, scale, "output_scale")
     ndim, out = data.ndim, attrs.out_dtype
     axis = quant_axis(attrs.axis, ndim)
 
@@ -287,7 +290,7 @@ _F16_MAX = float(np.finfo(np.float16).max)
 def _dequantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: DequantizeAttrs,
                 out_type: object) -> TensorValue:
     data, scale, zp = (tensor(a) for a in args)
-    _check_scales("qnn.dequantize", ctx, scale, "input_scale")
+    check_scales("qnn.dequantize", ctx, scale, "input_scale")
     ndim = data.ndim
     axis = quant_axis(attrs.axis, ndim)
 
@@ -318,7 +321,7 @@ class _Binary:
         self.op = op
         for p, what in ((self.ls, "lhs_scale"), (self.rs, "rhs_scale"),
                         (self.os, "output_scale")):
-            _check_scales(op, ctx, p, what)
+            check_scales(op, ctx, p, what)
         consts = [constant_of(ctx, p) for p in (self.ls, self.rs, self.os)]
         self.static: tuple[float, float, float] | None = None
         if all(c is not None and np.all(c == c.reshape(-1)[0]) for c in consts):
@@ -434,11 +437,7 @@ def _fixed_point_multiply(ctx: LowerContext, args: Sequence[ArgValue],
                           attrs: FixedPointMultiplyAttrs, out_type: object) -> TensorValue:
     x = tensor(args[0])
     q = Multiplier(i32(attrs.multiplier), i32(attrs.shift))
-    return TensorValue(x.shape, I32, lambda idx: _fixed_point(x.read(idx), q))
-
-
-def _fixed_point(x: K.Expr, q: Multiplier) -> K.Expr:
-    return multiply_single(x, q, to_nearest=False)
+    return TensorValue(x.shape, I32, lambda idx: multiply_single(x.read(idx), q, False))
 
 
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)

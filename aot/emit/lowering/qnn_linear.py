@@ -46,7 +46,7 @@ from .. import kernel_ir as K
 from ..te import (INDEX, ArgValue, Index, LowerContext, Sink, TensorValue, anchor_lowering,
                   lookup_lowering, out_tensor)
 from ._util import tensor
-from .qnn import _check_scales, scalar_param
+from .qnn import check_scales, scalar_param
 
 __all__ = ["UNITS"]
 
@@ -85,8 +85,8 @@ def _kernel_zp_at(k_zp: TensorValue, channel_axis: int) -> Callable[[Index], K.E
 
 
 def _check(ctx: LowerContext, op: str, in_scale: TensorValue, k_scale: TensorValue) -> None:
-    _check_scales(op, ctx, in_scale, "input_scale")
-    _check_scales(op, ctx, k_scale, "kernel_scale")
+    check_scales(op, ctx, in_scale, "input_scale")
+    check_scales(op, ctx, k_scale, "kernel_scale")
 
 
 # ================================================================ conv2d
