@@ -83,6 +83,7 @@ products); :data:`FLOAT32_ACCUMULATOR` switches it to ``float64``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
@@ -96,7 +97,7 @@ from ._util import tensor
 __all__ = ["FLOAT32_ACCUMULATOR", "accumulator_dtype", "Axis", "Operand", "idx", "iadd", "isub",
            "imul", "smax", "smin", "decl_index", "merged_range_loop", "clip_runs",
            "column_tiles", "columns", "bounds", "interior", "border", "Lin", "Access", "RAxis",
-           "Dedup", "reduction_nest", "TILE_BUDGET"]
+           "Dedup", "reduction_nest", "lin_for", "TILE_BUDGET"]
 
 I32 = DType.INT32
 
@@ -105,18 +106,23 @@ I32 = DType.INT32
 #: at the price of double arithmetic.
 FLOAT32_ACCUMULATOR = DType.FLOAT32
 
-#: accumulators per register tile, by accumulator type: a Cortex-M4F has
-#: 32 single-precision registers and 14 general ones (of which the loop
-#: needs about six for pointers, loaded values and its bound).
-TILE_BUDGET = {DType.FLOAT32: 16, I32: 8}
+#: Register tiles (measured with arm-none-eabi-gcc 12 -O2 on a Cortex-M4F,
+#: which has 32 single-precision and 14 general registers): accumulators
+#: per tile and at most this many output channels per tile, by accumulator
+#: type.  A float32 4x4 tile needs 8 loads per 16 MACs; integer tiles stay
+#: at 8 accumulators (2 channels x 4 columns) so the loop's pointers and
+#: loaded values still fit in the general registers.
+TILE_BUDGET = {DType.FLOAT32: 16, I32: 8, DType.FLOAT64: 4, DType.INT64: 4}
+MAX_TILE_CHANNELS = {DType.FLOAT32: 4, I32: 2, DType.FLOAT64: 2, DType.INT64: 2}
 #: border positions are computed with constant tap ranges (one copy of the
 #: tile per run of equal ranges) when there are at most this many runs;
 #: otherwise by one loop that computes the range per position
 MAX_BORDER_RUNS = 4
-#: unroll an innermost loop of at most this many iterations ...
+#: constant reduction axes (kw, then kh, ...) are unrolled while the
+#: unrolled body has at most this many multiply-accumulates ...
+UNROLL_MAX_MACS = 72
+#: ... and each unrolled axis at most this many taps
 UNROLL_MAX_TRIP = 8
-#: ... when the unrolled body has at most this many multiply-accumulates
-UNROLL_MAX_MACS = 64
 
 
 def accumulator_dtype(out: DType, operand: DType) -> DType:
@@ -441,21 +447,24 @@ class Operand:
 
 @dataclass(frozen=True, slots=True)
 class Lin:
-    """One index component inside a tile: ``base + coef*v + ti*i + tj*j``
-    where ``v`` is the innermost reduction variable, ``i`` the tile's
-    channel and ``j`` its column; ``base`` does not depend on ``v``."""
+    """One index component inside a tile: ``base + scale*r + ti*i + tj*j``
+    where ``r`` is the value of the reduction axis ``axis`` (None: the
+    component depends on no reduction axis that varies inside the
+    innermost loop; outer loop variables are part of ``base``), ``i`` the
+    tile's channel and ``j`` its column."""
 
     base: K.Expr
-    coef: int = 0
+    axis: str | None = None
+    scale: int = 0
     ti: int = 0
     tj: int = 0
 
 
 class Access:
     """Reads of one operand inside a tile's innermost loop body.  For a
-    buffer the ``v``-independent part of the flat index is declared once
-    (``decls``, placed outside the innermost loop); otherwise the index is
-    passed to ``read`` whole."""
+    buffer the part of the flat index that does not vary inside the
+    innermost loop is declared once (``decls``, placed outside that loop);
+    otherwise the index is passed to ``read`` whole."""
 
     def __init__(self, ctx: LowerContext, op: Operand, comps: dict[str, Lin], name: str):
         self.op = op
@@ -467,30 +476,71 @@ class Access:
             d, self.base = decl_index(ctx, name, base)
             if d is not None:
                 self.decls.append(d)
-            self.vstride = sum(op.stride(c) * comps[c].coef for c in op.layout)
 
-    def read(self, v: K.Expr | None, i: int, j: int) -> K.Expr:
+    def read(self, values: dict[str, K.Expr], i: int, j: int) -> K.Expr:
+        """The element for reduction-axis ``values`` (the innermost loop
+        variable, unrolled constants), tile channel ``i``, column ``j``."""
         buf, comps = self.op.buffer, self.comps
         if buf is not None:
-            const = sum(self.op.stride(c) * (comps[c].ti * i + comps[c].tj * j)
-                        for c in self.op.layout)
+            const = 0
+            coefs: dict[K.Expr, int] = {}
+            for c in self.op.layout:
+                lin, stride = comps[c], self.op.stride(c)
+                const += stride * (lin.ti * i + lin.tj * j)
+                value = values.get(lin.axis) if lin.axis else None
+                if value is not None:
+                    terms, offset = _affine(value)
+                    const += stride * lin.scale * offset
+                    for var, k in terms.items():
+                        coefs[var] = coefs.get(var, 0) + stride * lin.scale * k
             index = self.base
-            if isinstance(v, K.Const):
-                const += int(v.value) * self.vstride
-            elif v is not None and self.vstride:
-                index = iadd(index, imul(v, self.vstride) if self.vstride != 1 else v)
+            for var, coef in coefs.items():
+                if coef:
+                    index = iadd(index, var if coef == 1 else imul(var, coef))
             return K.load(buf, iadd(index, const) if const else index)
         full = {}
         for c in self.op.layout:
             lin = comps[c]
             e = lin.base
             const = lin.ti * i + lin.tj * j
-            if isinstance(v, K.Const):
-                const += int(v.value) * lin.coef
-            elif v is not None and lin.coef:
-                e = iadd(e, imul(v, lin.coef) if lin.coef != 1 else v)
+            value = values.get(lin.axis) if lin.axis else None
+            if isinstance(value, K.Const):
+                const += int(value.value) * lin.scale
+            elif value is not None and lin.scale:
+                e = iadd(e, value if lin.scale == 1 else imul(value, lin.scale))
             full[c] = iadd(e, const) if const else e
         return self.op.at(full)
+
+
+def _affine(e: K.Expr) -> tuple[dict[K.Expr, int], int]:
+    """``e`` as ``sum(k * term) + offset`` over ``+`` and products with
+    constants (anything else is one term)."""
+    if isinstance(e, K.Const):
+        return {}, int(e.value)
+    if isinstance(e, K.BinOp) and e.op is K.BinaryOperator.ADD:
+        (ta, ca), (tb, cb) = _affine(e.a), _affine(e.b)
+        for var, k in tb.items():
+            ta[var] = ta.get(var, 0) + k
+        return ta, ca + cb
+    if isinstance(e, K.BinOp) and e.op is K.BinaryOperator.MUL and isinstance(e.b, K.Const):
+        terms, c = _affine(e.a)
+        k = int(e.b.value)
+        return {var: t * k for var, t in terms.items()}, c * k
+    return {e: 1}, 0
+
+
+def lin_for(outer: dict[str, K.Expr], dynamic: set[str]) -> Callable[..., Lin]:
+    """``lin(letter, base, scale, ti=0, tj=0)``: the component
+    ``base + scale*r_letter`` where ``r_letter`` is an outer loop variable
+    (folded into the base), a value varying inside the innermost loop
+    (``dynamic``) or absent (conv1d's ``H``: 0)."""
+    def lin(letter: str, base: K.Operand, scale: int, ti: int = 0, tj: int = 0) -> Lin:
+        if letter in dynamic and scale:
+            return Lin(idx(base), letter, scale, ti, tj)
+        if letter in outer and scale:
+            return Lin(iadd(base, imul(outer[letter], scale)), None, 0, ti, tj)
+        return Lin(idx(base), None, 0, ti, tj)
+    return lin
 
 
 # =========================================================== the reduction
@@ -534,46 +584,58 @@ class Dedup:
         return v
 
 
-Emit = Callable[[K.Expr | None, Dedup], list[K.Stmt]]
+Emit = Callable[[dict[str, K.Expr], Dedup], list[K.Stmt]]
+Body = Callable[[dict[str, K.Expr], set[str]], tuple[list[K.Stmt], Emit]]
 
 
-def reduction_nest(ctx: LowerContext, axes: Sequence[RAxis],
-                   body: Callable[[dict[str, K.Expr], str | None], tuple[list[K.Stmt], Emit]],
+def reduction_nest(ctx: LowerContext, axes: Sequence[RAxis], body: Body,
                    macs: int) -> K.Stmt | None:
-    """Nest ``axes`` (outer to inner) around the innermost body.
+    """Loops over ``axes`` (outer to inner) around the accumulation.
 
-    Axes of extent 1 are fixed at their start (no loop).  ``body(vars,
-    inner)`` gets every axis' variable (or fixed value) and the innermost
-    axis' letter, and returns ``(hoisted, emit)``: statements placed just
-    outside the innermost loop and ``emit(v, dedup)`` building one
-    iteration for the innermost variable ``v`` (a constant when unrolled).
-    The innermost loop is unrolled when short (``macs`` multiply-
-    accumulates per iteration).  None when some axis is constant-empty."""
+    Axes of extent 1 are fixed at their start.  Constant axes are unrolled,
+    innermost first, while the unrolled body stays within
+    :data:`UNROLL_MAX_MACS` (``macs`` per iteration); they move inside the
+    remaining loops, in order.  ``body(outer, dynamic)`` gets the values
+    of the outer loop variables and fixed axes and the letters that vary
+    inside the innermost loop (its own and the unrolled ones); it returns
+    ``(hoisted, emit)``: statements placed just outside the innermost loop
+    and ``emit(values, dedup)`` building the accumulation for one value of
+    the dynamic letters.  None when some axis is constant-empty."""
     live: list[RAxis] = []
-    variables: dict[str, K.Expr] = {}
+    outer: dict[str, K.Expr] = {}
     for ax in axes:
         n = ax.extent
         if n == 0:
             return None
         if n == 1:
-            variables[ax.letter] = idx(ax.lo)
+            outer[ax.letter] = idx(ax.lo)
         else:
             live.append(ax)
-            variables[ax.letter] = ctx.index_var(ax.letter.lower() + "r")
-    inner = live[-1] if live else None
-    hoisted, emit = body(variables, inner.letter if inner else None)
+    unrolled: list[RAxis] = []
+    size = macs
+    for ax in reversed(live):
+        n = ax.extent
+        if n is not None and n <= UNROLL_MAX_TRIP and size * n <= UNROLL_MAX_MACS:
+            unrolled.insert(0, ax)
+            size *= n
+    loops = [ax for ax in live if ax not in unrolled]
+    variables = {ax.letter: ctx.index_var(ax.letter.lower() + "r") for ax in loops}
+    inner = loops[-1] if loops else None
+    outer.update({ax.letter: variables[ax.letter] for ax in loops[:-1]})
+    dynamic = {ax.letter for ax in unrolled} | ({inner.letter} if inner else set())
+    hoisted, emit = body(outer, dynamic)
+    dedup = Dedup(ctx)
+    stmts: list[K.Stmt] = []
+    for combo in itertools.product(*(range(int(ax.lo), int(ax.hi)) for ax in unrolled)):
+        values = {ax.letter: idx(u) for ax, u in zip(unrolled, combo)}
+        if inner is not None:
+            values[inner.letter] = variables[inner.letter]
+        stmts += emit(values, dedup)
     if inner is None:
-        return K.block(*hoisted, *emit(None, Dedup(ctx)))
-    v = variables[inner.letter]
-    n = inner.extent
-    if n is not None and n <= UNROLL_MAX_TRIP and n * macs <= UNROLL_MAX_MACS:
-        dedup = Dedup(ctx)
-        unrolled = [s for u in range(int(inner.lo), int(inner.hi)) for s in emit(idx(u), dedup)]
-        stmt: K.Stmt = K.block(*hoisted, *unrolled)
-    else:
-        loop = K.for_range(v, inner.span, K.block(*emit(v, Dedup(ctx))), start=idx(inner.lo))
-        stmt = K.block(*hoisted, loop)
-    for ax in reversed(live[:-1]):
+        return K.block(*hoisted, *stmts)
+    loop = K.for_range(variables[inner.letter], inner.span, K.block(*stmts), start=idx(inner.lo))
+    stmt: K.Stmt = K.block(*hoisted, loop)
+    for ax in reversed(loops[:-1]):
         stmt = K.for_range(variables[ax.letter], ax.span, stmt, start=idx(ax.lo))
     return stmt
 
@@ -651,7 +713,7 @@ def _tile_channels(cv: _Conv) -> int:
     if cv.depthwise and not _channels_last(cv.data.layout):
         return 1        # channels-first depthwise: tile columns only
     per_group = cv.groups if cv.depthwise else cv.og
-    cap = min(4, TILE_BUDGET.get(cv.acc, 4))
+    cap = min(MAX_TILE_CHANNELS.get(cv.acc, 4), TILE_BUDGET.get(cv.acc, 4))
     for b in range(cap, 1, -1):
         if per_group % b == 0:
             return b
@@ -700,31 +762,27 @@ def _conv_tile(ctx: LowerContext, cv: _Conv, sink: Sink, n: K.Expr, ch: _ChanTil
     axes = [ranges[c] for c in cv.data.layout if c in ranges]
     shared_x = ch.cstep == 0        # every channel of the tile reads the same inputs
 
-    def body(vs: dict[str, K.Expr], inner: str | None) -> tuple[list[K.Stmt], Emit]:
-        def lin(letter: str, base: K.Operand, scale: int, ti: int = 0, tj: int = 0) -> Lin:
-            if letter == inner:
-                return Lin(idx(base), scale, ti, tj)
-            if letter not in vs or not scale:     # conv1d's H: no such axis
-                return Lin(idx(base), 0, ti, tj)
-            return Lin(iadd(base, imul(vs[letter], scale)), 0, ti, tj)
+    def body(outer: dict[str, K.Expr], dynamic: set[str]) -> tuple[list[K.Stmt], Emit]:
+        lin = lin_for(outer, dynamic)
         x_comps = {"N": Lin(n), "C": lin("C", ch.cbase, 1, ti=ch.cstep),
                    "H": lin("H", htap.x_base, htap.x_coef, tj=htap.x_col),
                    "W": lin("W", wtap.x_base, wtap.x_coef, tj=wtap.x_col)}
         w_comps = {"H": lin("H", htap.w_base, htap.w_coef), "W": lin("W", wtap.w_base, wtap.w_coef)}
         if cv.transposed:
             w_comps["I"] = lin("C", ch.cbase, 1, ti=ch.cstep)
-            w_comps["O"] = Lin(ch.og0, 0, ti=int(shared_x))
+            w_comps["O"] = Lin(ch.og0, ti=int(shared_x))
         else:
             w_comps["I"] = lin("C", 0, 1)
-            w_comps["O"] = Lin(ch.o0, 0, ti=1)
+            w_comps["O"] = Lin(ch.o0, ti=1)
         xa = Access(ctx, cv.data, x_comps, "xb")
         wa = Access(ctx, cv.weight, w_comps, "wb")
 
-        def emit(v: K.Expr | None, dedup: Dedup) -> list[K.Stmt]:
+        def emit(values: dict[str, K.Expr], dedup: Dedup) -> list[K.Stmt]:
             out: list[K.Stmt] = []
-            xs = [[dedup.value(K.cast(cv.acc, xa.read(v, i, j)), out, "x") for j in range(bw)]
-                  for i in range(1 if shared_x else bo)]
-            ws = [dedup.value(K.cast(cv.acc, wa.read(v, i, 0)), out, "w") for i in range(bo)]
+            xs = [[dedup.value(K.cast(cv.acc, xa.read(values, i, j)), out, "x")
+                   for j in range(bw)] for i in range(1 if shared_x else bo)]
+            ws = [dedup.value(K.cast(cv.acc, wa.read(values, i, 0)), out, "w")
+                  for i in range(bo)]
             for i in range(bo):
                 for j in range(bw):
                     product = K.mul(xs[0 if shared_x else i][j], ws[i])
@@ -764,18 +822,44 @@ def _max_columns(cv: _Conv) -> int:
     return max(1, TILE_BUDGET.get(cv.acc, 4) // _tile_channels(cv))
 
 
+RowBody = Callable[[K.Expr, K.Expr, tuple], list[K.Stmt]]
+
+
+def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody) -> list[K.Stmt]:
+    """The positions of an (outer) axis: ``body(o, first, (lo, hi))`` in
+    one loop over the interior positions with the constant tap range
+    ``[0, taps)``, and one loop over the border positions of both ends
+    with their tap range computed per position (constant when equal)."""
+    edge = [o for a, b in border(axis) for o in range(a, b)]
+    stmts: list[K.Stmt] = []
+
+    def border_row(o: K.Expr) -> K.Stmt:
+        decls, first, lo, hi = bounds(ctx, axis, o, edge, "ih")
+        return K.block(*decls, *body(o, first, (lo, hi)))
+    loop = merged_range_loop(ctx, border(axis), border_row, "oh")
+    if loop is not None:
+        stmts.append(loop)
+    a, b = interior(axis)
+    if b > a:
+        o = ctx.index_var("oh")
+        d, first = decl_index(ctx, "ih", axis.start(o))
+        stmts.append(K.for_range(o, b - a, K.block(*([d] if d else []),
+                                                   *body(o, first, (0, axis.taps))), start=a))
+    return stmts
+
+
 def _forward_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
     max_bw = _max_columns(cv)
 
     def spatial(inner: Callable[..., K.Stmt]) -> K.Stmt:
-        """Rows (tap range per row), then the row's column tiles."""
-        oh = ctx.index_var("oh")
-        hdecls, ih0, hlo, hhi = bounds(ctx, h, oh, range(h.out), "ih")
-        htap = _Tap(ih0, h.dilation, 0, 0, 1, hlo, hhi)
+        """Rows, then each row's column tiles."""
+        def row(oh: K.Expr, ih0: K.Expr, htaps: tuple) -> list[K.Stmt]:
+            htap = _Tap(ih0, h.dilation, 0, 0, 1, *htaps)
 
-        def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple, starts: list[int]) -> K.Stmt:
-            return inner(oh, htap, ow0, 1, _Tap(iw0, w.dilation, w.stride, 0, 1, *taps), bw)
-        return K.for_range(oh, h.out, K.block(*hdecls, *columns(ctx, w, max_bw, col)))
+            def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple, starts: list[int]):
+                return inner(oh, htap, ow0, 1, _Tap(iw0, w.dilation, w.stride, 0, 1, *taps), bw)
+            return columns(ctx, w, max_bw, col)
+        return K.block(*rows(ctx, h, row))
 
     return _nest(ctx, cv, spatial, lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
 
@@ -790,21 +874,22 @@ def _transposed_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink)
                for r in range(min(w.stride, w.out))]
 
     def spatial(inner: Callable[..., K.Stmt]) -> K.Stmt:
-        rows: list[K.Stmt] = []
+        stmts: list[K.Stmt] = []
         for ph in hphases:
-            q = ctx.index_var("qh")
-            hdecls, iy0, hlo, hhi = bounds(ctx, ph, q, range(ph.count), "iy")
-            htap = _Tap(iy0, -ph.e, 0, ph.k0, ph.kstep, hlo, hhi)
-            oh = iadd(imul(q, h.stride), ph.r)
-            cols: list[K.Stmt] = []
-            for pw in wphases:
-                def col(qw: K.Expr, ix0: K.Expr, bw: int, taps: tuple, starts: list[int],
-                        pw: Phase = pw) -> K.Stmt:
-                    wtap = _Tap(ix0, -pw.e, 1, pw.k0, pw.kstep, *taps)
-                    return inner(oh, htap, iadd(imul(qw, w.stride), pw.r), w.stride, wtap, bw)
-                cols += columns(ctx, pw, max_bw, col)
-            rows.append(K.for_range(q, ph.count, K.block(*hdecls, *cols)))
-        return K.block(*rows)
+            def row(q: K.Expr, iy0: K.Expr, htaps: tuple, ph: Phase = ph) -> list[K.Stmt]:
+                htap = _Tap(iy0, -ph.e, 0, ph.k0, ph.kstep, *htaps)
+                oh = iadd(imul(q, h.stride), ph.r)
+                cols: list[K.Stmt] = []
+                for pw in wphases:
+                    def col(qw: K.Expr, ix0: K.Expr, bw: int, taps: tuple, starts: list[int],
+                            pw: Phase = pw) -> K.Stmt:
+                        wtap = _Tap(ix0, -pw.e, 1, pw.k0, pw.kstep, *taps)
+                        return inner(oh, htap, iadd(imul(qw, w.stride), pw.r), w.stride, wtap,
+                                     bw)
+                    cols += columns(ctx, pw, max_bw, col)
+                return cols
+            stmts += rows(ctx, ph, row)
+        return K.block(*stmts)
 
     return _nest(ctx, cv, spatial, lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
 

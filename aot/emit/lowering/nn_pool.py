@@ -46,7 +46,7 @@ from .. import kernel_ir as K
 from ..te import ArgValue, LowerContext, Sink, anchor_lowering, out_tensor
 from ._util import tensor
 from .nn_conv import (Access, Axis, Dedup, Lin, Operand, RAxis, accumulator_dtype, bounds,
-                      columns, iadd, idx, imul, reduction_nest, smax)
+                      columns, iadd, idx, imul, lin_for, reduction_nest, smax)
 
 __all__: list[str] = []
 
@@ -132,23 +132,20 @@ def _pool_tile(ctx: LowerContext, pool: _Pool, sink: Sink, env: dict[str, K.Expr
     axes = [ranges[c] for c in pool.layout if c in ranges]
     tl = pool.tile_letter
 
-    def body(vs: dict[str, K.Expr], inner: str | None):
-        def lin(letter: str, base: K.Expr, scale: int, tj: int = 0) -> Lin:
-            if letter == inner:
-                return Lin(base, scale, 0, tj)
-            return Lin(iadd(base, imul(vs[letter], scale)), 0, 0, tj)
+    def body(outer: dict[str, K.Expr], dynamic: set[str]):
+        lin = lin_for(outer, dynamic)
         comps = {c: Lin(env[c]) for c in pool.layout if c not in "HW" and c != tl}
         if tl is not None:
-            comps[tl] = Lin(t0, 0, ti=1)
+            comps[tl] = Lin(t0, ti=1)
         comps["H"] = lin("H", ih0, pool.h.dilation)
         comps["W"] = lin("W", iw0, pool.w.dilation, tj=pool.w.stride)
         xa = Access(ctx, pool.data, comps, "xb")
 
-        def emit(v: K.Expr | None, dedup: Dedup) -> list[K.Stmt]:
+        def emit(values: dict[str, K.Expr], dedup: Dedup) -> list[K.Stmt]:
             out: list[K.Stmt] = []
             for i in range(bt):
                 for j in range(bw):
-                    x = dedup.value(K.cast(pool.acc, xa.read(v, i, j)), out, "x")
+                    x = dedup.value(K.cast(pool.acc, xa.read(values, i, j)), out, "x")
                     out.append(K.Assign(accs[i][j], _combine(pool, accs[i][j], x)))
             return out
         return xa.decls, emit
