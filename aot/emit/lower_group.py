@@ -208,6 +208,7 @@ def lower_group(fn: Function, name: str, *, source: str = "") -> LoweredGroup:
         body = _lower_anchor(state, root, out_bufs)
     inplace = tuple(i for i, b in enumerate(state.inputs) if not b.restrict)
 
+    state.constants.extend(ctx.tables)
     params = (*state.inputs, *(b for b, _ in state.constants), *out_bufs,
               *ctx.scratch_buffers)
     kernel = K.Kernel(name, params, body, comment=source)

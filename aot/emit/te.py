@@ -161,6 +161,8 @@ class LowerContext:
     prefix: str = "k"
     _counter: itertools.count = field(default_factory=itertools.count)
     scratch_buffers: list[K.Buffer] = field(default_factory=list)
+    #: constant tables a lowering computed at compile time: (buffer, flat data)
+    tables: list[tuple[K.Buffer, np.ndarray]] = field(default_factory=list)
 
     def fresh(self, base: str) -> str:
         return f"{base}{next(self._counter)}"
@@ -173,6 +175,16 @@ class LowerContext:
 
     def scalar(self, base: str, dtype: DType) -> K.Var:
         return K.var(self.fresh(base), dtype)
+
+    def constant_table(self, data: np.ndarray, dtype: DType) -> TensorValue:
+        """A compile-time table (per-channel multipliers, say) the kernel
+        reads from flash: it becomes one of the model's ``static const``
+        arrays, passed to the kernel like a constant of the program."""
+        arr = np.asarray(data, dtype=dtype.np)
+        buf = K.Buffer(self.fresh("tab"), dtype, tuple(arr.shape), K.BufferScope.CONST)
+        self.tables.append((buf, np.ascontiguousarray(arr).reshape(-1)))
+        value = from_buffer(buf)
+        return TensorValue(value.shape, value.dtype, value.read, buf, constant=arr)
 
     def scratch(self, dtype: DType, shape: Sequence[int], base: str = "scratch") -> K.Buffer:
         """A buffer in the arena, live only while this kernel runs."""

@@ -44,7 +44,7 @@ def _as_constant(name: str, value: Any, annotation: object) -> Constant:
             raise DiagnosticError(f"param `{name}`: expected shape {shape}, got {arr.shape}")
     else:
         DType.from_numpy(arr.dtype)
-    return Constant(np.ascontiguousarray(arr))
+    return Constant(np.array(arr, order="C"))   # ascontiguousarray would make 0-d 1-d
 
 
 def bind_params(mod: IRModule, params: Mapping[str, Any], entry: str = "main") -> IRModule:

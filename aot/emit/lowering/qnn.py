@@ -120,13 +120,9 @@ def checked(op: str, fn: Callable[[], object]) -> object:
 
 
 def _table(ctx: LowerContext, values: Sequence[int], dtype: DType) -> TensorValue | None:
-    """A constant table of ``values`` in the kernel, when the lowering
-    context can hold one (``LowerContext.constant_table(data, dtype) ->
-    TensorValue``, a ``CONST`` buffer passed like a constant argument)."""
-    make = getattr(ctx, "constant_table", None)
-    if make is None:
-        return None
-    return make(np.asarray(values, dtype=dtype.np), dtype)
+    """A constant table of ``values`` in the kernel (a ``CONST`` buffer
+    passed like a constant argument of the program)."""
+    return ctx.constant_table(np.asarray(values, dtype=dtype.np), dtype)
 
 
 def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Callable[[Index],
