@@ -15,49 +15,67 @@ is inlined there); each output element goes to the sink exactly once.
 
 **The loop nest.**  Outputs are computed in *register tiles* of ``BO``
 output channels by ``BW`` output columns.  A tile declares ``BO * BW``
-scalar accumulators, runs the reduction nest once and hands the
-accumulators to the sink.  Inside the innermost loop every input value is
-loaded once into a temporary and reused by the ``BO`` channels of the
-tile, every weight is loaded once and reused by the ``BW`` columns: per
-iteration ``BW + BO`` loads feed ``BO * BW`` multiply-accumulates, which
-is what brings a Cortex-M4 below three instructions per MAC (a 1x1 tile
-would need two loads per MAC).
+scalar accumulators (``K.Decl``, updated by ``K.Assign``), runs the
+reduction once and hands the accumulators to the sink.  In the reduction
+every input value is loaded once into a temporary and reused by the
+``BO`` channels of the tile, every weight is loaded once and reused by the
+``BW`` columns: ``BW + BO`` loads feed ``BO * BW`` multiply-accumulates (a
+1x1 tile would need two loads per MAC).  Tile sizes per accumulator type
+are in :data:`TILE_BUDGET` / :data:`MAX_TILE_CHANNELS` (chosen from
+instruction counts on a Cortex-M4F: float32 4x4, int32 2x4).
 
-* The reduction axes (input channel ``ic``, ``kh``, ``kw``) are nested in
-  the order of the data layout, so the innermost loop runs over contiguous
-  input memory: ``kw`` for ``NCHW`` (contiguous in an ``OIHW`` weight too),
-  ``ic`` for ``NHWC`` (contiguous in ``OHWI``; in ``HWIO`` the ``BO``
-  channels of a tile are the contiguous run).  Axes of extent 1 (a 1x1
-  kernel, a depthwise convolution's single input channel) are dropped, so
-  a pointwise convolution is a plain dot product over ``ic`` and a
-  depthwise one a plain window sum.
-* The innermost loop is unrolled in the kernel IR when its extent is a
-  small constant; the unrolled loads are deduplicated, so neighbouring
-  columns of a stride-1 tile share the input values they both read.
+::
+
+    for n, [group, channel tile]          (channel tiles innermost instead
+      for oh in border rows | interior rows    for channels-last outputs)
+        kh range: computed per row | constant [0, KH)
+        for ow in border columns: (1 column, kw range per run / per column)
+          tile
+        for ow0 in interior column tiles: (BW columns, kw range [0, KW))
+          tile:  acc[BO][BW] = 0
+                 for <non-unrolled reduction axes, in data-layout order>
+                   [int32 base indices of x and w]
+                   <unrolled axes>: x[j] = X[..], w[i] = W[..], acc[i][j] += x*w
+                 sink(acc[i][j]) for every i, j
+
+* The reduction axes (input channel ``ic``, ``kh``, ``kw``) are ordered as
+  in the data layout: ``ic, kh, kw`` for ``NCHW``, ``kh, kw, ic`` for
+  ``NHWC``.  Axes of extent 1 are dropped, so a pointwise convolution is a
+  plain dot product over ``ic`` and a depthwise one a plain window sum.
+* Axes with a constant range are unrolled in the kernel IR, innermost
+  first, while the unrolled body stays within :data:`UNROLL_MAX_MACS`;
+  they move inside the remaining loops.  So for ``NCHW`` a tile's inner
+  body is an unrolled run over ``kw`` (contiguous in the input row and in
+  an ``OIHW`` weight; neighbouring columns of a stride-1 tile share their
+  loads, which are deduplicated) -- and over ``kh`` too when it fits, the
+  loop then being the channel loop.  For ``NHWC`` the innermost loop runs
+  over ``ic``, contiguous in the input and in ``OHWI`` weights (in
+  ``HWIO`` the ``BO`` channels of the tile are the contiguous run).
 * For a buffer-backed operand (no prologue) the part of the flat index
-  that does not depend on the innermost loop variable is declared as an
-  ``int32`` temporary outside that loop; the inner loads add a constant
-  and ``var * stride``.
+  that does not change inside the innermost loop is declared as an
+  ``int32`` temporary outside it; the loads inside add ``var * stride``
+  and a constant.  An operand with a fused prologue is read through its
+  ``read`` with the full index (the C compiler hoists the invariant part).
 * Channel tiles: ``BO`` consecutive output channels of one group share
   their input values.  When every group has a single output channel
-  (depthwise), a tile takes ``BO`` consecutive *groups* instead, each
-  reading its own input channels (adjacent in channels-last data).
+  (depthwise), a tile takes ``BO`` consecutive *groups* instead (for
+  channels-last data; channels-first depthwise tiles columns only).
 * Output order: channel tiles outermost for channels-first outputs (the
-  tile's weights stay hot while the image streams by), innermost for
+  tile's weights stay in place while the image streams by), innermost for
   channels-last outputs (whose channels are contiguous).
 
 **Padding.**  There is no bounds test in any reduction loop.  Per spatial
 axis, output position ``o`` reads input ``i0 + k*dil`` with
 ``i0 = o*stride - pad``; the valid taps are ``k`` in
-``[max(0, ceil(-i0/dil)), min(K, ceil((size - i0)/dil)))``.  The output
-columns split, at lowering time, into the *interior* -- every tap valid:
-the kernel loop runs over the constant range ``[0, K)`` and the columns are
-tiled by ``BW`` -- and the *border* columns (both ends, one merged loop),
-computed one column at a time with the range above evaluated per column,
-outside the reduction loops.  Rows are not split: the ``kh`` range is
-computed once per output row (constant when no row touches the padding).
-Taps in the padding are skipped, which is exactly the reference's zero
-padding.
+``[max(0, ceil(-i0/dil)), min(K, ceil((size - i0)/dil)))``.  At lowering
+time each axis splits into the *interior* -- every tap valid, the constant
+range ``[0, K)`` -- and the *border* positions at both ends.  Border
+columns run one at a time, each run of columns with the same range as its
+own copy with a constant range (at most :data:`MAX_BORDER_RUNS` runs, else
+one merged loop computing the range per column, outside the reduction
+loops).  Border rows are one merged loop computing the ``kh`` range per
+row.  Taps in the padding are skipped, which is exactly the reference's
+zero padding.
 
 **Transposed convolution.**  Output ``oh`` collects input rows ``iy`` and
 taps ``kh`` with ``iy*stride + kh*dil = oh + pad``.  Splitting the output
@@ -65,8 +83,8 @@ rows by phase ``oh = r + stride*q`` makes the valid taps of phase ``r`` a
 lowering-time arithmetic progression ``kh = k0 + t*kstep`` with input row
 ``iy = q + c - t*e`` (``e = kstep*dil/stride``), so the tap loop over ``t``
 has no divisibility test either; its range is clipped per output row and
-column like the forward convolution's.  Channel tiles as above; no
-column tiles.
+column like the forward convolution's (:class:`Phase` is the axis; the
+same tiles, with a column step of ``stride`` in the output).
 
 **Arithmetic.**  The reference accumulates integers exactly (int64) and
 wraps to ``out_dtype``; wrapping accumulation in ``int32`` (``int64`` for
@@ -375,13 +393,14 @@ def column_tiles(width: int, max_bw: int) -> list[tuple[int, int]]:
 ColumnTile = Callable[[K.Expr, K.Expr, int, tuple, list[int]], K.Stmt]
 
 
-def columns(ctx: LowerContext, axis: WindowAxis, max_bw: int, tile: ColumnTile) -> list[K.Stmt]:
+def columns(ctx: LowerContext, axis: WindowAxis, max_bw: int, tile: ColumnTile,
+            max_runs: int = MAX_BORDER_RUNS) -> list[K.Stmt]:
     """The positions of one axis as ``tile(o0, first, bw, (lo, hi), starts)``
     calls (a tile of ``bw`` positions from ``o0``, which takes the values
     ``starts``): interior positions in tiles of up to ``max_bw`` with the
     constant tap range ``[0, taps)``; border positions one at a time, with
-    a constant range per run of equal ranges when there are few runs, else
-    with the range computed per position."""
+    a constant range per run of equal ranges when there are at most
+    ``max_runs`` runs, else with the range computed per position."""
     edge = [o for a, b in border(axis) for o in range(a, b)]
     runs = clip_runs(axis, edge)
     a, b = interior(axis)
@@ -404,7 +423,7 @@ def columns(ctx: LowerContext, axis: WindowAxis, max_bw: int, tile: ColumnTile) 
         decls, first, lo, hi = bounds(ctx, axis, o, edge, "iw")
         return K.block(*decls, tile(o, first, 1, (lo, hi), edge))
 
-    few = len(runs) <= MAX_BORDER_RUNS
+    few = len(runs) <= max_runs
     stmts: list[K.Stmt] = []
     if few:
         stmts += [run_loop(r0, r1, 1, (lo, hi)) for r0, r1, lo, hi in runs if r0 < a or a == b]
@@ -801,7 +820,7 @@ def _conv_tile(ctx: LowerContext, cv: _Conv, sink: Sink, n: K.Expr, ch: _ChanTil
     return K.block(*stmts)
 
 
-TileAt = Callable[[_ChanTile, K.Expr, _Tap, K.Expr, int, _Tap, int], K.Stmt]
+TileAt = Callable[[K.Expr, _ChanTile, K.Expr, _Tap, K.Expr, int, _Tap, int], K.Stmt]
 
 
 def _nest(ctx: LowerContext, cv: _Conv, spatial: Callable[[Callable], K.Stmt],
@@ -825,13 +844,18 @@ def _max_columns(cv: _Conv) -> int:
 RowBody = Callable[[K.Expr, K.Expr, tuple], list[K.Stmt]]
 
 
-def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody) -> list[K.Stmt]:
+def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody, split: bool = True) -> list[K.Stmt]:
     """The positions of an (outer) axis: ``body(o, first, (lo, hi))`` in
     one loop over the interior positions with the constant tap range
     ``[0, taps)``, and one loop over the border positions of both ends
-    with their tap range computed per position (constant when equal)."""
-    edge = [o for a, b in border(axis) for o in range(a, b)]
+    with their tap range computed per position (constant when equal).
+    Without ``split``, one loop computes the range for every position."""
     stmts: list[K.Stmt] = []
+    if not split:
+        o = ctx.index_var("oh")
+        decls, first, lo, hi = bounds(ctx, axis, o, range(axis.count), "ih")
+        return [K.for_range(o, axis.count, K.block(*decls, *body(o, first, (lo, hi))))]
+    edge = [o for a, b in border(axis) for o in range(a, b)]
 
     def border_row(o: K.Expr) -> K.Stmt:
         decls, first, lo, hi = bounds(ctx, axis, o, edge, "ih")
@@ -866,7 +890,9 @@ def _forward_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink) ->
 
 def _transposed_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
     """Per output phase ``(rh, rw)`` a forward-like nest over the phase's
-    rows and columns (see the design note)."""
+    rows and columns (see the design note).  With ``stride^2`` phases the
+    code is kept small: tap ranges per row and per border column are
+    computed at run time, only interior columns get constant ranges."""
     max_bw = _max_columns(cv)
     hphases = [Phase.of(h.size, h.out, h.kernel, h.stride, h.dilation, h.pad, r)
                for r in range(min(h.stride, h.out))]
@@ -886,9 +912,9 @@ def _transposed_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink)
                         wtap = _Tap(ix0, -pw.e, 1, pw.k0, pw.kstep, *taps)
                         return inner(oh, htap, iadd(imul(qw, w.stride), pw.r), w.stride, wtap,
                                      bw)
-                    cols += columns(ctx, pw, max_bw, col)
+                    cols += columns(ctx, pw, max_bw, col, max_runs=0)
                 return cols
-            stmts += rows(ctx, ph, row)
+            stmts += rows(ctx, ph, row, split=False)
         return K.block(*stmts)
 
     return _nest(ctx, cv, spatial, lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
