@@ -174,6 +174,29 @@ def test_conv2d_tiles_and_borders(xs, ws, attrs):
     check("nn.conv2d", xs, ws, attrs)
 
 
+@pytest.mark.parametrize("layout,xs,ws", [
+    ("NCHW", (1, 6, 5, 5), (8, 6, 1, 1)),            # 25 positions: tiles cross rows
+    ("NHWC", (2, 3, 5, 6), (8, 6, 1, 1)),
+])
+@pytest.mark.parametrize("prologue", [False, True])
+def test_pointwise_flattened_tiles(layout, xs, ws, prologue):
+    # the epilogue adds a tensor varying along H only: every tile column's
+    # (row, column) must be right, not just its flat position
+    kernel_layout = "OIHW" if layout == "NCHW" else "HWIO"
+    if layout == "NHWC":
+        ws = (1, 1, ws[1], ws[0])
+    rows = (1, 8, xs[2], 1) if layout == "NCHW" else (1, xs[1], 1, 8)
+    x = "cast(%x, dtype=\"int32\")" if prologue else "%x"
+    text = (f"def @main(%x: {ttype(xs, 'int16')}, %w: {ttype(ws, 'int16')}, "
+            f"%r: {ttype(rows, 'int32')}) {{ add(nn.conv2d({x}, %w, data_layout=\"{layout}\", "
+            f"kernel_layout=\"{kernel_layout}\", out_dtype=\"int32\"), %r) }}")
+    rng = np.random.default_rng(11)
+    group = check_lowering(text, [sample(rng, xs, "int16"), sample(rng, ws, "int16"),
+                                  sample(rng, rows, "int32")])
+    assert any(isinstance(s, K.For) and s.var.name.startswith("pt")
+               for s in walk_stmts(group.kernel.body))
+
+
 # ------------------------------------------------------------------ conv1d
 
 CONV1D_CASES = [

@@ -103,7 +103,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Protocol, Sequence
 
 from ...ir.dtype import DType
@@ -477,6 +477,9 @@ class Lin:
     scale: int = 0
     ti: int = 0
     tj: int = 0
+    #: for reads through ``read`` (not a buffer's flat index): the value of
+    #: ``base + tj*j`` per column ``j``, when it is not affine in ``j``
+    jbase: tuple[K.Expr, ...] | None = None
 
 
 class Access:
@@ -520,8 +523,8 @@ class Access:
         full = {}
         for c in self.op.layout:
             lin = comps[c]
-            e = lin.base
-            const = lin.ti * i + lin.tj * j
+            e = lin.base if lin.jbase is None else lin.jbase[j]
+            const = lin.ti * i + (lin.tj * j if lin.jbase is None else 0)
             value = values.get(lin.axis) if lin.axis else None
             if isinstance(value, K.Const):
                 const += int(value.value) * lin.scale
@@ -674,6 +677,9 @@ class _Tap:
     w_coef: int
     lo: K.Expr | int
     hi: K.Expr | int
+    #: the input position per column when not ``x_base + x_col*j``
+    #: (flattened pointwise tiles; reads through ``read`` only)
+    x_jbase: tuple[K.Expr, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -770,9 +776,10 @@ def _channel_tiles(ctx: LowerContext, cv: _Conv, bo: int,
 
 def _conv_tile(ctx: LowerContext, cv: _Conv, sink: Sink, n: K.Expr, ch: _ChanTile,
                oh: K.Expr, htap: _Tap, ow0: K.Expr, ow_step: int, wtap: _Tap,
-               bw: int) -> K.Stmt:
+               bw: int, cols: Sequence[tuple[K.Expr, K.Expr]] | None = None) -> K.Stmt:
     """One register tile: ``ch.bo`` channels x ``bw`` columns (outputs
-    ``ow0 + j*ow_step``) of output row ``oh``."""
+    ``ow0 + j*ow_step``) of output row ``oh``, or the output positions
+    ``cols[j]`` (row, column) of a flattened pointwise tile."""
     bo = ch.bo
     accs = [[ctx.scalar("acc", cv.acc) for _ in range(bw)] for _ in range(bo)]
     stmts: list[K.Stmt] = [K.Decl(a, K.Const(0, cv.acc)) for row in accs for a in row]
@@ -784,8 +791,10 @@ def _conv_tile(ctx: LowerContext, cv: _Conv, sink: Sink, n: K.Expr, ch: _ChanTil
     def body(outer: dict[str, K.Expr], dynamic: set[str]) -> tuple[list[K.Stmt], Emit]:
         lin = lin_for(outer, dynamic)
         x_comps = {"N": Lin(n), "C": lin("C", ch.cbase, 1, ti=ch.cstep),
-                   "H": lin("H", htap.x_base, htap.x_coef, tj=htap.x_col),
-                   "W": lin("W", wtap.x_base, wtap.x_coef, tj=wtap.x_col)}
+                   "H": replace(lin("H", htap.x_base, htap.x_coef, tj=htap.x_col),
+                                jbase=htap.x_jbase),
+                   "W": replace(lin("W", wtap.x_base, wtap.x_coef, tj=wtap.x_col),
+                                jbase=wtap.x_jbase)}
         w_comps = {"H": lin("H", htap.w_base, htap.w_coef), "W": lin("W", wtap.w_base, wtap.w_coef)}
         if cv.transposed:
             w_comps["I"] = lin("C", ch.cbase, 1, ti=ch.cstep)
@@ -814,7 +823,10 @@ def _conv_tile(ctx: LowerContext, cv: _Conv, sink: Sink, n: K.Expr, ch: _ChanTil
         stmts.append(nest)
     for i in range(bo):
         for j in range(bw):
-            index = {"N": n, "C": iadd(ch.o0, i), "H": oh, "W": iadd(ow0, j * ow_step)}
+            if cols is None:
+                index = {"N": n, "C": iadd(ch.o0, i), "H": oh, "W": iadd(ow0, j * ow_step)}
+            else:
+                index = {"N": n, "C": iadd(ch.o0, i), "H": cols[j][0], "W": cols[j][1]}
             stmts.append(sink(tuple(idx(index[c]) for c in cv.out_layout),
                               K.cast(cv.out_dtype, accs[i][j])))
     return K.block(*stmts)
@@ -872,8 +884,47 @@ def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody, split: bool = True)
     return stmts
 
 
+def _flattenable(cv: _Conv, h: Axis, w: Axis, max_bw: int) -> bool:
+    """A pointwise convolution (1x1 kernel, stride 1, no padding) whose
+    ``H`` and ``W`` are adjacent in the data and the output, and whose rows
+    do not split into full column tiles: the image is taken as one row of
+    ``H*W`` columns, so column tiles run across row ends (a 25x5 map gets
+    4-column tiles instead of 3 + 2)."""
+    pointwise = all(a.kernel == 1 and a.stride == 1 and a.pad == 0 and a.out == a.size
+                    for a in (h, w))
+    return (pointwise and h.size > 1 and w.out % max_bw != 0 and "HW" in cv.data.layout
+            and "HW" in cv.out_layout)
+
+
+def _flat_spatial(ctx: LowerContext, h: Axis, w: Axis, max_bw: int,
+                  inner: Callable[..., K.Stmt]) -> K.Stmt:
+    """Column tiles over the flattened ``H*W`` positions of a pointwise
+    convolution.  A buffer read uses the flat position (``W`` stride times
+    ``p``, as ``H``'s stride is ``W`` times it); reads through ``read`` and
+    the sink get each column's row and column, ``p / W`` and ``p % W``."""
+    stmts: list[K.Stmt] = []
+    start = 0
+    for size, count in column_tiles(h.out * w.out, max_bw):
+        t = ctx.index_var("pt")
+        d0, p0 = decl_index(ctx, "p", iadd(imul(t, size), start))
+        decls: list[K.Stmt] = [d0] if d0 is not None else []
+        # not bound to temporaries: the sink needs them after the reduction
+        # only, and binding them here would keep them live through it
+        cols = [(K.div(iadd(p0, j), idx(w.out)), K.mod(iadd(p0, j), idx(w.out)))
+                for j in range(size)]
+        htap = _Tap(idx(0), 1, 0, 0, 1, 0, 1, tuple(c[0] for c in cols))
+        wtap = _Tap(p0, 1, 1, 0, 1, 0, 1, tuple(c[1] for c in cols))
+        tile = inner(None, htap, None, 1, wtap, size, cols)
+        stmts.append(K.for_range(t, count, K.block(*decls, tile)))
+        start += size * count
+    return K.block(*stmts)
+
+
 def _forward_nest(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
     max_bw = _max_columns(cv)
+    if _flattenable(cv, h, w, max_bw):
+        return _nest(ctx, cv, lambda inner: _flat_spatial(ctx, h, w, max_bw, inner),
+                     lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
 
     def spatial(inner: Callable[..., K.Stmt]) -> K.Stmt:
         """Rows, then each row's column tiles."""
