@@ -444,6 +444,40 @@ def test_conv2d_random_configurations(cfg):
     check("nn.conv2d", xs, ws, attrs, "int8")
 
 
+@st.composite
+def transpose_configs(draw):
+    groups = draw(st.integers(1, 2))
+    cin = groups * draw(st.integers(1, 2))
+    og = draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    strides = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    dil = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    h, w = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    out_pad = (draw(st.integers(0, strides[0] - 1)), draw(st.integers(0, strides[1] - 1)))
+    full = ((h - 1) * strides[0] + (kh - 1) * dil[0] + 1 + out_pad[0],
+            (w - 1) * strides[1] + (kw - 1) * dil[1] + 1 + out_pad[1])
+    top = draw(st.integers(0, (full[0] - 1) // 2))
+    left = draw(st.integers(0, (full[1] - 1) // 2))
+    bottom = draw(st.integers(0, full[0] - 1 - top))
+    right = draw(st.integers(0, full[1] - 1 - left))
+    return ((1, cin, h, w), (cin, og, kh, kw), strides, (top, left, bottom, right), out_pad,
+            dil, groups)
+
+
+@settings(max_examples=12, deadline=None)
+@given(transpose_configs())
+def test_conv2d_transpose_random_configurations(cfg):
+    xs, ws, strides, pad, out_pad, dil, groups = cfg
+    attrs = dict(strides=list(strides), padding=list(pad), output_padding=list(out_pad),
+                 dilation=list(dil), groups=groups, out_dtype="int32")
+    check("nn.conv2d_transpose", xs, ws, attrs, "int8")
+
+
+def test_empty_channels():
+    check("nn.conv2d", (1, 0, 4, 4), (2, 0, 3, 3), dict(padding=[1, 1]))
+    check("nn.conv2d", (1, 2, 4, 4), (0, 2, 3, 3), {})
+
+
 # ------------------------------------------------------------- larger
 
 @pytest.mark.slow

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aot.emit import kernel_ir as K
 from aot.emit.kernel_walk import walk_exprs, walk_stmts
@@ -120,6 +122,31 @@ def test_pool_nhwc_channel_tiles_with_remainder(kind):
     check(f"nn.{kind}_pool2d", (1, 5, 5, 7), "int16",
           dict(pool_size=[2, 2], strides=[2, 2], padding=[0, 0, 1, 1], layout="NHWC",
                ceil_mode=True))
+
+
+@st.composite
+def pool_configs(draw):
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    strides = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    dil = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
+    pad = [draw(st.integers(0, 2)) for _ in range(4)]
+    ceil_mode = draw(st.booleans())
+    h = draw(st.integers(max(1, (kh - 1) * dil[0] + 1 - pad[0] - pad[2]), 7))
+    w = draw(st.integers(max(1, (kw - 1) * dil[1] + 1 - pad[1] - pad[3]), 7))
+    layout = draw(st.sampled_from(["NCHW", "NHWC"]))
+    kind = draw(st.sampled_from(["max", "avg"]))
+    attrs = dict(pool_size=[kh, kw], strides=strides, dilation=dil, padding=pad,
+                 ceil_mode=ceil_mode, layout=layout)
+    if kind == "avg":
+        attrs["count_include_pad"] = draw(st.booleans())
+    return kind, to_layout((1, 2, h, w), layout), attrs
+
+
+@settings(max_examples=25, deadline=None)
+@given(pool_configs())
+def test_pool_random_configurations(cfg):
+    kind, shape, attrs = cfg
+    check(f"nn.{kind}_pool2d", shape, "int16", attrs, lo=-30000, hi=30000)
 
 
 def test_max_pool2d_propagates_nan_and_keeps_infinities():

@@ -60,6 +60,11 @@ instruction counts on a Cortex-M4F: float32 4x4, int32 2x4).
   their input values.  When every group has a single output channel
   (depthwise), a tile takes ``BO`` consecutive *groups* instead (for
   channels-last data; channels-first depthwise tiles columns only).
+* A pointwise convolution (1x1, stride 1, no padding) whose rows do not
+  split into full column tiles (a 25x5 map) takes ``H*W`` as one row: its
+  column tiles run across row ends (a buffer read's flat index is the
+  position itself; reads through ``read`` and the sink get ``p / W`` and
+  ``p % W``).
 * Output order: channel tiles outermost for channels-first outputs (the
   tile's weights stay in place while the image streams by), innermost for
   channels-last outputs (whose channels are contiguous).
