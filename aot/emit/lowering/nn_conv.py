@@ -274,10 +274,10 @@ def bounds(ctx: LowerContext, axis: WindowAxis, o: K.Expr, positions: Sequence[i
         axis.runtime_hi(o, first)
     if isinstance(lo, K.Expr):
         d, lo = decl_index(ctx, base + "lo", lo)
-        decls.append(d)
+        decls += [d] if d is not None else []
     if isinstance(hi, K.Expr):
         d, hi = decl_index(ctx, base + "hi", hi)
-        decls.append(d)
+        decls += [d] if d is not None else []
     return decls, first, lo, hi
 
 
