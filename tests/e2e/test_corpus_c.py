@@ -86,4 +86,8 @@ def test_corpus_networks_compile_and_match(rec):
     for p in mod["main"].params:
         v = random_value(p.checked_type, rng, mod)
         args.append((v * 0.1).astype(v.dtype) if v.dtype.kind == "f" else v)
-    check_program(_text(mod), args, rtol=1e-3, atol=1e-4)
+    half = any(a.dtype == np.float16 for a in args)
+    # float16 networks round every intermediate to half precision, the C
+    # (accumulating dense and conv in float32) and the reference (in
+    # float64) at different points: a few half-precision ulps apart
+    check_program(_text(mod), args, rtol=1e-2 if half else 1e-3, atol=1e-3 if half else 1e-4)
