@@ -154,6 +154,9 @@ def out_tensors(t: Type) -> list[TensorType]:
     return [out_tensor(t)]
 
 
+_RESERVED_BASES = frozenset({"p", "c", "out"})
+
+
 @dataclass(slots=True)
 class LowerContext:
     """Per-kernel services for lowerings: fresh names and scratch buffers."""
@@ -165,6 +168,11 @@ class LowerContext:
     tables: list[tuple[K.Buffer, np.ndarray]] = field(default_factory=list)
 
     def fresh(self, base: str) -> str:
+        """A name no other in the kernel has.  The group lowering names the
+        kernel's parameters ``p<i>``, ``c<i>`` and ``out``/``out<i>``, so
+        those bases get a suffix."""
+        if base in _RESERVED_BASES:
+            base += "v"
         return f"{base}{next(self._counter)}"
 
     def index_var(self, base: str = "i") -> K.Var:
