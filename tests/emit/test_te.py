@@ -11,7 +11,8 @@ def test_fresh_names_never_collide_with_kernel_parameter_names():
     ctx = LowerContext()
     names = {ctx.fresh(b) for b in ["p", "c", "out", "p", "acc"]}
     assert len(names) == 5
-    assert not names & {f"p{i}" for i in range(10)} | {f"c{i}" for i in range(10)} | {"out"}
+    reserved = {f"p{i}" for i in range(10)} | {f"c{i}" for i in range(10)} | {"out"}
+    assert not names & reserved
 
 
 def test_buffer_reads_are_row_major():
