@@ -1,0 +1,204 @@
+"""The nn family (aot/ir/ops/nn.py) compiled to C against the interpreter:
+activations, bias_add and softmax over dtypes and axes; dense, matmul and
+batch_matmul over the shapes, transposes and (integer, widening, wrapping)
+out_dtypes of tests/emit/test_lower_nn.py; batch_norm, layer_norm,
+dropout, batch_flatten and every pad mode.  One build per test (see
+test_ops_c.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from c_harness import check_cases
+from test_ops_c import case, data, rng_for
+
+FLOATS = ["float32", "float16", "float64"]
+
+
+def fnum(x: float) -> str:
+    return f"{x!r}f"
+
+
+# ------------------------------------------------------------ activations
+
+def activation_cases():
+    out = []
+    for dt in FLOATS + ["int8", "int32", "uint8", "bool"]:
+        for shape in [(), (5,), (2, 3, 4)]:
+            out.append(case(f"nn.relu:{dt}-{shape}", [("x", shape, dt)], "nn.relu(%x)",
+                            specials=True))
+    for dt in FLOATS:
+        for alpha in [0.0, 0.01, 0.25, 1.5]:
+            out.append(case(f"nn.leaky_relu:{dt}-{alpha}", [("x", (3, 7), dt)],
+                            f"nn.leaky_relu(%x, alpha={fnum(alpha)})", specials=True))
+    for dt, alpha in [("int32", 2.7), ("int32", 0.5), ("int8", -3.9), ("int8", 100.0),
+                      ("uint8", 3.0)]:
+        out.append(case(f"nn.leaky_relu:{dt}-{alpha}", [("x", (4, 5), dt)],
+                        f"nn.leaky_relu(%x, alpha={fnum(alpha)})", specials=True))
+    for shape, axis in [((2, 3, 4, 4), 1), ((2, 5), 1), ((4, 6, 3), -1), ((3, 2, 2), 0)]:
+        for dt in ["float32", "int16", "float16"]:
+            c = shape[axis]
+            out.append(case(f"nn.prelu:{dt}-{shape}-{axis}", [("x", shape, dt), ("a", (c,), dt)],
+                            f"nn.prelu(%x, %a, axis={axis})", specials=True))
+    for shape, axis in [((2, 3, 4, 5), 1), ((2, 3), 1), ((2, 3, 4), -1), ((4,), 0)]:
+        for dt in ["float32", "int32", "int8", "float64"]:
+            c = shape[axis]
+            out.append(case(f"nn.bias_add:{dt}-{shape}-{axis}",
+                            [("x", shape, dt), ("b", (c,), dt)],
+                            f"nn.bias_add(%x, %b, axis={axis})", specials=True))
+    return out
+
+
+def softmax_cases():
+    out = []
+    for op in ["nn.softmax", "nn.log_softmax"]:
+        for dt in FLOATS:
+            for shape, axis in [((5,), 0), ((2, 7), -1), ((2, 3, 4), 1), ((1, 2, 3, 4), 3),
+                                ((2, 3, 2), 0)]:
+                name = f"{op}:{dt}-{shape}-{axis}"
+                x = data(rng_for(name), shape, dt) * np.asarray(4, dt)
+                out.append(case(name, [("x", shape, dt)], f"{op}(%x, axis={axis})", [x]))
+        x = np.array([[1000.0, 1000.0, -1000.0], [np.nan, 1.0, 2.0], [-np.inf, 0.0, 1.0],
+                      [np.inf, 0.0, 1.0], [-0.0, 0.0, -0.0]], np.float32)
+        out.append(case(f"{op}:edges", [("x", (5, 3), "float32")], f"{op}(%x)", [x]))
+    return out
+
+
+# -------------------------------------------------------- dense / matmul
+
+DENSE = [
+    # data shape, units, data dtype, weight dtype, out_dtype
+    ((3, 5), 4, "float32", "float32", None),
+    ((2, 3, 5), 2, "float64", "float64", None),
+    ((4,), 3, "float16", "float16", None),
+    ((2, 6), 3, "float16", "float16", "float32"),
+    ((3, 8), 5, "int8", "int8", "int32"),
+    ((3, 8), 5, "uint8", "int8", "int32"),
+    ((2, 4), 3, "int16", "int16", "int16"),     # wraps in int16
+    ((2, 16), 3, "int8", "int8", None),         # accumulates (wrapping) in int8
+    ((2, 5), 3, "int32", "int32", "float32"),
+    ((2, 5), 3, "int8", "uint8", "uint8"),
+    ((2, 11), 3, "float32", "float32", None),   # unrolled by 4, three left over
+    ((1, 10), 2, "int8", "int8", "int32"),
+    ((2, 64), 7, "float32", "float32", None),
+]
+
+
+def linear_cases():
+    out = []
+    for shape, units, dt, wdt, odt in DENSE:
+        attrs = f"units={units}" + (f', out_dtype="{odt}"' if odt else "")
+        name = f"nn.dense:{shape}-{units}-{dt}-{wdt}-{odt}"
+        out.append(case(name, [("x", shape, dt), ("w", (units, shape[-1]), wdt)],
+                        f"nn.dense(%x, %w, {attrs})", lo=-128, hi=127,
+                        rtol=1e-5 if (odt or dt) == "float32" else None))
+    ext = np.full((1, 64), -128, np.int8)
+    out.append(case("nn.dense:int8-extremes", [("x", (1, 64), "int8"), ("w", (2, 64), "int8")],
+                    'nn.dense(%x, %w, out_dtype="int32")', [ext, np.full((2, 64), -128, np.int8)]))
+    out.append(case("nn.dense:nan-inf", [("x", (2, 4), "float32"), ("w", (3, 4), "float32")],
+                    "nn.dense(%x, %w)", specials=True))
+    for ashape, bshape, ta, tb in [((3, 4), (4, 5), False, False), ((4, 3), (4, 5), True, False),
+                                   ((3, 4), (5, 4), False, True), ((4, 3), (5, 4), True, True),
+                                   ((2, 4, 3), (4, 5), True, False),
+                                   ((2, 3, 4), (5, 4), False, True),
+                                   ((4,), (4, 5), False, False), ((4, 1), (4, 5), True, False)]:
+        for dt in ["float32", "int32"]:
+            out.append(case(f"nn.matmul:{ashape}-{bshape}-{ta}-{tb}-{dt}",
+                            [("a", ashape, dt), ("b", bshape, dt)],
+                            f"nn.matmul(%a, %b, transpose_a={ta}, transpose_b={tb})"))
+    out.append(case("nn.matmul:units-int8", [("a", (3, 6), "int8"), ("b", (6, 2), "int8")],
+                    'nn.matmul(%a, %b, units=2, out_dtype="int32")'))
+    for xs, ys, ta, tb in [((2, 3, 4), (2, 5, 4), False, True), ((2, 4, 3), (2, 4, 5), True, False),
+                           ((1, 3, 4), (3, 4, 5), False, False), ((3, 4, 3), (1, 5, 4), True, True),
+                           ((2, 3, 4), (1, 5, 4), False, True), ((2, 9, 3), (2, 9, 4), True, False)]:
+        for dt in ["float32", "int8", "float16"]:
+            odt = ', out_dtype="int32"' if dt == "int8" else ""
+            out.append(case(f"nn.batch_matmul:{xs}-{ys}-{ta}-{tb}-{dt}",
+                            [("x", xs, dt), ("y", ys, dt)],
+                            f"nn.batch_matmul(%x, %y, transpose_a={ta}, transpose_b={tb}{odt})"))
+    return out
+
+
+# ------------------------------------------- normalisation, flatten, pad
+
+def norm_and_shape_cases():
+    out = []
+    for dt in FLOATS:
+        for shape, axis in [((2, 3, 2, 2), 1), ((5, 3), 1), ((2, 4, 3), -1)]:
+            for center, scale in [(True, True), (False, True), (True, False)]:
+                name = f"nn.batch_norm:{dt}-{shape}-{axis}-{center}-{scale}"
+                rng = rng_for(name)
+                c = shape[axis]
+                args = [data(rng, shape, dt)] + [data(rng, (c,), dt) for _ in range(3)]
+                args.append(np.abs(data(rng, (c,), dt)) + np.asarray(0.5, dt))
+                params = [("x", shape, dt)] + [(n, (c,), dt) for n in ("g", "b", "m", "v")]
+                out.append(case(name, params,
+                                f"nn.batch_norm(%x, %g, %b, %m, %v, axis={axis}, "
+                                f"epsilon=0.001f, center={center}, scale={scale})", args))
+    params = [("x", (2, 3, 2), "float32")] + [(n, (3,), "float32") for n in "gbmv"]
+    rng = rng_for("bn-relu")
+    args = [data(rng, (2, 3, 2), "float32")] + [data(rng, (3,), "float32") for _ in range(3)]
+    args.append(np.abs(data(rng, (3,), "float32")) + np.float32(0.5))
+    out.append(case("nn.batch_norm:item-relu", params,
+                    "%0 = nn.batch_norm(%x, %g, %b, %m, %v);\n  nn.relu(%0.0)", args))
+    for dt in FLOATS:
+        for shape, axis in [((2, 5), -1), ((2, 3, 6), 2), ((4, 3, 2), 1)]:
+            for center, scale in [(True, True), (False, False), (True, False)]:
+                c = shape[axis]
+                out.append(case(f"nn.layer_norm:{dt}-{shape}-{axis}-{center}-{scale}",
+                                [("x", shape, dt), ("g", (c,), dt), ("b", (c,), dt)],
+                                f"nn.layer_norm(%x, %g, %b, axis={axis}, epsilon=1e-05f, "
+                                f"center={center}, scale={scale})"))
+    for dt in ["float32", "int8", "bool", "float16"]:
+        out.append(case(f"nn.dropout:{dt}", [("x", (3, 4), dt)], "nn.dropout(%x, rate=0.3f)",
+                        specials=True))
+    out.append(case("nn.dropout:item", [("x", (3, 4), "float32")],
+                    "%0 = nn.dropout(%x, rate=0.5f);\n  exp(%0.0)"))
+    for shape in [(2,), (2, 3), (2, 3, 4, 5), (1, 1, 1)]:
+        for dt in ["int16", "float32"]:
+            out.append(case(f"nn.batch_flatten:{shape}-{dt}", [("x", shape, dt)],
+                            "nn.batch_flatten(%x)"))
+    out.append(case("nn.batch_flatten:fused", [("x", (2, 3, 2, 2), "float32")],
+                    "nn.batch_flatten(negative(%x))"))
+    for mode in ["constant", "edge", "reflect"]:
+        for shape, widths in [((4,), [[1, 2]]), ((3, 4), [[0, 0], [2, 1]]),
+                              ((1, 2, 3, 4), [[0, 0], [0, 0], [2, 2], [1, 3]]),
+                              ((2, 3), [[1, 1], [0, 2]])]:
+            for dt in ["float32", "int8", "uint8", "float16"]:
+                name = f"nn.pad:{mode}-{shape}-{dt}"
+                x = data(rng_for(name), shape, dt)
+                out.append(case(name, [("x", shape, dt), ("v", (), "float32")],
+                                f'nn.pad(%x, %v, pad_width={widths}, pad_mode="{mode}")',
+                                [x, np.array(7.9, np.float32)]))
+    for value, dt in [(300.7, "int8"), (np.nan, "int32"), (-2.5, "uint8"), (0.1, "float16"),
+                      (-np.inf, "float32"), (1e10, "int32")]:
+        name = f"nn.pad:value-{value}-{dt}"
+        out.append(case(name, [("x", (2, 2), dt), ("v", (), "float64")],
+                        "nn.pad(%x, %v, pad_width=[[1, 0], [0, 1]])",
+                        [data(rng_for(name), (2, 2), dt), np.array(value, np.float64)]))
+    out.append(case("nn.pad:literal-value", [("x", (2, 3), "float32")],
+                    "nn.pad(%x, 1.5f, pad_width=[[1, 1], [2, 0]])"))
+    out.append(case("nn.pad:empty-axis", [("x", (0, 2), "float32")],
+                    "nn.pad(%x, 3f, pad_width=[[1, 1], [0, 0]])",
+                    [np.zeros((0, 2), np.float32)]))
+    return out
+
+
+def all_cases():
+    return activation_cases() + softmax_cases() + linear_cases() + norm_and_shape_cases()
+
+
+def test_activations_and_bias_add():
+    check_cases(activation_cases(), "nn_act")
+
+
+def test_softmax():
+    check_cases(softmax_cases(), "nn_softmax")
+
+
+def test_dense_matmul_batch_matmul():
+    check_cases(linear_cases(), "nn_linear")
+
+
+def test_normalisation_dropout_flatten_pad():
+    check_cases(norm_and_shape_cases(), "nn_norm")
