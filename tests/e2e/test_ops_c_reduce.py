@@ -1,0 +1,237 @@
+"""The reductions (aot/ir/ops/reduce.py) and the sorting operators
+(aot/ir/ops/algorithm.py) compiled to C against the interpreter: every
+axis form (None, lists, negative axes, keepdims, exclude, empty axes and
+tensors, 0-d), the dtypes of tests/emit/test_lower_reduce.py, NaN / tie /
+wrap semantics; argsort, sort and topk over axes, directions, k, ret_type
+and index dtypes, with NaN, -0.0 and infinities among many ties.  One
+build per test (see test_ops_c.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from c_harness import check_cases
+from test_ops_c import case, data, rng_for
+
+#: (input shape, attributes) -- the axis forms of tests/ops/test_reduce.py
+AXES = [
+    ((2, 3, 4), ""),
+    ((2, 3, 4), "axis=[1]"),
+    ((2, 3, 4), "axis=[-1]"),
+    ((2, 3, 4), "axis=[0, 2], keepdims=True"),
+    ((2, 3, 4), "axis=[-3, 1]"),
+    ((2, 3, 4), "axis=[1], exclude=True"),
+    ((2, 3, 4), "axis=[0, 1, 2], exclude=True"),
+    ((2, 3, 4), "axis=[], keepdims=True"),
+    ((5,), "axis=[0]"),
+    ((), ""),
+    ((), "keepdims=True"),
+    ((0, 3), "axis=[0]"),
+    ((3, 0), "axis=[1], keepdims=True"),
+]
+
+REDUCERS = ["sum", "prod", "mean", "max", "min", "all", "any"]
+
+DTYPES = {
+    "sum": ["float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint64"],
+    "prod": ["float16", "float64", "int8", "int32", "uint16", "int64", "uint64"],
+    "mean": ["float16", "float64", "int8", "int32", "uint8", "int64", "uint64"],
+    "max": ["float16", "float64", "int8", "uint32", "int64", "bool"],
+    "min": ["float16", "float64", "int16", "uint8", "uint64", "bool"],
+    "all": ["float64", "int8", "uint16", "bool"],
+    "any": ["float16", "int32", "uint8", "bool"],
+}
+
+F16_SUM_TOL = 3e-3
+
+
+def call(op: str, args: str, attrs: str) -> str:
+    return f"{op}({args}{', ' + attrs if attrs else ''})"
+
+
+def reduce_input(name: str, op: str, shape, dtype: str) -> np.ndarray:
+    rng = rng_for(name)
+    if op == "prod":
+        if np.dtype(dtype).kind == "f":
+            return rng.uniform(0.5, 1.5, shape).astype(dtype)
+        return data(rng, shape, dtype, lo=-3, hi=3)
+    return data(rng, shape, dtype, lo=-120, hi=120)
+
+
+def reduce_cases():
+    out = []
+    for op in REDUCERS:
+        for shape, attrs in AXES:
+            name = f"{op}:float32-{shape}-{attrs}"
+            out.append(case(name, [("x", shape, "float32")], call(op, "%x", attrs),
+                            [reduce_input(name, op, shape, "float32")]))
+        for dt in DTYPES[op]:
+            for shape, attrs in [((3, 5), "axis=[1]"), ((4, 2, 3), "axis=[0, 2]")]:
+                name = f"{op}:{dt}-{shape}-{attrs}"
+                out.append(case(name, [("x", shape, dt)], call(op, "%x", attrs),
+                                [reduce_input(name, op, shape, dt)],
+                                rtol=F16_SUM_TOL if dt == "float16" else None))
+    nan = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0], [np.nan, np.nan, 0.0],
+                    [-np.inf, np.inf, 0.0], [-0.0, 0.0, -0.0]], np.float32)
+    for op in REDUCERS:
+        out.append(case(f"{op}:nan-inf", [("x", (5, 3), "float32")], f"{op}(%x, axis=[1])",
+                        [nan]))
+    out += [
+        case("sum:int8-wraps", [("x", (2, 2), "int8")], "sum(%x, axis=[1])",
+             [np.array([[100, 100], [-100, -100]], np.int8)]),
+        case("mean:int8-truncates", [("x", (2, 2), "int8")], "mean(%x, axis=[1])",
+             [np.array([[100, 100], [-3, -4]], np.int8)]),
+        case("sum:uint8-wraps", [("x", (2,), "uint8")], "sum(%x)",
+             [np.array([200, 100], np.uint8)]),
+        case("sum:int64-wraps", [("x", (2,), "int64")], "sum(%x)",
+             [np.array([2**62, 2**62], np.int64)]),
+        case("prod:uint64-wraps", [("x", (2,), "uint64")], "prod(%x)",
+             [np.array([2**32, 2**32], np.uint64)]),
+        case("mean:int8-128", [("x", (128,), "int8")], "mean(%x)",
+             [np.array([-128] + [0] * 127, np.int8)]),
+        case("mean:int16-40000", [("x", (40000,), "int16")], "mean(%x)",
+             [np.array([-32768] + [0] * 39999, np.int16)]),
+        case("mean:uint8-300", [("x", (300,), "uint8")], "mean(%x, keepdims=True)",
+             [np.array([7, 9] + [255] * 298, np.uint8)]),
+        case("sum:float32-needs-double", [("x", (9,), "float32")], "sum(%x)",
+             [np.array([2.0**24] + [1.0] * 8, np.float32)], rtol=0, atol=0),
+        case("sum:fused-exp", [("x", (3, 4), "float32")], "sum(exp(%x), axis=[1])"),
+        case("max:fused-epilogue", [("x", (3, 4), "float32")],
+             "subtract(max(multiply(%x, 2f), axis=[1], keepdims=True), 0.5f)"),
+        case("mean:fused", [("x", (3, 4), "float32")], "multiply(mean(abs(%x), axis=[1]), 3f)"),
+    ]
+    return out
+
+
+def arg_and_statistics_cases():
+    out = []
+    for op in ["argmax", "argmin"]:
+        for last in [False, True]:
+            for shape, attrs in AXES:
+                if shape == () or 0 in shape:
+                    continue
+                attrs = ", ".join(a for a in (attrs, f"select_last_index={last}") if a)
+                name = f"{op}:int8-{shape}-{attrs}"
+                out.append(case(name, [("x", shape, "int8")], call(op, "%x", attrs), lo=-2, hi=2))
+            for dt in ["float16", "float32", "uint16", "int64", "bool"]:
+                name = f"{op}:{dt}-{last}"
+                x = data(rng_for(name), (3, 6), dt, lo=-3, hi=3)
+                if dt.startswith("float"):
+                    x[0, 1] = x[0, 4] = np.nan           # the first / last NaN wins
+                    x[1, :] = x[1, 2]                    # all equal
+                    x[2, :] = -np.inf if op == "argmax" else np.inf
+                out.append(case(name, [("x", (3, 6), dt)],
+                                f"{op}(%x, axis=[-1], select_last_index={last})", [x]))
+        out.append(case(f"{op}:fused", [("x", (3, 4), "float32")],
+                        f'cast({op}(negative(%x), axis=[1]), dtype="float32")'))
+    for op in ["variance", "std"]:
+        for dt in ["float16", "float32", "float64"]:
+            for unbiased in [False, True]:
+                for shape, attrs, mshape in [
+                        ((2, 3, 4), "axis=[1]", (2, 1, 4)),
+                        ((2, 3, 4), "axis=[-1], keepdims=True", (2, 3, 1)),
+                        ((2, 3, 4), "", (1, 1, 1)),
+                        ((2, 3, 4), "axis=[0], exclude=True", (2, 1, 1)),
+                        ((2, 3, 4), "axis=[1]", (2, 3, 4)),
+                        ((4, 1), "axis=[1]", (4, 1)),       # unbiased divides by 0
+                        ((0, 2), "axis=[0]", (1, 2))]:
+                    attrs2 = ", ".join(a for a in (attrs, f"unbiased={unbiased}") if a)
+                    name = f"{op}:{dt}-{shape}-{attrs2}-{mshape}"
+                    rng = rng_for(name)
+                    x = data(rng, shape, dt)
+                    m = data(rng, mshape, dt) * np.asarray(0.1, dt)
+                    out.append(case(name, [("x", shape, dt), ("m", mshape, dt)],
+                                    call(op, "%x, %m", attrs2), [x, m],
+                                    rtol=F16_SUM_TOL if dt == "float16" else None))
+    out.append(case("std:fused-mean", [("x", (3, 4), "float32"), ("m", (3, 1), "float32")],
+                    "std(exp(%x), multiply(%m, 2f), axis=[1])"))
+    for dt in ["float16", "float32", "float64"]:
+        for shape, attrs in [((3, 4), "axis=[1]"), ((3, 4), "axis=[0], keepdims=True"),
+                             ((2, 3, 2), ""), ((0, 2), "axis=[0]")]:
+            name = f"logsumexp:{dt}-{shape}-{attrs}"
+            x = data(rng_for(name), shape, dt) * np.asarray(3, dt)
+            out.append(case(name, [("x", shape, dt)], call("logsumexp", "%x", attrs), [x],
+                            rtol=F16_SUM_TOL if dt == "float16" else None))
+    x = np.array([[1000.0, 1000.0, -np.inf], [-np.inf, -np.inf, -np.inf],
+                  [np.inf, 1.0, 2.0], [np.nan, 1.0, 2.0]], np.float32)
+    out.append(case("logsumexp:edges", [("x", (4, 3), "float32")], "logsumexp(%x, axis=[1])",
+                    [x]))
+    return out
+
+
+# ========================================================== sort / topk
+
+SPECIALS = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, 1.5, -2.0]
+
+
+def sort_input(name: str, shape, dtype: str) -> np.ndarray:
+    """Many ties; floats mix in NaN, signed zeros and infinities."""
+    rng = rng_for(name)
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.startswith(("int", "uint")):
+        return rng.integers(0 if dtype.startswith("u") else -3, 4, shape).astype(dtype)
+    x = rng.integers(-3, 4, shape).astype(dtype)
+    flat = x.reshape(-1)
+    for i in rng.choice(flat.size, size=max(1, flat.size // 3), replace=False):
+        flat[i] = SPECIALS[int(rng.integers(len(SPECIALS)))]
+    return x
+
+
+def sort_cases():
+    out = []
+
+    def add(op, shape, dtype, attrs):
+        name = f"{op}:{dtype}-{shape}-{attrs}"
+        out.append(case(name, [("x", shape, dtype)], call(op, "%x", attrs),
+                        [sort_input(name, shape, dtype)]))
+
+    for op in ["argsort", "sort"]:
+        for asc in [True, False]:
+            for shape, axis in [((8,), 0), ((2, 8), 1), ((2, 8), -1), ((5, 3), 0),
+                                ((2, 5, 3), 1), ((3, 1), 1), ((1, 4), 0)]:
+                add(op, shape, "float32", f"axis={axis}, is_ascend={asc}")
+            for dt in ["float16", "float64", "int8", "uint8", "int64", "uint32", "bool"]:
+                add(op, (3, 7), dt, f"is_ascend={asc}")
+            for n in [1, 3, 9, 17, 33]:
+                add(op, (2, n), "float32", f"axis=1, is_ascend={asc}")
+    for dt in ["int64", "int8", "uint16", "float32", "float16"]:
+        add("argsort", (2, 6), "float32", f'dtype="{dt}"')
+    out.append(case("argsort:int8-index-wraps", [("x", (200,), "float32")],
+                    'argsort(%x, dtype="int8")', [-np.arange(200, dtype=np.float32)]))
+    for ret in ["both", "values", "indices"]:
+        for shape, attrs in [((2, 8), "k=1"), ((2, 8), "k=2"), ((2, 8), "k=3, is_ascend=True"),
+                             ((2, 8), "k=4"), ((2, 8), "k=8, is_ascend=True"), ((2, 8), "k=0"),
+                             ((2, 8), "k=-1, is_ascend=True"), ((8, 3), "k=2, axis=0"),
+                             ((8, 3), "k=5, axis=-2, is_ascend=True"),
+                             ((2, 8, 2), "k=1, axis=1, is_ascend=True"), ((1,), "k=1"),
+                             ((5,), "k=1, is_ascend=True")]:
+            add("topk", shape, "float32", f'{attrs}, ret_type="{ret}"')
+    for k in [1, 3]:
+        for dt in ["int8", "uint8", "float64", "float16", "int32"]:
+            add("topk", (3, 7), dt, f'k={k}, dtype="int64"')
+    add("topk", (2, 8), "uint8", 'k=2, ret_type="indices", dtype="uint8"')
+    out += [
+        case("sort:fused", [("x", (2, 6), "float32")], "exp(sort(negative(%x), axis=1))"),
+        case("topk:fused", [("x", (2, 6), "float32")],
+             'multiply(topk(abs(%x), k=2, ret_type="values"), 3f)'),
+        case("argsort:fused", [("x", (2, 6), "float32")],
+             "add(argsort(multiply(%x, 2f), is_ascend=False), 10)"),
+    ]
+    return out
+
+
+def all_cases():
+    return reduce_cases() + arg_and_statistics_cases() + sort_cases()
+
+
+def test_reductions():
+    check_cases(reduce_cases(), "red")
+
+
+def test_arg_reductions_variance_logsumexp():
+    check_cases(arg_and_statistics_cases(), "red_arg")
+
+
+def test_argsort_sort_topk():
+    check_cases(sort_cases(), "sorting")
