@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import os
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +27,18 @@ def test_language_tour_runs():
     assert int(count) == 1
 
 
-def test_python_api_block_runs():
+def test_python_api_block_runs(tmp_path):
     block = next(b for b in code_blocks("python") if "aot.parse(text" in b)
     text = "def @main(%x: Tensor[(2, 3), float32]) { %x * 2f }"
     args = (np.ones((2, 3), dtype=np.float32),)
     env = {"text": text, "args": args}
-    exec(block, env)  # noqa: S102 - our own README
+    cwd = os.getcwd()
+    os.chdir(tmp_path)           # the block writes out/net
+    try:
+        exec(block, env)  # noqa: S102 - our own README
+    finally:
+        os.chdir(cwd)
+    # the last `value` is the compiled model's
     np.testing.assert_array_equal(env["value"], np.full((2, 3), 2, dtype=np.float32))
+    assert (tmp_path / "out" / "net" / "lib" / "libnet.a").is_file()
     assert "main" in env["mod"]
