@@ -116,6 +116,19 @@ def memory_limit(extra_bytes: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+def text_case(name: str, params: str, body: str, *args: np.ndarray,
+              rtol: float | None = None, atol: float | None = None) -> Case:
+    """A case from a written parameter list (``"%x: Tensor[(2), int8]"``)."""
+    return Case(name, f"def @main({params}) {{\n  {body}\n}}\n",
+                [np.asarray(a) for a in args], rtol, atol)
+
+
+def values(shape: Sequence[int], dtype: str = "float32", seed: int = 0, lo: int = -50,
+           hi: int = 50, specials: bool = False) -> np.ndarray:
+    """:func:`data` from a generator seeded with ``seed``."""
+    return data(np.random.default_rng(seed), shape, dtype, lo=lo, hi=hi, specials=specials)
+
+
 def ops_called(text: str) -> set[str]:
     found: set[str] = set()
     mod = aot.parse(text)
