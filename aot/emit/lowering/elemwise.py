@@ -175,7 +175,7 @@ def _sign(x: K.Expr) -> K.Expr:
     if t is DType.BOOL:
         return x
     zero = K.Const(0, t)
-    rest = x if t.is_float else zero
+    rest = K.select(K.ne(x, x), x, zero) if t.is_float else zero   # NaN stays, -0.0 -> 0.0
     if t.is_unsigned:
         return K.select(K.gt(x, zero), K.Const(1, t), zero)
     return K.select(K.gt(x, zero), K.Const(1, t), K.select(K.lt(x, zero), K.Const(-1, t), rest))
