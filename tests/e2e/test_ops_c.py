@@ -30,7 +30,7 @@ import aot
 from aot.ir.expr import Call, Op
 from aot.ir.registry import all_ops
 from aot.ir.visitor import post_order
-from c_harness import Case
+from c_harness import Case, assert_matches, compile_and_load, flatten, pack
 
 FAMILY_MODULES = ["test_ops_c_elemwise", "test_ops_c_nn", "test_ops_c_conv",
                   "test_ops_c_reduce", "test_ops_c_transform", "test_ops_c_qnn"]
@@ -127,6 +127,26 @@ def values(shape: Sequence[int], dtype: str = "float32", seed: int = 0, lo: int 
            hi: int = 50, specials: bool = False) -> np.ndarray:
     """:func:`data` from a generator seeded with ``seed``."""
     return data(np.random.default_rng(seed), shape, dtype, lo=lo, hi=hi, specials=specials)
+
+
+def check_signed_zeros(cases: Sequence[Case], name: str) -> None:
+    """:func:`c_harness.check_cases` compares floats with a tolerance, to
+    which -0.0 equals 0.0.  This packs ``cases`` into one build too and,
+    besides the values, requires every zero of a float result to have the
+    interpreter's sign."""
+    fn = compile_and_load(pack(cases), name=name)
+    results = fn(*[a for c in cases for a in c.args])
+    for c, got in zip(cases, results):
+        want = aot.interpret(aot.parse(c.text), *c.args)
+        for i, (g, w) in enumerate(zip(flatten(got), flatten(want))):
+            assert_matches(g, w, f"{c.name} output {i}", c.rtol, c.atol)
+            if w.dtype.kind == "f":
+                zero = (g == 0) & (w == 0)
+                bad = zero & (np.signbit(g) != np.signbit(w))
+                assert not bad.any(), (
+                    f"{c.name} output {i}: zero of the wrong sign at {np.argwhere(bad).tolist()}"
+                    f" (C {g[bad].tolist()}, interpreter {w[bad].tolist()}) for inputs "
+                    f"{[a.reshape(-1)[:8].tolist() for a in c.args]}")
 
 
 def ops_called(text: str) -> set[str]:

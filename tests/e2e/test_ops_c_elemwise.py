@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from c_harness import check_cases
-from test_ops_c import case, data, memory_limit, rng_for
+from test_ops_c import case, check_signed_zeros, data, memory_limit, rng_for
 
 FLOATS = ["float32", "float16", "float64"]
 
@@ -186,7 +186,8 @@ def compare_logic_cases():
 
 def all_cases():
     return (unary_float_cases() + unary_int_cases() + binary_float_cases()
-            + binary_int_cases() + compare_logic_cases())
+            + binary_int_cases() + compare_logic_cases() + power_wide_cases()
+            + signed_zero_cases())
 
 
 def test_unary_float():
@@ -222,3 +223,28 @@ def test_power_of_wide_integers():
         # them takes pytest minutes
         pytest.fail("compiling power on 16/32/64-bit integers needed more than 3 GiB "
                     "of memory", pytrace=False)
+
+
+#: inputs whose results are signed zeros in IEEE arithmetic
+ZEROS = np.array([-0.0, 0.0, -0.3, 0.3, -1e-30, -0.5, -1.0, np.inf, -np.inf], np.float64)
+SIGNED_ZERO_UNARY = ["negative", "abs", "copy", "sign", "floor", "ceil", "trunc", "round", "sqrt",
+                     "sin", "tan", "asin", "atan", "sinh", "tanh", "erf"]
+
+
+def signed_zero_cases():
+    out = []
+    for dt in FLOATS:
+        x = ZEROS.astype(dt)
+        for op in SIGNED_ZERO_UNARY:
+            out.append(case(f"{op}:{dt}-signed-zeros", [("x", x.shape, dt)], f"{op}(%x)", [x]))
+        a, b = np.repeat(x, len(x)), np.tile(x, len(x))
+        for op in ["add", "subtract", "multiply", "divide"]:
+            out.append(case(f"{op}:{dt}-signed-zeros", [("a", a.shape, dt), ("b", b.shape, dt)],
+                            f"{op}(%a, %b)", [a, b]))
+    return out
+
+
+def test_signed_zeros():
+    """-0.0 where IEEE (and NumPy, the reference) put it: ``sign(-0.0)`` is
+    +0.0 as NumPy's, ``round(-0.3)`` is -0.0, ..."""
+    check_signed_zeros(signed_zero_cases(), "ew_zeros")
