@@ -48,7 +48,7 @@ def unary_float_cases():
     return out
 
 
-INT_DTYPES = ["int8", "uint8", "int16", "int32", "uint32", "int64"]
+INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 
 #: float math on integers is computed in float64 and converted back by
 #: truncation, saturating; a few representative functions per dtype
@@ -98,13 +98,13 @@ def binary_float_cases():
             out.append(case(name, [("a", a_shape, dt), ("b", b_shape, dt)],
                             f"{op}(%a, %b)", [a, b]))
         # every float edge value against every other one
-        edges = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, -7.25],
-                         np.float32)
-        a = np.repeat(edges, len(edges))
-        b = np.tile(edges, len(edges))
-        out.append(case(f"{op}:float32-edges", [("a", a.shape, "float32"),
-                                                 ("b", b.shape, "float32")],
-                        f"{op}(%a, %b)", [a, b]))
+        for dt in FLOATS:
+            edges = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, -7.25, 3.0,
+                              0.5], dt)
+            a = np.repeat(edges, len(edges))
+            b = np.tile(edges, len(edges))
+            out.append(case(f"{op}:{dt}-edges", [("a", a.shape, dt), ("b", b.shape, dt)],
+                            f"{op}(%a, %b)", [a, b]))
     out.append(case("power:float32-negative-base", [("a", (4,), "float32"),
                                                     ("b", (4,), "float32")],
                     "power(%a, %b)", [np.array([-2, -2, -8, 0], np.float32),
@@ -136,7 +136,7 @@ def power_wide_cases():
 
 def binary_int_cases():
     out = []
-    for dt in ["int8", "uint8", "int16", "int32", "uint32", "int64"]:
+    for dt in ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]:
         a, b = int_pairs(dt)
         for op in ARITH:
             if op == "power":
@@ -187,7 +187,8 @@ def compare_logic_cases():
 def all_cases():
     return (unary_float_cases() + unary_int_cases() + binary_float_cases()
             + binary_int_cases() + compare_logic_cases() + power_wide_cases()
-            + signed_zero_cases())
+            + signed_zero_cases()
+            + [case("sign:bool", [("x", (2, 3), "bool")], "sign(%x)")])
 
 
 def test_unary_float():
@@ -242,6 +243,11 @@ def signed_zero_cases():
             out.append(case(f"{op}:{dt}-signed-zeros", [("a", a.shape, dt), ("b", b.shape, dt)],
                             f"{op}(%a, %b)", [a, b]))
     return out
+
+
+def test_sign_of_bool():
+    """sign on bool is the identity (as negative and abs on bool)."""
+    check_cases([case("sign:bool", [("x", (2, 3), "bool")], "sign(%x)")], "ew_sign_bool")
 
 
 def test_signed_zeros():

@@ -59,8 +59,11 @@ def softmax_cases():
                 x = data(rng_for(name), shape, dt) * np.asarray(4, dt)
                 out.append(case(name, [("x", shape, dt)], f"{op}(%x, axis={axis})", [x]))
         x = np.array([[1000.0, 1000.0, -1000.0], [np.nan, 1.0, 2.0], [-np.inf, 0.0, 1.0],
-                      [np.inf, 0.0, 1.0], [-0.0, 0.0, -0.0]], np.float32)
-        out.append(case(f"{op}:edges", [("x", (5, 3), "float32")], f"{op}(%x)", [x]))
+                      [np.inf, 0.0, 1.0], [-0.0, 0.0, -0.0], [-np.inf, -np.inf, -np.inf],
+                      [np.inf, np.inf, 1.0], [3e38, -3e38, 0.0]], np.float32)
+        out.append(case(f"{op}:edges", [("x", x.shape, "float32")], f"{op}(%x)", [x]))
+        out.append(case(f"{op}:f16-edges", [("x", x.shape, "float16")], f"{op}(%x, axis=1)",
+                        [x.astype(np.float16)]))
     return out
 
 
@@ -149,6 +152,16 @@ def norm_and_shape_cases():
                                 [("x", shape, dt), ("g", (c,), dt), ("b", (c,), dt)],
                                 f"nn.layer_norm(%x, %g, %b, axis={axis}, epsilon=1e-05f, "
                                 f"center={center}, scale={scale})"))
+    const = np.array([[2.0, 2.0, 2.0, 2.0], [1e4, 1e4 + 1, 1e4, 1e4 - 1],
+                      [np.nan, 0, 1, 2]], np.float32)
+    out.append(case("nn.layer_norm:constant-rows", [("x", (3, 4), "float32"),
+                                                     ("g", (4,), "float32"), ("b", (4,), "float32")],
+                    "nn.layer_norm(%x, %g, %b, epsilon=0.001f)",
+                    [const, np.ones(4, np.float32), np.zeros(4, np.float32)]))
+    out.append(case("nn.prelu:nan-alpha", [("x", (2, 3), "float32"), ("a", (3,), "float32")],
+                    "nn.prelu(%x, %a)",
+                    [np.array([[-1, 0, -0.0], [2, -3, np.nan]], np.float32),
+                     np.array([np.nan, np.inf, 0.5], np.float32)]))
     for dt in ["float32", "int8", "bool", "float16"]:
         out.append(case(f"nn.dropout:{dt}", [("x", (3, 4), dt)], "nn.dropout(%x, rate=0.3f)",
                         specials=True))
@@ -176,6 +189,10 @@ def norm_and_shape_cases():
         out.append(case(name, [("x", (2, 2), dt), ("v", (), "float64")],
                         "nn.pad(%x, %v, pad_width=[[1, 0], [0, 1]])",
                         [data(rng_for(name), (2, 2), dt), np.array(value, np.float64)]))
+    out.append(case("nn.pad:reflect-widest", [("x", (3, 4), "int16")],
+                    'nn.pad(%x, 0f, pad_width=[[2, 2], [3, 3]], pad_mode="reflect")'))
+    out.append(case("nn.pad:edge-of-one", [("x", (1, 1), "float32")],
+                    'nn.pad(%x, 0f, pad_width=[[2, 1], [0, 3]], pad_mode="edge")'))
     out.append(case("nn.pad:literal-value", [("x", (2, 3), "float32")],
                     "nn.pad(%x, 1.5f, pad_width=[[1, 1], [2, 0]])"))
     out.append(case("nn.pad:empty-axis", [("x", (0, 2), "float32")],
@@ -184,8 +201,19 @@ def norm_and_shape_cases():
     return out
 
 
+def zero_variance_cases():
+    """var + epsilon == 0: (x - mean) / 0 is +-inf, or NaN where x == mean."""
+    return [case("nn.batch_norm:zero-variance",
+                 [("x", (2, 3), "float32")] + [(n, (3,), "float32") for n in "gbmv"],
+                 "nn.batch_norm(%x, %g, %b, %m, %v, epsilon=0f).0",
+                 [np.array([[1, 2, np.inf], [0, -1, 3]], np.float32),
+                  np.array([1, 2, 3], np.float32), np.array([0, 1, 0], np.float32),
+                  np.array([1, 2, 3], np.float32), np.array([0, 4, 1], np.float32)])]
+
+
 def all_cases():
-    return activation_cases() + softmax_cases() + linear_cases() + norm_and_shape_cases()
+    return (activation_cases() + softmax_cases() + linear_cases() + norm_and_shape_cases()
+            + zero_variance_cases())
 
 
 def test_activations_and_bias_add():
@@ -202,3 +230,7 @@ def test_dense_matmul_batch_matmul():
 
 def test_normalisation_dropout_flatten_pad():
     check_cases(norm_and_shape_cases(), "nn_norm")
+
+
+def test_batch_norm_with_zero_variance():
+    check_cases(zero_variance_cases(), "nn_bn_zero")
