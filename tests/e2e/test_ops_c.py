@@ -30,7 +30,7 @@ import aot
 from aot.ir.expr import Call, Op
 from aot.ir.registry import all_ops
 from aot.ir.visitor import post_order
-from c_harness import Case, assert_matches, compile_and_load, flatten, pack
+from c_harness import Case, assert_matches, check_cases, compile_and_load, flatten, pack
 
 FAMILY_MODULES = ["test_ops_c_elemwise", "test_ops_c_nn", "test_ops_c_conv",
                   "test_ops_c_reduce", "test_ops_c_transform", "test_ops_c_qnn"]
@@ -179,3 +179,36 @@ def test_every_operator_has_cases():
     assert not missing, f"operators without a C test case: {missing}"
     unknown = sorted(set(subjects) - {op.name for op in all_ops()})
     assert not unknown, f"cases named after no registered operator: {unknown}"
+
+
+#: empty tensors, across the families: a loop of no iterations, a buffer of
+#: no bytes, a reduction over nothing
+EMPTY = [
+    ("exp", [("x", (0, 3), "float32")], "exp(%x)"),
+    ("add", [("x", (0, 3), "int8"), ("y", (3,), "int8")], "add(%x, %y)"),
+    ("nn.softmax", [("x", (0, 3), "float32")], "nn.softmax(%x)"),
+    ("nn.dense", [("x", (0, 4), "float32"), ("w", (2, 4), "float32")], "nn.dense(%x, %w)"),
+    ("nn.dense", [("x", (2, 0), "float32"), ("w", (3, 0), "float32")], "nn.dense(%x, %w)"),
+    ("nn.batch_matmul", [("x", (0, 2, 3), "float32"), ("y", (0, 4, 3), "float32")],
+     "nn.batch_matmul(%x, %y)"),
+    ("sum", [("x", (0, 3), "float32")], "sum(%x, axis=[1])"),
+    ("max", [("x", (2, 0), "float32")], "max(%x, axis=[1])"),
+    ("mean", [("x", (0, 2), "int32")], "mean(%x, axis=[0])"),
+    ("argsort", [("x", (0,), "float32")], "argsort(%x)"),
+    ("sort", [("x", (2, 0), "float32")], "sort(%x, axis=1)"),
+    ("topk", [("x", (0, 4), "float32")], "topk(%x, k=2)"),
+    ("transpose", [("x", (0, 3), "float32")], "transpose(%x)"),
+    ("cast", [("x", (0,), "float32")], 'cast(%x, dtype="int8")'),
+    ("take", [("x", (3, 2), "float32"), ("i", (0,), "int32")], "take(%x, %i, axis=0)"),
+    ("strided_slice", [("x", (4,), "float32")], "strided_slice(%x, begin=[3], end=[1])"),
+    ("nn.conv2d", [("x", (0, 2, 4, 4), "float32"), ("w", (3, 2, 3, 3), "float32")],
+     "nn.conv2d(%x, %w)"),
+    ("nn.max_pool2d", [("x", (1, 0, 4, 4), "float32")], "nn.max_pool2d(%x, pool_size=[2, 2])"),
+    ("image.resize2d", [("x", (0, 1, 2, 2), "float32")], "image.resize2d(%x, size=[3, 3])"),
+    ("qnn.quantize", [("x", (0, 2), "float32")], "qnn.quantize(%x, 0.5f, 0)"),
+]
+
+
+def test_empty_tensors():
+    check_cases([case(f"{op}:empty-{k}", params, body)
+                 for k, (op, params, body) in enumerate(EMPTY)], "empty")

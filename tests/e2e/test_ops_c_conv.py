@@ -338,7 +338,8 @@ def image_cases():
 
 
 def all_cases():
-    return conv_cases() + non_finite_weight_cases() + conv_transpose_cases() + pool_cases() + image_cases()
+    return (conv_cases() + non_finite_weight_cases() + conv_transpose_cases() + pool_cases()
+            + image_cases())
 
 
 def test_conv1d_conv2d():

@@ -113,7 +113,8 @@ def linear_cases():
                     'nn.matmul(%a, %b, units=2, out_dtype="int32")'))
     for xs, ys, ta, tb in [((2, 3, 4), (2, 5, 4), False, True), ((2, 4, 3), (2, 4, 5), True, False),
                            ((1, 3, 4), (3, 4, 5), False, False), ((3, 4, 3), (1, 5, 4), True, True),
-                           ((2, 3, 4), (1, 5, 4), False, True), ((2, 9, 3), (2, 9, 4), True, False)]:
+                           ((2, 3, 4), (1, 5, 4), False, True),
+                           ((2, 9, 3), (2, 9, 4), True, False)]:
         for dt in ["float32", "int8", "float16"]:
             odt = ', out_dtype="int32"' if dt == "int8" else ""
             out.append(case(f"nn.batch_matmul:{xs}-{ys}-{ta}-{tb}-{dt}",
@@ -154,8 +155,8 @@ def norm_and_shape_cases():
                                 f"center={center}, scale={scale})"))
     const = np.array([[2.0, 2.0, 2.0, 2.0], [1e4, 1e4 + 1, 1e4, 1e4 - 1],
                       [np.nan, 0, 1, 2]], np.float32)
-    out.append(case("nn.layer_norm:constant-rows", [("x", (3, 4), "float32"),
-                                                     ("g", (4,), "float32"), ("b", (4,), "float32")],
+    out.append(case("nn.layer_norm:constant-rows",
+                    [("x", (3, 4), "float32"), ("g", (4,), "float32"), ("b", (4,), "float32")],
                     "nn.layer_norm(%x, %g, %b, epsilon=0.001f)",
                     [const, np.ones(4, np.float32), np.zeros(4, np.float32)]))
     out.append(case("nn.prelu:nan-alpha", [("x", (2, 3), "float32"), ("a", (3,), "float32")],

@@ -205,8 +205,8 @@ def linear_cases():
     for xs, ws, attrs, dt in [
             ((1, 3, 6, 6), (4, 3, 3, 3), "padding=[1]", "int8"),
             ((1, 3, 7, 5), (4, 3, 3, 2), "strides=[2, 1], padding=[1, 0, 2, 1]", "uint8"),
-            ((1, 9, 9, 8), (3, 3, 8, 1), 'strides=[2, 2], groups=8, channels=8, kernel_size=[3, 3], '
-             'data_layout="NHWC", kernel_layout="HWOI"', "uint8"),
+            ((1, 9, 9, 8), (3, 3, 8, 1), 'strides=[2, 2], groups=8, channels=8, '
+             'kernel_size=[3, 3], data_layout="NHWC", kernel_layout="HWOI"', "uint8"),
             ((2, 10, 7, 4), (6, 2, 2, 2), 'dilation=[2, 3], groups=2, data_layout="NHWC", '
              'kernel_layout="OHWI", out_layout="NCHW"', "int16"),
             ((1, 4, 5, 5), (6, 2, 3, 3), "groups=2, padding=[1, 1]", "int8"),
@@ -224,7 +224,8 @@ def linear_cases():
                      ("z", (4,), "int32")],
                     "qnn.conv2d(%x, %w, -1, %z, 0.5f, 0.25f, padding=[1, 1])",
                     [data(rng_for("qc-x"), (1, 3, 5, 5), "int8"),
-                     data(rng_for("qc-w"), (4, 3, 3, 3), "int8"), np.array([1, 0, -2, 7], np.int32)]))
+                     data(rng_for("qc-w"), (4, 3, 3, 3), "int8"),
+                     np.array([1, 0, -2, 7], np.int32)]))
     out.append(case("qnn.conv2d:out-int16-wraps", [("x", (1, 1, 3, 3), "int8"),
                                                    ("w", (1, 1, 3, 3), "int8")],
                     'qnn.conv2d(%x, %w, -128, -128, 1f, 1f, out_dtype="int16")',
