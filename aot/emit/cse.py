@@ -10,12 +10,16 @@ over the value-deduplicated DAG: a node's occurrences are the sum of its
 parents', so a DAG with exponentially many tree paths is counted in linear
 time) and binds each to a ``Decl`` temporary, innermost first.
 
-Only unconditional occurrences count: the arms of a ``Select`` are not
-evaluated unconditionally (a guarded load may be out of bounds when its
-guard is false), so an expression occurring only inside arms is never
-hoisted; one that also occurs outside them is evaluated anyway and may be
-replaced everywhere.  Loads, leaves and index arithmetic (``no_wrap``) are
-left to the C compiler.
+Hoisting evaluates a sub-expression unconditionally, and the arms of a
+``Select`` are not evaluated unconditionally: a load guarded by a select
+may be out of bounds when its guard is false.  So an expression that
+contains a load is hoisted only if it occurs at least twice outside select
+arms (it is evaluated anyway); a load-free expression (every other kernel
+IR operation is total: integer division by zero is defined) is hoisted
+whenever it occurs twice anywhere -- without that, a chain of selects that
+reuse their operands in both arms (integer ``power`` unrolled over the
+exponent's bits) would print as a tree exponentially large.  Loads, leaves
+and index arithmetic (``no_wrap``) are left to the C compiler.
 """
 
 from __future__ import annotations
@@ -42,6 +46,20 @@ def _worth_hoisting(e: K.Expr) -> bool:
     return True
 
 
+def _occurrences(value: K.Expr, order: list[K.Expr],
+                 kids: Callable[[K.Expr], tuple[K.Expr, ...]]) -> dict[K.Expr, int]:
+    """How often each node occurs in the tree of ``value`` through the
+    edges ``kids`` gives (``order``: children before parents)."""
+    counts: dict[K.Expr, int] = {value: 1}
+    for node in reversed(order):          # parents before children
+        n = counts.get(node, 0)
+        if n == 0:
+            continue
+        for c in kids(node):
+            counts[c] = counts.get(c, 0) + n
+    return counts
+
+
 def hoist(value: K.Expr, fresh: Callable[[str], str]) -> tuple[list[K.Stmt], K.Expr]:
     """``(decls, expr)``: ``expr`` computes ``value`` using the temporaries
     ``decls`` declares; ``fresh`` names them."""
@@ -61,19 +79,20 @@ def hoist(value: K.Expr, fresh: Callable[[str], str]) -> tuple[list[K.Stmt], K.E
             if c not in seen:
                 stack.append((c, False))
 
-    occurrences: dict[K.Expr, int] = {value: 1}
-    for node in reversed(order):          # parents before children
-        n = occurrences.get(node, 0)
-        if n == 0:
-            continue
-        for c in _unconditional_children(node):
-            occurrences[c] = occurrences.get(c, 0) + n
+    unconditional = _occurrences(value, order, _unconditional_children)
+    anywhere = _occurrences(value, order, children)
+    load_free: dict[K.Expr, bool] = {}
+    for node in order:
+        load_free[node] = not isinstance(node, K.Load) and \
+            all(load_free[c] for c in children(node))
 
     decls: list[K.Stmt] = []
     rebuilt: dict[K.Expr, K.Expr] = {}
     for node in order:
         new = with_children(node, [rebuilt[c] for c in children(node)])
-        if occurrences.get(node, 0) >= 2 and _worth_hoisting(node):
+        repeated = unconditional.get(node, 0) >= 2 or \
+            (load_free[node] and anywhere.get(node, 0) >= 2)
+        if repeated and _worth_hoisting(node):
             tmp = K.var(fresh("t"), new.dtype)
             decls.append(K.Decl(tmp, new))
             new = tmp

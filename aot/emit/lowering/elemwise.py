@@ -32,25 +32,29 @@ def _bool_or_arith(arith: Callable, on_bool: Callable | None) -> Callable:
 
 
 def _int_power(a: K.Expr, e: K.Expr) -> K.Expr:
+    """Square and multiply over the exponent's bits, written without
+    selects on values (``factor = 1 + bit * (base - 1)`` is ``base`` or
+    ``1``, exact in wrapping arithmetic) so that common subexpressions can
+    be hoisted and the printed C stays linear in the number of bits."""
     t = a.dtype
     one, zero = K.Const(1, t), K.Const(0, t)
     result: K.Expr = one
     base: K.Expr = a
     for k in range(e.dtype.bits):
-        bit = K.ne(K.bit_and(K.shr(e, k) if k else e, K.Const(1, e.dtype)), K.Const(0, e.dtype))
-        result = K.select(bit, K.mul(result, base), result)
+        bit = K.cast(t, K.bit_and(K.shr(e, k) if k else e, K.Const(1, e.dtype)))
+        result = K.mul(result, K.add(one, K.mul(bit, K.sub(base, one))))
         if k + 1 < e.dtype.bits:
             base = K.mul(base, base)
     if not e.dtype.is_signed:
         return result
-    negative = K.lt(e, K.Const(0, e.dtype))
+    negative = K.cast(t, K.lt(e, K.Const(0, e.dtype)))
     even = K.eq(K.bit_and(e, K.Const(1, e.dtype)), K.Const(0, e.dtype))
     if t.is_signed:
         minus_one = K.select(even, one, K.Const(-1, t))
         special = K.select(K.eq(a, one), one, K.select(K.eq(a, K.Const(-1, t)), minus_one, zero))
     else:
         special = K.select(K.eq(a, one), one, zero)
-    return K.select(negative, special, result)
+    return K.add(result, K.mul(negative, K.sub(special, result)))
 
 
 def _power(a: K.Expr, b: K.Expr) -> K.Expr:

@@ -197,7 +197,7 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
-    return np.sign(x)
+    return np.sign(x) if x.dtype != np.bool_ else x.copy()   # sign(True) = True
 
 
 _FLOAT_UNARY = [

@@ -20,7 +20,12 @@ Semantics (Relay's, with the choices Relay leaves open written down):
   ``out_dtype`` gives; floats accumulate in float64 and round once.
   ``out_dtype`` defaults to the first operand's dtype.
 * ``nn.batch_norm`` is the inference form: it normalises with the given
-  moving statistics and returns ``(out, moving_mean, moving_var)``.
+  moving statistics and returns ``(out, moving_mean, moving_var)``.  It is
+  defined as the per-channel affine map ``x * scale + shift`` with
+  ``scale = gamma / sqrt(var + eps)`` and ``shift = beta - mean * scale``
+  (computed in float64), the form SimplifyInference rewrites it to; it
+  differs from ``(x - mean) / sqrt(var + eps) * gamma + beta`` only in
+  rounding and where ``var + eps == 0``.
 * ``nn.dropout`` is the identity at inference; it returns ``(out, mask)``
   with a mask of ones, as Relay types it.
 * ``nn.pad`` takes the pad value as its second argument, a scalar of any
@@ -400,14 +405,23 @@ def _batch_norm(args: Sequence[np.ndarray], attrs: BatchNormAttrs, out: Type) ->
     x, gamma, beta, mean, var = args
     axis = attrs.axis % x.ndim
     shape = _channel_shape(x.ndim, axis, x.shape[axis])
-    y = (x.astype(np.float64) - mean.astype(np.float64).reshape(shape)) \
-        / np.sqrt(var.astype(np.float64).reshape(shape) + attrs.epsilon)
-    y = _scale_center(y, gamma, beta, shape, attrs)
+    # inference batch norm is the per-channel affine map x * scale + shift
+    # (exactly what SimplifyInference rewrites it to, so the rewrite keeps
+    # the meaning even where var + eps == 0 makes the scale infinite)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = 1.0 / np.sqrt(var.astype(np.float64) + attrs.epsilon)
+        if attrs.scale:
+            scale = scale * gamma.astype(np.float64)
+        shift = -mean.astype(np.float64) * scale
+        if attrs.center:
+            shift = shift + beta.astype(np.float64)
+        y = x.astype(np.float64) * scale.reshape(shape) + shift.reshape(shape)
     return (as_array(y, x.dtype), mean.copy(), var.copy())
 
 
 defop("nn.batch_norm", 5, _batch_norm_rel, FUSABLE, _batch_norm,
-      "(x - mean) / sqrt(var + eps) * gamma + beta; returns (out, mean, var)",
+      "x * scale + shift, scale = gamma / sqrt(var + eps), shift = beta - mean * scale; "
+      "returns (out, mean, var)",
       BatchNormAttrs, FAMILY)
 
 

@@ -20,7 +20,10 @@ Type relations follow Relay's Conv1DRel/Conv2DRel/Conv2DTransposeRel:
 * otherwise the weight's type must be known and the output channels come
   from it;
 * ``padding`` has 1, 2 or 4 values (``[top, left, bottom, right]``) for 2-d
-  and 1 or 2 for 1-d, normalised as Relay does;
+  and 1 or 2 for 1-d, normalised as Relay does.  A tap that falls in the
+  padding contributes nothing: it is skipped, not multiplied by a zero
+  (which differs only for a NaN or infinite weight, where ``0 * inf`` would
+  give NaN); compiled kernels never touch the padding at all;
 * a spatial output dimension is ``?`` when its input dimension (or the
   kernel's) is ``?``.
 
@@ -292,8 +295,35 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
     cols = win.reshape(n, g, cg, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
     cols = cols.reshape(g, n * oh * ow, cg * kh * kw)
     wmat = w.astype(acc).reshape(g, og, cg * kh * kw).transpose(0, 2, 1)
-    res = np.matmul(cols, wmat)  # (G, N*OH*OW, Og)
+    finite = np.isfinite(wmat) if wmat.dtype.kind == "f" else None
+    if finite is None or finite.all() or not any(p for pair_ in pads for p in pair_):
+        res = np.matmul(cols, wmat)  # (G, N*OH*OW, Og)
+    else:
+        res = _skip_padding_taps(x, cols, wmat, finite, (kh, kw), strides, pads, dilation, g)
     return res.reshape(g, n, oh, ow, og).transpose(1, 0, 4, 2, 3).reshape(n, o, oh, ow)
+
+
+def _skip_padding_taps(x: np.ndarray, cols: np.ndarray, wmat: np.ndarray, finite: np.ndarray,
+                       kernel: tuple[int, int], strides: tuple[int, int],
+                       pads: tuple[tuple[int, int], tuple[int, int]],
+                       dilation: tuple[int, int], g: int) -> np.ndarray:
+    """The convolution when some weights are NaN or infinite: a tap in the
+    padding contributes nothing (it is skipped, not multiplied by zero:
+    ``0 * inf`` would be NaN), which is what the C kernels do.  Finite
+    weights go through the matrix product; each non-finite weight adds its
+    products over the real (unpadded) taps only."""
+    n, c = x.shape[0], x.shape[1]
+    cg = c // g
+    real = np.pad(np.ones((n, c) + x.shape[2:], dtype=bool), ((0, 0), (0, 0), pads[0], pads[1]))
+    mwin = strided_windows(real, kernel, strides, dilation)
+    oh, ow = mwin.shape[2], mwin.shape[3]
+    mcols = mwin.reshape(n, g, cg, oh, ow, *kernel).transpose(1, 0, 3, 4, 2, 5, 6)
+    mcols = mcols.reshape(cols.shape)
+    res = np.matmul(cols, np.where(finite, wmat, 0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for gi, t, j in zip(*np.nonzero(~finite)):
+            res[gi, :, j] += np.where(mcols[gi, :, t], cols[gi, :, t] * wmat[gi, t, j], 0)
+    return res
 
 
 def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
