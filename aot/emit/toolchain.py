@@ -30,6 +30,7 @@ import functools
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -256,14 +257,21 @@ def run_tool(command: Sequence[str], *, cwd: Path, what: str,
              path: Path | str | None = None) -> subprocess.CompletedProcess[str]:
     """Run a compiler or archiver; raise :class:`BuildError` on failure."""
     try:
-        result = subprocess.run(list(command), cwd=cwd, capture_output=True, text=True,
-                                timeout=COMMAND_TIMEOUT_S, check=False)
+        # its own session, so a timeout kills the driver's children (cc1,
+        # as) too instead of leaving them running
+        proc = subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     except OSError as exc:
         raise BuildError(f"cannot run {what}: {exc.strerror}", command=command,
                          cwd=cwd, path=path) from None
+    try:
+        stdout, stderr = proc.communicate(timeout=COMMAND_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         raise BuildError(f"{what} timed out after {COMMAND_TIMEOUT_S} s",
                          command=command, cwd=cwd, path=path) from None
+    result = subprocess.CompletedProcess(list(command), proc.returncode, stdout, stderr)
     if result.returncode != 0:
         raise BuildError(f"{what} failed (exit status {result.returncode})",
                          command=command, cwd=cwd, path=path,
