@@ -52,7 +52,7 @@ from .cse import hoist
 from .te import (ArgValue, LowerContext, LoweringError, TensorValue, check_index_range,
                  constant_value, from_buffer, loop_nest, lookup_lowering)
 
-__all__ = ["LoweredGroup", "lower_group", "group_ops", "flatten_type"]
+__all__ = ["LoweredGroup", "lower_group", "group_ops", "flatten_type", "flat_leaves", "unflatten"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -92,15 +92,17 @@ def group_ops(fn: Function) -> list[Call]:
     return [n for n in post_order(fn.body) if isinstance(n, Call) and isinstance(n.op, Op)]
 
 
-def _unflatten(t: Type, leaves: list[TensorValue]) -> ArgValue:
+def unflatten(t: Type, leaves: list) -> object:
+    """Nested tuples shaped like ``t`` holding ``leaves`` (consumed in order)."""
     if isinstance(t, TupleType):
-        return tuple(_unflatten(f, leaves) for f in t.fields)
+        return tuple(unflatten(f, leaves) for f in t.fields)
     return leaves.pop(0)
 
 
-def _flat_values(v: ArgValue) -> list[TensorValue]:
+def flat_leaves(v: object) -> list:
+    """The leaves of nested tuples, in order."""
     if isinstance(v, tuple):
-        return [leaf for f in v for leaf in _flat_values(f)]
+        return [leaf for f in v for leaf in flat_leaves(f)]
     return [v]
 
 
@@ -174,7 +176,7 @@ def lower_group(fn: Function, name: str, *, source: str = "") -> LoweredGroup:
                            restrict=not aliasable)
             state.inputs.append(buf)
             leaves.append(from_buffer(buf))
-        state.values[id(p)] = _unflatten(p.checked_type, leaves)
+        state.values[id(p)] = unflatten(p.checked_type, leaves)
 
     ops: list[str] = []
     for node in post_order(fn.body):
@@ -201,7 +203,7 @@ def lower_group(fn: Function, name: str, *, source: str = "") -> LoweredGroup:
                          _static_shape(t, "the result"), K.BufferScope.OUTPUT,
                          restrict=elementwise is None)
                 for i, t in enumerate(ret_leaves)]
-    root = _flat_values(state.values[id(fn.body)])
+    root = flat_leaves(state.values[id(fn.body)])
     if state.anchor is None:
         body = K.block(*(_store_all(ctx, v, buf) for v, buf in zip(root, out_bufs)))
     else:

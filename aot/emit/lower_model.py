@@ -32,6 +32,8 @@ a diagnostic at the offending node.
 
 from __future__ import annotations
 
+import math
+
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -48,7 +50,8 @@ from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import post_order
 from . import kernel_ir as K
-from .lower_group import LoweredGroup, flatten_type, group_ops, lower_group
+from .lower_group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_group,
+                          unflatten)
 from .memory_plan import InPlace, TensorLife, plan_memory
 from .model_plan import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo, ModelPlan,
                          OutputTree, TensorSpec)
@@ -68,10 +71,7 @@ class _Slot:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -79,12 +79,6 @@ class _Slot:
 
 
 _Value = Union[_Slot, tuple["_Value", ...]]
-
-
-def _leaves(v: _Value) -> list[_Slot]:
-    if isinstance(v, tuple):
-        return [leaf for f in v for leaf in _leaves(f)]
-    return [v]
 
 
 @dataclass(slots=True)
@@ -293,7 +287,7 @@ def _kernel_call(b: _Builder, call: Call, values: dict[int, _Value]) -> _Value:
         culprit = group_ops(fn)
         raise _error(culprit[-1] if culprit else call, str(e)) from None
     cname = b.kernel(group, [c.op.name for c in group_ops(fn)])
-    args = [leaf for a in call.args for leaf in _leaves(values[id(a)])]
+    args = [leaf for a in call.args for leaf in flat_leaves(values[id(a)])]
     assert len(args) == len(group.inputs), (len(args), len(group.inputs))
     consts = [b.constant(buf.dtype, data) for buf, data in group.constants]
     out_types = _tensor_type(call.checked_type, call, "a result")
@@ -302,14 +296,8 @@ def _kernel_call(b: _Builder, call: Call, values: dict[int, _Value]) -> _Value:
     b.steps.append(_Step(cname, args, consts, outs, scratch, group.inplace_inputs))
     if isinstance(call.checked_type, TupleType):
         leaves = list(outs)
-        return _rebuild(call.checked_type, leaves)
+        return unflatten(call.checked_type, leaves)
     return outs[0]
-
-
-def _rebuild(t: Type, leaves: list[_Slot]) -> _Value:
-    if isinstance(t, TupleType):
-        return tuple(_rebuild(f, leaves) for f in t.fields)
-    return leaves.pop(0)
 
 
 def _bind_outputs(b: _Builder, result: _Value) -> tuple[list[tuple[_Slot, _Slot | None]], OutputTree]:
@@ -323,7 +311,7 @@ def _bind_outputs(b: _Builder, result: _Value) -> tuple[list[tuple[_Slot, _Slot 
     shape = tree(result)
     claimed: set[str] = set()
     pairs = []
-    for leaf in _leaves(result):
+    for leaf in flat_leaves(result):
         if leaf.kind is ArgKind.ARENA and leaf.key not in claimed:
             claimed.add(leaf.key)
             pairs.append((leaf, None))

@@ -29,6 +29,8 @@ order; :attr:`ModelPlan.output_tree` records the nesting.
 
 from __future__ import annotations
 
+import math
+
 import enum
 from dataclasses import dataclass
 from typing import Union
@@ -72,10 +74,7 @@ class TensorSpec:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:

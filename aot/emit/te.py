@@ -41,6 +41,8 @@ checked to fit at lowering time.
 
 from __future__ import annotations
 
+import math
+
 import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
@@ -89,10 +91,7 @@ class TensorValue:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def __getitem__(self, index: Sequence[K.Operand]) -> K.Expr:
         idx = tuple(K.as_expr(i, INDEX) for i in index)
