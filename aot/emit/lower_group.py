@@ -50,7 +50,7 @@ from ..ir.visitor import post_order
 from . import kernel_ir as K
 from .cse import hoist
 from .te import (ArgValue, LowerContext, LoweringError, TensorValue, check_index_range,
-                 constant_value, from_buffer, loop_nest, lookup_lowering)
+                 constant_value, from_buffer, is_splat, loop_nest, lookup_lowering)
 
 __all__ = ["LoweredGroup", "lower_group", "group_ops", "flatten_type", "flat_leaves", "unflatten"]
 
@@ -116,20 +116,12 @@ class _State:
     acc: K.Var | None = None
 
 
-def _is_splat(flat: np.ndarray) -> bool:
-    """All elements bit-identical (NaN payloads and -0.0 included)."""
-    if flat.size == 0:
-        return False
-    bits = flat.view(np.dtype(f"u{flat.dtype.itemsize}")) if flat.dtype.kind != "b" else flat
-    return bool(np.all(bits == bits[0]))
-
-
 def _constant(state: _State, c: Constant) -> TensorValue:
     t = c.checked_type
     data = np.asarray(c.data)
     dtype = t.dtype if isinstance(t, TensorType) else DType.from_numpy(data.dtype)
     flat = np.ascontiguousarray(data).reshape(-1)
-    if _is_splat(flat):
+    if is_splat(flat):
         return constant_value(data, dtype)
     buf = K.Buffer(f"c{len(state.constants)}", dtype, tuple(data.shape), K.BufferScope.CONST)
     state.constants.append((buf, flat))
@@ -231,15 +223,15 @@ def _call(state: _State, node: Call) -> ArgValue:
         return lowering.fn(state.ctx, args, node.attrs, node.checked_type)
     assert state.anchor is None, "two anchors in one fused group"
     state.anchor = (node, args)
-    leaves = flatten_type(node.checked_type)
-    if len(leaves) != 1 or isinstance(node.checked_type, TupleType):
+    if isinstance(node.checked_type, TupleType):
         # a tuple-valued anchor takes no epilogue: it is the group's root
-        return tuple(TensorValue(tuple(t.shape), t.dtype, _no_read) for t in leaves) \
-            if isinstance(node.checked_type, TupleType) else \
-            TensorValue(tuple(leaves[0].shape), leaves[0].dtype, _no_read)
-    acc = state.ctx.scalar("acc", leaves[0].dtype)
+        leaves = [TensorValue(tuple(t.shape), t.dtype, _no_read)
+                  for t in flatten_type(node.checked_type)]
+        return unflatten(node.checked_type, leaves)
+    t = node.checked_type
+    acc = state.ctx.scalar("acc", t.dtype)
     state.acc = acc
-    return TensorValue(tuple(leaves[0].shape), leaves[0].dtype, lambda idx: acc)
+    return TensorValue(tuple(t.shape), t.dtype, lambda idx: acc)
 
 
 def _no_read(idx: tuple) -> K.Expr:

@@ -64,10 +64,11 @@ __all__ = ["plan_model", "describe_group"]
 
 @dataclass(frozen=True, slots=True)
 class _Slot:
-    kind: ArgKind            # INPUT, CONST or ARENA (an intermediate)
-    key: str                 # "in3", a constant symbol, or "t12"
+    kind: ArgKind            # INPUT, OUTPUT, CONST or ARENA (an intermediate)
+    key: str                 # "in3", "out0", a constant symbol, or "t12"
     dtype: DType
     shape: tuple[int, ...]
+    index: int = 0           # position among the inputs / outputs
 
     @property
     def size(self) -> int:
@@ -216,7 +217,7 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
             raise _error(p, f"parameter %{p.name_hint} is a tuple; the dataflow C backend takes "
                             "tensor parameters only")
         t = leaves[0]
-        slot = _Slot(ArgKind.INPUT, f"in{len(inputs)}", t.dtype, tuple(t.shape))
+        slot = _Slot(ArgKind.INPUT, f"in{len(inputs)}", t.dtype, tuple(t.shape), len(inputs))
         inputs.append(TensorSpec(cname, tuple(t.shape), t.dtype, p.name_hint))
         values[id(p)] = slot
 
@@ -339,7 +340,7 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         if copy_from is None:
             output_of[slot.key] = i
         else:
-            out_slot = _Slot(ArgKind.OUTPUT, f"out{i}", slot.dtype, slot.shape)
+            out_slot = _Slot(ArgKind.OUTPUT, f"out{i}", slot.dtype, slot.shape, i)
             b.steps.append(_Step(_copy_kernel(b, slot.dtype, slot.size), [copy_from], [],
                                  [out_slot], [], ()))
 
@@ -369,20 +370,21 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
 
     def ref(s: _Slot) -> BufferRef:
         if s.kind is ArgKind.INPUT:
-            return BufferRef(ArgKind.INPUT, s.dtype, s.size, index=int(s.key[2:]))
+            return BufferRef(ArgKind.INPUT, s.dtype, s.size, index=s.index)
         if s.kind is ArgKind.CONST:
             return BufferRef(ArgKind.CONST, s.dtype, s.size, symbol=s.key)
         if s.kind is ArgKind.OUTPUT:
-            return BufferRef(ArgKind.OUTPUT, s.dtype, s.size, index=int(s.key[3:]))
+            return BufferRef(ArgKind.OUTPUT, s.dtype, s.size, index=s.index)
         if s.key in output_of:
             return BufferRef(ArgKind.OUTPUT, s.dtype, s.size, index=output_of[s.key])
         return BufferRef(ArgKind.ARENA, s.dtype, s.size, offset=memory.offsets[s.key])
 
+    constants = {c.symbol: c for c in b.constants}
     calls = []
     for step in b.steps:
         args = [ref(s) for s in step.inputs]
         args += [BufferRef(ArgKind.CONST, c.dtype, int(c.values.size), symbol=c.symbol)
-                 for c in (next(x for x in b.constants if x.symbol == sym) for sym in step.consts)]
+                 for c in (constants[sym] for sym in step.consts)]
         args += [ref(s) for s in (*step.outputs, *step.scratch)]
         calls.append(KernelCall(step.kernel, tuple(args)))
 

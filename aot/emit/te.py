@@ -56,7 +56,7 @@ from . import kernel_ir as K
 
 __all__ = [
     "Index", "TensorValue", "ArgValue", "Sink", "LowerContext", "Lowering",
-    "IndexLowering", "AnchorLowering", "from_buffer", "constant_value", "scalar_value",
+    "IndexLowering", "AnchorLowering", "from_buffer", "constant_value", "is_splat", "scalar_value",
     "index_lowering", "anchor_lowering", "lookup_lowering", "all_lowerings",
     "materialize", "loop_nest", "broadcast_index", "out_tensor", "out_tensors",
     "LoweringError",
@@ -116,17 +116,22 @@ def scalar_value(value: K.Expr, shape: Sequence[int] = ()) -> TensorValue:
     return TensorValue(tuple(shape), value.dtype, lambda idx: value)
 
 
+def is_splat(flat: np.ndarray) -> bool:
+    """All elements of a flat array bit-identical (NaN payloads and -0.0
+    included): such a constant is read as one literal."""
+    if flat.size == 0:
+        return False
+    bits = flat.view(np.dtype(f"u{flat.dtype.itemsize}")) if flat.dtype.kind != "b" else flat
+    return bool(np.all(bits == bits[0]))
+
+
 def constant_value(array: np.ndarray, dtype: DType) -> TensorValue:
     """A constant tensor whose elements are all equal (a scalar constant or
     a splat): its reads are a literal."""
-    flat = np.asarray(array).reshape(-1)
-    assert flat.size >= 1 and np.all(flat == flat[0]) | _all_nan(flat)
+    flat = np.ascontiguousarray(array).reshape(-1)
+    assert is_splat(flat), "constant_value of a constant that is not a splat"
     value = K.Const(flat[0].item(), dtype)
     return TensorValue(tuple(array.shape), dtype, lambda idx: value, constant=np.asarray(array))
-
-
-def _all_nan(flat: np.ndarray) -> bool:
-    return bool(flat.dtype.kind == "f" and np.all(np.isnan(flat)))
 
 
 def broadcast_index(idx: Index, out_shape: Sequence[int], in_shape: Sequence[int]) -> Index:
