@@ -268,14 +268,18 @@ def gen_leaf(draw: Draw, ty: Ty, env: Env) -> str:
         prods.append((1, lambda: _tuple_text([gen_leaf(draw, x, env) for x in ty.items])))
     elif isinstance(ty, TList):
         prods.append((1, lambda: "Nil"))
-        prods.append((1, lambda: f"Cons({gen_leaf(draw, ty.elem, env)}, Nil)"))
+        prods.append((2, lambda: f"Cons({gen_leaf(draw, ty.elem, env)}, Nil)"))
+        prods.append((1, lambda: f"Cons({gen_leaf(draw, ty.elem, env)}, "
+                                 f"Cons({gen_leaf(draw, ty.elem, env)}, Nil))"))
     elif isinstance(ty, TOption):
         prods.append((1, lambda: "None"))
-        prods.append((1, lambda: f"Some({gen_leaf(draw, ty.elem, env)})"))
+        prods.append((3, lambda: f"Some({gen_leaf(draw, ty.elem, env)})"))
     elif isinstance(ty, TUser):
         prods.append((1, lambda: f"Empty_{ctx.prefix}"))
-        prods.append((1, lambda: f"Pair_{ctx.prefix}({gen_leaf(draw, VEC, env)}, "
+        prods.append((2, lambda: f"Pair_{ctx.prefix}({gen_leaf(draw, VEC, env)}, "
                                  f"{gen_leaf(draw, INT, env)})"))
+        prods.append((1, lambda: f"Opt_{ctx.prefix}(Some({gen_leaf(draw, INT, env)}), "
+                                 f"{gen_leaf(draw, VEC, env)})"))
     elif isinstance(ty, TFn):
         prods.append((1, lambda: _closure(draw, ty, env, 0)))
     else:
@@ -298,15 +302,16 @@ CMP = ["<", "<=", ">", ">=", "==", "!="]
 # ------------------------------------------------------------- expressions
 
 
-def gen_expr(draw: Draw, ty: Ty, env: Env, depth: int) -> str:
+def gen_expr(draw: Draw, ty: Ty, env: Env, depth: int, leaf: bool = True) -> str:
     """A well-typed expression of type ``ty`` over the variables of
-    ``env``; ``depth`` bounds the nesting of productions."""
+    ``env``; ``depth`` bounds the nesting of productions.  ``leaf=False``
+    asks for a compound expression (unless depth is 0)."""
     if depth <= 0:
         return gen_leaf(draw, ty, env)
     d = depth - 1
     ctx = env.ctx
     g = lambda t, e=env: gen_expr(draw, t, e, d)  # noqa: E731
-    prods: list[Prod] = [(3, lambda: gen_leaf(draw, ty, env))]
+    prods: list[Prod] = [(3 if leaf else 0, lambda: gen_leaf(draw, ty, env))]
 
     # -- generic productions: any type
     prods.append((3, lambda: _let(draw, ty, env, d)))
@@ -362,13 +367,13 @@ def gen_expr(draw: Draw, ty: Ty, env: Env, depth: int) -> str:
         prods += [
             (4, lambda: f"Cons({g(e)}, {g(ty)})"),
             (2, lambda: _map(draw, ty, env, d)),
-            (1, lambda: f"@filter({g(TFn((e,), BOOL))}, {g(ty)})"),
+            (2, lambda: f"@filter({g(TFn((e,), BOOL))}, {g(ty)})"),
             (1, lambda: f"@rev({g(ty)})"),
             (1, lambda: f"@concat({g(ty)}, {g(ty)})"),
             (1, lambda: _unfoldr(draw, ty, env, d)),
         ]
         if e == PAIR:
-            prods.append((3, lambda: f"@zip({g(TList(INT))}, {g(TList(VEC))})"))
+            prods.append((6, lambda: f"@zip({g(TList(INT))}, {g(TList(VEC))})"))
     elif isinstance(ty, TOption):
         prods.append((3, lambda: f"Some({g(ty.elem)})"))
     elif isinstance(ty, TUser):
@@ -379,8 +384,8 @@ def gen_expr(draw: Draw, ty: Ty, env: Env, depth: int) -> str:
     elif isinstance(ty, TFn):
         prods.append((5, lambda: _closure(draw, ty, env, d)))
         if len(ty.params) == 1 and ty.params[0] == ty.ret:
-            prods.append((1, lambda: f"@compose({g(ty)}, {g(ty)})"))
-            prods.append((1, lambda: f"@iterate({g(ty)}, {draw(st.integers(0, 3))})"))
+            prods.append((2, lambda: f"@compose({g(ty)}, {g(ty)})"))
+            prods.append((2, lambda: f"@iterate({g(ty)}, {draw(st.integers(0, 3))})"))
     else:
         raise AssertionError(ty)
     return _choose(draw, prods)
@@ -398,12 +403,18 @@ def _ref_new(draw: Draw, ty: Ty, env: Env, d: int) -> str:
     elem = _pick(draw, REF_ELEMS)
     name = env.ctx.fresh("r")
     init = gen_expr(draw, elem, env, d)
-    body = gen_expr(draw, ty, env.bind((name, TRef(elem))), d)
+    inner = env.bind((name, TRef(elem)))
+    if draw(st.booleans()):
+        body = _ref_write(draw, ty, inner, d, name)
+    else:
+        body = gen_expr(draw, ty, inner, d)
     return f"(let {name}: {env.ctx.t(TRef(elem))} = ref({init}); {body})"
 
 
-def _ref_write(draw: Draw, ty: Ty, env: Env, d: int) -> str:
-    name, elem = _pick(draw, env.refs())
+def _ref_write(draw: Draw, ty: Ty, env: Env, d: int, name: str | None = None) -> str:
+    """``ref_write(r, v); body`` for a reference ``r`` in scope."""
+    refs = env.refs()
+    name, elem = _pick(draw, refs) if name is None else (name, dict(refs)[name])
     value = gen_expr(draw, elem, env, d)
     body = gen_expr(draw, ty, env, d)
     return f"(ref_write({name}, {value}); {body})"
@@ -641,7 +652,7 @@ def programs(draw: Draw, prefix: str = "p0", depth: int = 4) -> Program:
     params = (INT,) * n_int + (VEC,) * n_vec
     names = [(ctx.fresh("x"), p) for p in params]
     ret = _pick(draw, DATA_TYPES)
-    body = gen_expr(draw, ret, Env(ctx).bind(*names), depth)
+    body = gen_expr(draw, ret, Env(ctx).bind(*names), depth, leaf=False)
     sig = ", ".join(f"{n}: {ctx.t(t)}" for n, t in names)
     main = f"def @main({sig}) -> {ctx.t(ret)} {{\n  {body}\n}}\n"
     text = '#[version = "0.0.5"]\n' + _type_def(prefix) + "".join(ctx.defs) + main
