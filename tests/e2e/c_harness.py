@@ -137,3 +137,42 @@ def check_cases(cases: Sequence[Case], name: str = "pack") -> None:
         assert len(w) == len(g), case.name
         for i, (x, y) in enumerate(zip(g, w)):
             assert_matches(x, y, f"{case.name} output {i}:\n{case.text}", case.rtol, case.atol)
+
+
+# ------------------------------------------------ whole-language values
+
+def tolerance_for(want: object) -> tuple[float, float]:
+    """``(rtol, atol)`` for comparing a whole value (tensors, tuples, ADT
+    values nested to any depth) with :func:`aot.values.values_equal`: the
+    loosest TOLERANCE row among the float dtypes it holds (exact if none),
+    the absolute part scaled by the largest finite magnitude, as in
+    :func:`assert_matches`."""
+    from aot.values import ConstructorValue
+    rtol = atol = 0.0
+    biggest = 1.0
+    stack = [want]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple):
+            stack.extend(v)
+        elif isinstance(v, ConstructorValue):
+            stack.extend(v.fields)
+        elif isinstance(v, (np.ndarray, np.generic)):
+            a = np.asarray(v)
+            if a.dtype.kind == "f":
+                r, t = TOLERANCE[a.dtype.name]
+                rtol, atol = max(rtol, r), max(atol, t)
+                finite = np.abs(a[np.isfinite(a)]).astype(np.float64)
+                if finite.size:
+                    biggest = max(biggest, float(finite.max()))
+    return rtol, atol * biggest
+
+
+def assert_values_match(got: object, want: object, what: str) -> None:
+    """``got`` (from C) equals ``want`` (from the interpreter) within
+    :func:`tolerance_for` ``want``; the message prints both values."""
+    from aot.values import format_value, values_equal
+    rtol, atol = tolerance_for(want)
+    assert values_equal(got, want, rtol, atol), (
+        f"{what}:\n  C:           {format_value(got, limit=2000)}"
+        f"\n  interpreter: {format_value(want, limit=2000)}")
