@@ -42,16 +42,21 @@ def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
 
 def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int = 3,
             params: dict[str, Any] | None = None, arena: str = "caller",
-            entry: str = "main", build: bool = True) -> Any:
+            entry: str = "main", build: bool = True, pool_bytes: int | None = None,
+            max_depth: int | None = None) -> Any:
     """Compile ``@entry`` to a C artifact in ``out_dir`` (``include/<name>.h``,
     ``src/``, ``<name>.mk``, ``metadata.json``) and build
     ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
     constants.  ``arena="static"`` makes the library own its arena.
+    Programs with control flow, ADTs, closures or references get an object
+    pool of ``pool_bytes`` bytes (default 256 KiB) and a bound of
+    ``max_depth`` nested calls (default 10,000); tail calls are loops.
     Returns the :class:`~aot.emit.artifact.Artifact`; DiagnosticError on
     programs the backend cannot compile."""
     from .emit.pipeline import compile_module
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
-                          arena=arena, entry=entry, build=build)
+                          arena=arena, entry=entry, build=build, pool_bytes=pool_bytes,
+                          max_depth=max_depth)
 
 
 def load(artifact: Any) -> Any:

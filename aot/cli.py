@@ -4,6 +4,7 @@
     aot run FILE [--input NAME=VALUE ...] [--entry main] [--backend interp]
                                    print the result of @main
     aot compile FILE -o DIR [--name NAME] [--opt-level N] [--arena caller|static]
+                [--pool-bytes N] [--max-depth N]
                      [--param NAME=FILE.npy ...] [--no-build]
                                    write the C artifact and build lib<NAME>.a
     aot ops                        list the operator catalogue
@@ -146,11 +147,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
     mod = _load_module(args.file)
     params = _parse_params(args.param)
     artifact = compile_model(mod, args.output, name=args.name, opt_level=args.opt_level,
-                             params=params, arena=args.arena, build=not args.no_build)
+                             params=params, arena=args.arena, build=not args.no_build,
+                             pool_bytes=args.pool_bytes, max_depth=args.max_depth)
     meta = artifact.metadata
-    print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} bytes "
-          f"(lower bound {meta['arena_lower_bound_bytes']}), constants "
-          f"{meta['constant_bytes']} bytes")
+    if meta.get("backend") == "program":
+        print(f"{artifact.root}: program, {len(meta['kernels'])} kernels, object pool "
+              f"{meta['pool_bytes']} bytes, at most {meta['program']['max_depth']} nested calls, "
+              f"constants {meta['constant_bytes']} bytes")
+    else:
+        print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} "
+              f"bytes (lower bound {meta['arena_lower_bound_bytes']}), constants "
+              f"{meta['constant_bytes']} bytes")
     return 0
 
 
@@ -184,6 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the caller passes the arena, or the library defines it")
     p.add_argument("--param", action="append", default=[], metavar="NAME=FILE.npy",
                    help="bind a parameter of main to a constant")
+    p.add_argument("--pool-bytes", type=int, default=None, metavar="N",
+                   help="object pool of programs with ADTs, closures, refs or control flow "
+                        "(default 262144)")
+    p.add_argument("--max-depth", type=int, default=None, metavar="N",
+                   help="bound on nested non-tail calls of such programs (default 10000)")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")

@@ -66,12 +66,21 @@ def test_run_backend_c_prints_what_the_interpreter_prints(tmp_path, capsys):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_compile_refuses_control_flow_with_a_diagnostic(tmp_path, capsys):
+def test_compile_and_run_control_flow(tmp_path, capsys):
     f = write(tmp_path, "def @main(%c: bool, %x: Tensor[(2), float32]) {\n"
                         "  if (%c) { %x } else { negative(%x) }\n}\n")
-    assert main(["compile", f, "-o", str(tmp_path / "o")]) == 1
-    err = capsys.readouterr().err
-    assert "prog.relay:2:3: error:" in err and "Traceback" not in err
+    assert main(["compile", f, "-o", str(tmp_path / "o"), "--pool-bytes", "4096",
+                 "--max-depth", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "program" in out and "object pool 4096 bytes" in out and "50 nested calls" in out
+    meta = json.loads((tmp_path / "o" / "metadata.json").read_text())
+    assert meta["backend"] == "program" and meta["pool_bytes"] == 4096
+    header = (tmp_path / "o" / "include" / "model.h").read_text()
+    assert "#define MODEL_POOL_BYTES 4096" in header and "MODEL_ERR_MATCH" in header
+    for backend in ("interp", "c"):
+        assert main(["run", f, "--input", "c=0", "--input", "x=[1,2]",
+                     "--backend", backend]) == 0
+        assert capsys.readouterr().out.split() == ["[-1.,", "-2.]"]
 
 
 def test_compile_rejects_a_bad_model_name(tmp_path, capsys):

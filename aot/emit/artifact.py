@@ -113,7 +113,7 @@ def render_artifact(plan: ModelPlan) -> dict[str, str | bytes]:
     files: dict[str, str | bytes] = {}
     for template_name, target in TEMPLATES:
         files[target.format(name=plan.name)] = _render(template_name, ctx)
-    for runtime_name in RUNTIME_FILES:
+    for runtime_name in ctx.runtime_files:
         files[f"runtime_c/{runtime_name}"] = runtime_file(runtime_name).read_bytes()
     files["metadata.json"] = _metadata_text(build_metadata(plan, ctx))
     return files

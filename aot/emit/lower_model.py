@@ -57,7 +57,7 @@ from .model_plan import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInf
                          OutputTree, TensorSpec)
 from .te import LoweringError
 
-__all__ = ["plan_model", "describe_group"]
+__all__ = ["plan_model", "describe_group", "KernelTable", "check_dataflow"]
 
 
 # ------------------------------------------------------------------ slots
@@ -92,21 +92,17 @@ class _Step:
     inplace: tuple[int, ...]
 
 
-@dataclass(slots=True)
-class _Builder:
-    name: str
-    kernels: list[K.Kernel] = field(default_factory=list)
-    infos: list[KernelInfo] = field(default_factory=list)
-    kernel_keys: dict[tuple, str] = field(default_factory=dict)
-    constants: list[ConstantData] = field(default_factory=list)
-    constant_keys: dict[tuple, str] = field(default_factory=dict)
-    steps: list[_Step] = field(default_factory=list)
-    temp_count: int = 0
+class KernelTable:
+    """The kernels and constant tables of one model, equal ones shared
+    (used by this module and by the program backend)."""
 
-    def temp(self, t: TensorType) -> _Slot:
-        self.temp_count += 1
-        return _Slot(ArgKind.ARENA, f"t{self.temp_count}", t.dtype,
-                     tuple(int(d) for d in t.shape))
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.kernels: list[K.Kernel] = []
+        self.infos: list[KernelInfo] = []
+        self.kernel_keys: dict[tuple, str] = {}
+        self.constants: list[ConstantData] = []
+        self.constant_keys: dict[tuple, str] = {}
 
     def constant(self, dtype: DType, flat: np.ndarray) -> str:
         data = np.ascontiguousarray(flat).reshape(-1)
@@ -127,6 +123,18 @@ class _Builder:
             self.kernels.append(K.Kernel(cname, k.params, k.body))
             self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor))
         return self.kernel_keys[key]
+
+
+class _Builder(KernelTable):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.steps: list[_Step] = []
+        self.temp_count = 0
+
+    def temp(self, t: TensorType) -> _Slot:
+        self.temp_count += 1
+        return _Slot(ArgKind.ARENA, f"t{self.temp_count}", t.dtype,
+                     tuple(int(d) for d in t.shape))
 
 
 # ------------------------------------------------------------- the walk
@@ -222,7 +230,7 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
         values[id(p)] = slot
 
     order = post_order(main.body, into_functions=False)
-    _check_dataflow(order)
+    check_dataflow(order)
     for node in order:
         if id(node) in values:
             continue
@@ -240,7 +248,7 @@ _FEATURES = {Let: "a let binding of a closure or an effect", If: "if-then-else",
              Constructor: "algebraic data types", Op: "operators used as values"}
 
 
-def _check_dataflow(order: Sequence[Expr]) -> None:
+def check_dataflow(order: Sequence[Expr]) -> None:
     """Reject, at the first offending node, what only the whole-language
     backend can compile."""
     for node in order:

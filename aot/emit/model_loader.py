@@ -245,6 +245,11 @@ def load(artifact: Artifact | Path | str, *, toolchain: Toolchain | None = None,
         raise _bad_metadata(artifact.root, "no entry prototype")
     if not artifact.layout.library.is_file():
         build_artifact(artifact, toolchain=toolchain, cache_dir=cache_dir)
+    if meta.get("backend") == "program":
+        from .program_loader import CompiledProgram, program_cdef
+        ffi, lib = load_library(artifact.root, artifact.name, program_cdef(dict(meta)),
+                                toolchain=toolchain, cache_dir=cache_dir)
+        return CompiledProgram(artifact, ffi, lib)
     ffi, lib = load_library(artifact.root, artifact.name, entry["prototype"] + "\n",
                             toolchain=toolchain, cache_dir=cache_dir)
     return CompiledModel(artifact, ffi, lib)

@@ -33,7 +33,7 @@ import math
 
 import enum
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -58,6 +58,7 @@ STATUS_CODES: tuple[tuple[str, int, str], ...] = (
     ("ERR_POOL", 2, "the object pool is exhausted"),
     ("ERR_DEPTH", 3, "the recursion bound is exceeded"),
     ("ERR_MATCH", 4, "no clause of a match applies"),
+    ("ERR_VALUE", 5, "a value handed in is not of the expected kind"),
 )
 
 
@@ -158,6 +159,9 @@ class ModelPlan:
     arena: str = "caller"                # "caller" or "static"
     #: free-form extra metadata (planner algorithm, pass timings, ...)
     extra: tuple[tuple[str, object], ...] = ()
+    #: a whole-language program's functions and entry
+    #: (:class:`aot.emit.program_plan.ProgramPart`); None for dataflow models
+    program: Any = None
 
     @property
     def constant_bytes(self) -> int:

@@ -44,28 +44,71 @@ def optimize_for_c(mod: IRModule, *, opt_level: int = 3,
     return mod
 
 
+def optimize_program(mod: IRModule, *, opt_level: int = 3,
+                     params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
+    """The typed, monomorphic, fused module the program backend takes."""
+    from ..passes.bind_params import bind_params
+    from ..passes.eta_expand import eta_expand_ops
+    from ..passes.specialize import specialize
+    from ..passes.type_infer import infer_types
+
+    mod = infer_types(bind_params(mod, params or {}, entry))
+    mod = specialize(mod, entry)
+    mod = eta_expand_ops(mod)
+    return optimize_for_c(mod, opt_level=opt_level, entry=entry)
+
+
+def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
+    """Whether ``entry`` is a static tensor program the dataflow backend
+    compiles (tensor parameters, no control flow, ADTs, closures, refs or
+    calls of globals)."""
+    from ..ir.types import TensorType
+    from ..ir.visitor import post_order
+    from .lower_model import check_dataflow
+
+    if entry not in mod:
+        return True          # let the dataflow backend report it
+    main = mod[entry]
+    if not all(isinstance(p.checked_type, TensorType) for p in main.params):
+        return False
+    try:
+        check_dataflow(post_order(main.body, into_functions=False))
+    except DiagnosticError:
+        return False
+    return True
+
+
 def plan(mod: IRModule, name: str, *, opt_level: int = 3,
          params: Mapping[str, Any] | None = None, arena: str = "caller",
-         entry: str = "main") -> ModelPlan:
-    """Everything decided, nothing written."""
+         entry: str = "main", pool_bytes: int | None = None,
+         max_depth: int | None = None) -> ModelPlan:
+    """Everything decided, nothing written.  Static tensor programs go to
+    the dataflow backend (one arena planned at compile time); everything
+    else to the program backend (the object pool)."""
     from .build import check_model_name
     from .lower_model import plan_model
+    from .program_model import plan_program
 
     check_model_name(name)
     if arena not in ("caller", "static"):
         raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
     fused = optimize_for_c(mod, opt_level=opt_level, params=params, entry=entry)
-    return plan_model(fused, name, arena=arena, entry=entry)
+    if is_dataflow(fused, entry):
+        return plan_model(fused, name, arena=arena, entry=entry)
+    program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry)
+    return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)
 
 
 def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    opt_level: int = 3, params: Mapping[str, Any] | None = None,
-                   arena: str = "caller", entry: str = "main", build: bool = True):
+                   arena: str = "caller", entry: str = "main", build: bool = True,
+                   pool_bytes: int | None = None, max_depth: int | None = None):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.artifact.Artifact`."""
     from .artifact import build_artifact, write_artifact
 
-    model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry)
+    model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
+                 pool_bytes=pool_bytes, max_depth=max_depth)
     artifact = write_artifact(model, Path(out_dir))
     if build:
         build_artifact(artifact)

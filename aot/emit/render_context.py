@@ -81,8 +81,11 @@ BUILD_FLAGS: tuple[str, ...] = ("-ffp-contract=off", "-fno-strict-aliasing")
 #: ``<NAME>_CFLAGS`` of the make fragment.
 MODEL_CFLAGS: tuple[str, ...] = ("-std=c99", *BUILD_FLAGS)
 HELPERS_HEADER = "aot_kernel_helpers.h"
+RUNTIME_HEADER = "aot_runtime.h"
 #: Files of runtime_c/ every artifact carries (in DIR/runtime_c/).
 RUNTIME_FILES: tuple[str, ...] = (HELPERS_HEADER,)
+#: ... and of a whole-language program's
+PROGRAM_RUNTIME_FILES: tuple[str, ...] = (HELPERS_HEADER, RUNTIME_HEADER)
 
 #: Output lines are kept below this width where the content allows.
 LINE_WIDTH = 100
@@ -168,6 +171,8 @@ class RenderContext:
     mk_sources: tuple[str, ...]           # artifact-relative
     mk_cflags: str
     runtime_files: tuple[str, ...]
+    #: whole-language programs (None for dataflow models): see program_view
+    program: Any = None
 
 
 # ----------------------------------------------------------------- names
@@ -186,6 +191,9 @@ def _tensor_parameter(spec: TensorSpec, is_input: bool) -> str:
 
 
 def _parameters(plan: ModelPlan) -> list[str]:
+    if plan.program is not None:
+        from .program_model import entry_parameters
+        return entry_parameters(plan.name, plan.program)
     params = [_tensor_parameter(t, True) for t in plan.inputs]
     params += [_tensor_parameter(t, False) for t in plan.outputs]
     if plan.arena == "caller":
@@ -357,6 +365,8 @@ def _check_plan(plan: ModelPlan) -> None:
                         "with `arena` or a file-scope name")
     if len(set(params)) != len(params):
         _fail(plan, f"duplicate entry parameter names {params}")
+    if plan.program is not None:
+        return                   # kernels are called from the program's functions
     _check_output_tree(plan)
     kernels = {k.name: k for k in plan.kernels}
     called: set[str] = set()
@@ -490,6 +500,8 @@ def _tree_text(plan: ModelPlan, tree: OutputTree) -> str:
 
 def _entry_doc(plan: ModelPlan, NAME: str, inputs: Sequence[TensorView],
                outputs: Sequence[TensorView]) -> tuple[str, ...]:
+    if plan.program is not None:
+        return _program_doc(plan, NAME)
     rows: list[tuple[str, str]] = []
     for t in inputs:
         rows.append((t.name, f"input {t.index}: {t.description} (read only)"))
@@ -518,6 +530,28 @@ def _entry_doc(plan: ModelPlan, NAME: str, inputs: Sequence[TensorView],
                   "library: calls must not overlap (not reentrant, not thread safe)."]
     lines += ["",
               f"Returns {NAME}_OK (0), or {NAME}_ERR_NULL when a pointer argument is NULL."]
+    return tuple(lines)
+
+
+def _program_doc(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
+    p = plan.program
+    rows = [(x.name, f"input: {x.description}" + (" (read only)" if x.is_tensor else
+                                                  " (a handle, borrowed)"))
+            for x in p.inputs]
+    rows += [(x.name, f"output: {x.description}" + (" (written completely)" if x.is_tensor else
+                                                    " (receives a handle you own)"))
+             for x in p.outputs]
+    pad = max((len(r[0]) for r in rows), default=0)
+    lines = [f"Run program `{plan.name}`.", ""]
+    lines += [f"  {n.ljust(pad)}  {text}".rstrip() for n, text in rows]
+    lines += ["",
+              "Tensors are dense row-major arrays of the element type; tuples are",
+              "flattened into their leaves.  Values live in the object pool",
+              f"({NAME}_POOL_BYTES bytes, a static object of this library: calls must",
+              "not overlap).  Returns {0}_OK, {0}_ERR_NULL, {0}_ERR_POOL (the pool is".format(NAME),
+              f"exhausted), {NAME}_ERR_DEPTH (more than {p.max_depth} nested calls),",
+              f"{NAME}_ERR_MATCH (no clause of a match applies).  On an error the",
+              "value outputs are NULL and the pool holds nothing of the call."]
     return tuple(lines)
 
 
@@ -631,8 +665,11 @@ def build_context(plan: ModelPlan) -> RenderContext:
         arena_symbol=f"{name}_arena", arena_bytes=plan.arena_bytes,
         include_helpers=bool(helpers_used), helpers_used=helpers_used,
         helpers_note=tuple(note), constants=constants, kernels=tuple(kernels),
-        entry_body=_entry_body(plan, NAME), mk_sources=(f"src/{name}.c",),
-        mk_cflags=" ".join(MODEL_CFLAGS), runtime_files=RUNTIME_FILES)
+        entry_body=_entry_body(plan, NAME) if plan.program is None else plan.program.entry_body,
+        mk_sources=(f"src/{name}.c",),
+        mk_cflags=" ".join(MODEL_CFLAGS),
+        runtime_files=RUNTIME_FILES if plan.program is None else PROGRAM_RUNTIME_FILES,
+        program=None if plan.program is None else program_view(plan))
 
 
 # ------------------------------------------------------------- metadata
@@ -693,4 +730,51 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
             "runtime": [f"runtime_c/{f}" for f in ctx.runtime_files],
         },
         "extra": extra,
+        **({} if plan.program is None else {"backend": "program",
+                                            "program": program_metadata(plan)}),
     }
+
+
+# ------------------------------------------------------ whole programs
+
+@dataclass(frozen=True, slots=True)
+class ProgramView:
+    """What the templates print for a whole-language program."""
+    value_typedef: str
+    api_prototypes: tuple[str, ...]
+    ctor_macros: tuple[str, ...]
+    kind_macros: tuple[str, ...]
+    statics: tuple[str, ...]
+    api: tuple[str, ...]
+    prototypes: tuple[str, ...]
+    functions: tuple[str, ...]
+
+
+def program_view(plan: ModelPlan) -> ProgramView:
+    from .program_model import api_definitions, api_prototypes
+    p = plan.program
+    NAME = macro_prefix(plan.name)
+    ctors = tuple(_define(f"{NAME}_CTOR_{cname}", cid, f"{adt}.{cname}: tag {tag}, {arity} fields")
+                  for cid, adt, cname, tag, arity in p.constructors)
+    kinds = tuple(_define(f"{NAME}_KIND_{k}", v) for k, v in
+                  (("TENSOR", 1), ("ADT", 2), ("TUPLE", 3), ("CLOSURE", 4), ("REF", 5)))
+    return ProgramView(
+        value_typedef=f"typedef struct aot_obj {plan.name}_value;",
+        api_prototypes=tuple(api_prototypes(plan.name)), ctor_macros=ctors, kind_macros=kinds,
+        statics=p.statics, api=tuple(api_definitions(plan.name, p, plan.pool_bytes)),
+        prototypes=p.prototypes, functions=p.functions)
+
+
+def program_metadata(plan: ModelPlan) -> dict[str, Any]:
+    p = plan.program
+    def leaf(x):
+        rec = {"name": x.name, "kind": "tensor" if x.is_tensor else "value",
+               "type": x.type_json, "description": x.description}
+        if x.is_tensor:
+            rec.update(shape=list(x.spec.shape), dtype=x.spec.dtype.value,
+                       c_type=c_storage_type(x.spec.dtype), bytes=x.spec.nbytes)
+        return rec
+    return {"inputs": [leaf(x) for x in p.inputs], "outputs": [leaf(x) for x in p.outputs],
+            "max_depth": p.max_depth, "types": _jsonable(p.types, "types"),
+            "constructors": [{"id": i, "adt": a, "name": n, "tag": t, "arity": k}
+                             for i, a, n, t, k in p.constructors]}
