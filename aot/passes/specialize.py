@@ -55,10 +55,10 @@ has its concrete type.
 
 *Polymorphic recursion* (``@f[A]`` calling ``@f[(A, A)]``) would need
 infinitely many copies.  It is detected by bounding the copies per global
-(:data:`MAX_COPIES`) and the size of type arguments (:data:`MAX_TYPE_SIZE`,
-checked before anything walks them, since their tree size can double at
-every step); either bound raises a :class:`DiagnosticError` at the
-function.
+(:data:`MAX_COPIES`) and the size and depth of type arguments
+(:data:`MAX_TYPE_SIZE`, :data:`MAX_TYPE_DEPTH`, checked before anything
+walks them, since their tree size can double at every step); each bound
+raises a :class:`DiagnosticError` at the function.
 
 Output order is deterministic: globals in the input module's order, each
 one's instances in the order they were first requested.
@@ -88,6 +88,9 @@ from .type_infer import infer_types
 MAX_COPIES = 256
 #: Largest type argument (in type nodes, counted as a tree) we accept.
 MAX_TYPE_SIZE = 10_000
+#: Deepest type argument we accept (types are compared, hashed and printed
+#: recursively, so depth is bounded well below Python's recursion limit).
+MAX_TYPE_DEPTH = 64
 #: Mangled type-argument suffixes longer than this are shortened with a hash.
 MAX_SUFFIX = 48
 
@@ -192,6 +195,17 @@ def _tree_size_exceeds(t: Type, limit: int) -> bool:
         if count > limit:
             return True
         stack.extend(type_children(node))
+    return False
+
+
+def _depth_exceeds(t: Type, limit: int) -> bool:
+    """Is ``t`` nested more than ``limit`` deep?"""
+    stack = [(t, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in type_children(node))
     return False
 
 
@@ -308,8 +322,8 @@ class _Context:
             count = self.copies.get(gv, 0) + 1
             if count > MAX_COPIES:
                 raise self.recursion_error(
-                    gv, f"it would need more than {MAX_COPIES} specialised copies "
-                        f"(the last at [{_short(type_args)}])")
+                    gv, f"would need more than {MAX_COPIES} specialised copies (the last "
+                        f"at [{_short(type_args)}])")
             self.copies[gv] = count
             new_gv = GlobalVar(self._fresh_name(gv.name, type_args))
         inst = _Instance(gv, type_args, new_gv, len(self.instances))
@@ -320,11 +334,12 @@ class _Context:
         self.pending.append(inst)
         return new_gv
 
-    def recursion_error(self, gv: GlobalVar, detail: str) -> DiagnosticError:
+    def recursion_error(self, gv: GlobalVar, what: str) -> DiagnosticError:
+        """``what`` says how @gv's instantiations ran away."""
         return DiagnosticError(
-            f"polymorphic recursion: @{gv.name} calls itself at ever larger types, so it "
-            f"cannot be specialised ({detail}); make its recursive calls use its own type "
-            "parameters", self.mod[gv].span)
+            f"polymorphic recursion: @{gv.name} {what}; a function that calls itself at "
+            "ever larger types cannot be specialised (make its recursive calls use its "
+            "own type parameters)", self.mod[gv].span)
 
     def _fresh_name(self, name: str, type_args: TypeArgs) -> str:
         base = f"{_ident(name)}__{mangle_args(type_args)}"
@@ -418,11 +433,18 @@ class _Specializer(ExprMutator):
         """``t`` under the substitution, with polymorphic function types
         inside it instantiated at ``()``."""
         out = self.subst(t)
-        if self.mapping and _tree_size_exceeds(out, MAX_TYPE_SIZE):
-            gv = self.ctx.current
-            assert gv is not None
-            raise self.ctx.recursion_error(
-                gv, f"its type arguments grow beyond {MAX_TYPE_SIZE} type nodes")
+        if self.mapping:
+            # Checked before anything walks ``out`` recursively: under
+            # polymorphic recursion its tree size doubles at every copy.
+            problem = None
+            if _tree_size_exceeds(out, MAX_TYPE_SIZE):
+                problem = f"gets type arguments of more than {MAX_TYPE_SIZE} type nodes"
+            elif _depth_exceeds(out, MAX_TYPE_DEPTH):
+                problem = f"gets type arguments nested more than {MAX_TYPE_DEPTH} deep"
+            if problem is not None:
+                gv = self.ctx.current
+                assert gv is not None
+                raise self.ctx.recursion_error(gv, problem)
         return _concrete(out)
 
     def type_of(self, node: Expr) -> Type | None:
@@ -431,7 +453,11 @@ class _Specializer(ExprMutator):
         polymorphic locals)."""
         if node in self.expect:
             return self.expect[node]
-        if isinstance(node, (GlobalVar, Constructor, Op)):
+        if isinstance(node, GlobalVar):
+            ftype = self.ctx.mod[node].checked_type
+            assert isinstance(ftype, FuncType)
+            return None if ftype.type_params else _concrete(ftype)
+        if isinstance(node, (Constructor, Op)):
             return None
         if isinstance(node, Var) and self.poly_let(node) is not None:
             return None
@@ -746,4 +772,5 @@ class _Specializer(ExprMutator):
         return rebuild(node, ref=ref, value=value)
 
 
-__all__ = ["specialize", "mangle_type", "mangle_args", "MAX_COPIES", "MAX_TYPE_SIZE"]
+__all__ = ["specialize", "mangle_type", "mangle_args", "MAX_COPIES", "MAX_TYPE_SIZE",
+           "MAX_TYPE_DEPTH"]
