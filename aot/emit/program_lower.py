@@ -371,6 +371,9 @@ class _FunctionEmitter:
             head.append(f"    aot_obj *{name} = NULL;")
         for name in self.borrowed:
             head.append(f"    aot_obj *{name} = NULL;")
+        for name in self.params:
+            if not any(name in line for line in self.lines):
+                head.append(f"    (void){name};  /* unused */")
         if not uses_self:
             pass
         elif not any("self" in line for line in self.lines):
