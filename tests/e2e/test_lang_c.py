@@ -908,6 +908,114 @@ def @cs_insert(%x: int32, %xs: List[int32]) -> List[int32] {
          ([np.array([2, 3]), np.array([3, 5]), np.array([5, 9])], 27.0)),
 ]
 
+# ------------------------------------------------------------------ edges
+
+EDGES = [
+    Case("edge_evaluation_order_of_effects", "", "%k: int32",
+         "let %c = ref(0);\n"
+         "let %tick = fn () -> int32 { ref_write(%c, ref_read(%c) + 1); ref_read(%c) * %k };\n"
+         "let %pair = fn (%a: int32, %b: int32) -> int32 { %a * 100 + %b };\n"
+         "let %a = %pair(%tick(), %tick());\n"
+         "let %l = Cons(%tick(), Cons(%tick(), Nil));\n"
+         "let %t = (%tick(), %tick());\n"
+         "let %i = if (%tick() > 6) { %tick() } else { 0 - %tick() };\n"
+         "let %m = match (Some(%tick())) { Some(%v) => %v * 1000 + %tick(), None => 0 };\n"
+         "(%a, %l, %t, %i, %m, ref_read(%c))",
+         lambda v: (val(1),), (102, [3, 4], (5, 6), 8, 9010, 10)),
+    Case("edge_shadowing_and_capture", "", "%x: int32",
+         "let %f = fn (%x: int32) -> int32 { %x + 1 };\n"
+         "let %y = %x;\n"
+         "let %x = 10;\n"
+         "let %g = fn (%z: int32) -> int32 { %z + %x + %y };\n"
+         "let %x = 1000;\n"
+         "(%f(%x), %g(0), match (Some(%x)) { Some(%x) => %x + 1, None => %x },"
+         " match ((%x, 5)) { (%y, %x) => %y - %x })",
+         lambda v: (val(3),), (1001, 13, 1001, 995)),
+    Case("edge_polymorphic_user_adt", """
+type EdPair[A, B] {
+  EdMk(A, B),
+}
+def @ed_swap[A, B](%p: EdPair[A, B]) -> EdPair[B, A] {
+  match (%p) { EdMk(%a, %b) => EdMk(%b, %a) }
+}
+def @ed_first[A, B](%p: EdPair[A, B]) -> A {
+  match (%p) { EdMk(%a, _) => %a }
+}""", "%t: Tensor[(2,), float32]",
+         "let %p = EdMk(1, %t);\n"
+         "(@ed_swap(%p), @ed_first(@ed_swap(%p)), @ed_first(EdMk(Cons(True, Nil), 2i64)),"
+         " @ed_swap(EdMk(Some(1f), (2, 3))))",
+         lambda v: (np.array([1.5, -1], np.float32),),
+         (("EdMk", np.array([1.5, -1]), 1), np.array([1.5, -1]), [True],
+          ("EdMk", (2, 3), ("Some", 1.0)))),
+    Case("edge_constructors_as_values", "", "%xs: List[int32]",
+         "(@map(Some, %xs), @foldr(Cons, Nil, %xs), @zip(@map(Some, %xs), %xs))",
+         lambda v: (v.list([4, -2, 9]),),
+         ([("Some", 4), ("Some", -2), ("Some", 9)], [4, -2, 9],
+          [(("Some", 4), 4), (("Some", -2), -2), (("Some", 9), 9)])),
+    Case("edge_many_captures_and_params", "",
+         "%a: int32, %b: int32, %c: float32, %t: Tensor[(2, 2), float32], %xs: List[int32]",
+         "let %d = %a * 2;\nlet %e = %b + %d;\nlet %o = Some(%c);\nlet %p = (%a, %t);\n"
+         "let %f = fn (%u1: int32, %u2: int32, %u3: float32, %u4: Tensor[(2, 2), float32],"
+         " %u5: bool, %u6: List[int32], %u7: (int32, int32), %u8: Option[int32]) -> float32 {"
+         " let %s = %a + %b + %d + %e + %u1 + %u2 + @sum(%xs) + @sum(%u6) + %u7.0 + %u7.1 + %p.0;"
+         " let %m = match (%o) { Some(%v) => %v, None => 0f };"
+         " let %n = match (%u8) { Some(%v) => %v, None => 0 };"
+         " let %r = cast(%s + %n, dtype=\"float32\") * %m + sum(%t) + sum(%u4) + %u3 + sum(%p.1);"
+         " if (%u5) { %r } else { 0f - %r } };\n"
+         "(%f(1, 2, 0.5f, %t * 2f, True, Cons(5, Nil), (6, 7), Some(8)),"
+         " %f(0, 0, 0f, %t, False, Nil, (0, 0), None))",
+         lambda v: (val(1), val(2), val(0.5), np.array([[1, 2], [3, 4]], np.float32),
+                    v.list([10, 20])),
+         ((1 + 2 + 2 + 4 + 1 + 2 + 30 + 5 + 6 + 7 + 1 + 8) * 0.5 + 10 + 20 + 0.5 + 10,
+          -((1 + 2 + 2 + 4 + 30 + 1) * 0.5 + 10 + 10 + 10))),
+    Case("edge_nested_closures_four_levels", "", "%a: int32",
+         "let %f = fn (%b: int32) -> fn (int32) -> fn (int32) -> int32 {"
+         " let %ab = %a * %b;"
+         " fn (%c: int32) -> fn (int32) -> int32 {"
+         "  let %abc = %ab + %c;"
+         "  fn (%d: int32) -> int32 { %abc * %d + %a + %b + %c } } };\n"
+         "let %g = %f(2);\nlet %h = %g(3);\n"
+         "(%h(4), %g(5)(6), %f(0)(0)(0), @map(%h, Cons(0, Cons(1, Nil))))",
+         lambda v: (val(10),), ((20 + 3) * 4 + 15, (20 + 5) * 6 + 17, 10, [15, 38])),
+    Case("edge_match_on_temporaries_and_sharing", """
+def @es_mk(%n: int32) -> List[Option[Tensor[(2,), float32]]] {
+  if (%n == 0) { Nil } else {
+    Cons(if (%n > 1) { Some(full(cast(%n, dtype="float32"), shape=(2,), dtype="float32")) }
+         else { None }, @es_mk(%n - 1))
+  }
+}""", "%n: int32",
+         "let %shared = @es_mk(%n);\n"
+         "let %first = match (@es_mk(%n)) { Cons(Some(%t), _) => %t, _ => full(0f, shape=(2,),"
+         " dtype=\"float32\") };\n"
+         "let %count = match (%shared) { Cons(_, Cons(Some(_), %rest)) => @length(%rest),"
+         " _ => -1 };\n"
+         "(%first, %count, %shared, @length(%shared), (%shared, %shared))",
+         lambda v: (val(3),),
+         (np.array([3, 3]), 1, [("Some", np.array([3, 3])), ("Some", np.array([2, 2])), ("None",)],
+          3, ([("Some", np.array([3, 3])), ("Some", np.array([2, 2])), ("None",)],
+              [("Some", np.array([3, 3])), ("Some", np.array([2, 2])), ("None",)]))),
+    Case("edge_dtypes_inside_adts", "",
+         "%xs: List[Tensor[(2,), int8]], %o: Option[float64], %p: (bool, Tensor[(2, 2), uint8])",
+         "(@map(fn (%x: Tensor[(2,), int8]) -> Tensor[(2,), int8] { %x * 2i8 }, %xs),"
+         " match (%o) { Some(%d) => Some(%d * 2f64), None => None },"
+         " (logical_not(%p.0), %p.1 + 1u8), Cons(3i64, Cons(-4i64, Nil)), Some(Some(False)))",
+         lambda v: (v.list([np.array([1, -3], np.int8), np.array([60, 0], np.int8)]),
+                    v("Some", np.asarray(1.25, np.float64)),
+                    (val(True), np.array([[0, 254], [7, 8]], np.uint8))),
+         ([np.array([2, -6]), np.array([120, 0])], ("Some", 2.5),
+          (False, np.array([[1, 255], [8, 9]])), [3, -4], ("Some", ("Some", False)))),
+]
+
+# Operators as function values, a pack of their own (a pack that does not
+# compile costs a build per case).
+OPERATOR_VALUES = [
+    Case("operators_as_values", "", "%xs: List[int32]",
+         "let %plus = add;\n"
+         "(@foldl(add, 0, %xs), @foldl(maximum, -100, %xs), %plus(1, 2),"
+         " @map(fn (%x: int32) -> int32 { negative(%x) }, %xs))",
+         lambda v: (v.list([4, -2, 9]),), (11, 9, 3, [-4, 2, -9])),
+]
+
 PACKS = {
     "control": CONTROL,
     "adts": ADTS,
@@ -918,6 +1026,8 @@ PACKS = {
     "tensors": TENSORS,
     "io": IO,
     "combos": COMBOS,
+    "edges": EDGES,
+    "opvalues": OPERATOR_VALUES,
 }
 ITEMS = [(pack, i) for pack, cases in PACKS.items() for i in range(len(cases))]
 IDS = [f"{pack}-{PACKS[pack][i].name}" for pack, i in ITEMS]
