@@ -1118,9 +1118,13 @@ def @mi_pairs(%xs: List[int32]) -> List[int32] {
     Nil => Nil,
   }
 }
-def @main(%xs: List[int32]) -> (List[int32], int32) {
+def @main(%xs: List[int32], %os: List[Option[int32]]) -> (List[int32], int32, List[int32]) {
   let %ps = @mi_pairs(%xs);
-  (%ps, @length(%ps))
+  let %keep = ref(%ps);
+  let %get = fn (%o: Option[int32]) -> int32 {
+    match? (%o) { Some(%v) => %v + @hd(ref_read(%keep)) }
+  };
+  (%ps, @length(%ps), @map(%get, %os))
 }
 """
 
@@ -1135,8 +1139,13 @@ def @dp_loop(%n: int32, %acc: int32) -> int32 {
   if (%n == 0) { %acc } else { @dp_loop(%n - 1, %acc + 2) }
 }
 def @main(%mode: int32, %n: int32) -> int32 {
+  let %down = fn (%k: int32) -> int32 { if (%k == 0) { 0 } else { 3 + %down(%k - 1) } };
   if (%mode == 0) { @dp_depth(%n) } else {
-    if (%mode == 1) { @length(@dp_upto(0, %n)) } else { @dp_loop(%n, 0) }
+    if (%mode == 1) { @length(@dp_upto(0, %n)) } else {
+      if (%mode == 2) { @dp_loop(%n, 0) } else {
+        @sum(@map(%down, Cons(1, Cons(%n, Nil))))
+      }
+    }
   }
 }
 """
@@ -1145,11 +1154,15 @@ LONG_LIST = HEADER + """
 def @pl_build(%n: int32, %acc: List[int32]) -> List[int32] {
   if (%n == 0) { %acc } else { @pl_build(%n - 1, Cons(%n, %acc)) }
 }
-def @main(%n: int32) -> List[int32] {
-  @pl_build(%n, Nil)
+def @pl_upto(%i: int32, %n: int32) -> List[int32] {
+  if (%i >= %n) { Nil } else { Cons(%i, @pl_upto(%i + 1, %n)) }
+}
+def @main(%mode: int32, %n: int32, %xs: List[int32]) -> List[int32] {
+  if (%mode == 0) { @pl_build(%n, Nil) } else {
+    if (%mode == 1) { @pl_upto(0, %n) } else { @rev(%xs) }
+  }
 }
 """
-
 
 def _ints(mod: IRModule, items: list[int]) -> ConstructorValue:
     return Values(mod).list(items)
@@ -1176,13 +1189,22 @@ def test_self_tail_loop_of_100000_iterations() -> None:
 def test_bound_programs_in_the_interpreter() -> None:
     """The programs of the bound tests mean what those tests assume."""
     mod = aot.parse(INCOMPLETE)
-    assert to_py(aot.interpret(mod, _ints(mod, [1, 2, 3, 4]))) == ([2, 12], 2)
-    with pytest.raises(aot.DiagnosticError, match="no clause"):
-        aot.interpret(mod, _ints(mod, [1, 2, 3]))
+    v = Values(mod)
+    os_ = v.list([v("Some", 1), v("Some", 5)])
+    assert to_py(aot.interpret(mod, v.list([1, 2, 3, 4]), os_)) == ([2, 12], 2, [3, 7])
+    for xs, os_ in [([1, 2, 3], v.list([])), ([1, 2], v.list([v("Some", 1), v("None")])),
+                    ([], v.list([v("Some", 1)]))]:
+        with pytest.raises(aot.DiagnosticError, match="no clause"):
+            aot.interpret(mod, v.list(xs), os_)
     mod = aot.parse(DEEP)
     assert [to_py(aot.interpret(mod, val(m), val(n))) for m, n in
-            [(0, 40), (1, 40), (2, 1000), (0, 1000)]] == [40, 40, 2000, 1000]
-    assert to_py(aot.interpret(aot.parse(LONG_LIST), val(3))) == [1, 2, 3]
+            [(0, 40), (1, 40), (2, 1000), (0, 1000), (3, 40), (3, 1000)]] == \
+        [40, 40, 2000, 1000, 123, 3003]
+    mod = aot.parse(LONG_LIST)
+    nil = Values(mod).list([])
+    assert [to_py(aot.interpret(mod, val(m), val(3), nil)) for m in (0, 1)] == \
+        [[1, 2, 3], [0, 1, 2]]
+    assert to_py(aot.interpret(mod, val(2), val(0), Values(mod).list([1, 2, 3]))) == [3, 2, 1]
 
 
 def _call(fn: Any, *args: Any) -> Any:
@@ -1193,28 +1215,35 @@ def _call(fn: Any, *args: Any) -> Any:
 
 def test_incomplete_match_reaching_no_clause() -> None:
     mod = aot.parse(INCOMPLETE)
+    v = Values(mod)
     fn = compile_and_load(mod, name="incomplete")
-    good, bad = _ints(mod, [1, 2, 3, 4, 5, 6]), _ints(mod, [1, 2, 3, 4, 5])
-    assert_values_match(_call(fn, good), aot.interpret(mod, good), "even list")
-    with pytest.raises(aot.DiagnosticError, match="no clause matched"):
-        fn(bad)                                  # fails three frames deep, cells live
-    with pytest.raises(aot.DiagnosticError, match="no clause matched"):
-        fn(_ints(mod, [7]))
-    small = _ints(mod, [5, 6])
-    assert_values_match(_call(fn, small), aot.interpret(mod, small), "call after the error")
-    assert_values_match(_call(fn, _ints(mod, [])), aot.interpret(mod, _ints(mod, [])), "Nil")
+
+    def check(xs: list[int], os_: ConstructorValue, what: str) -> None:
+        args = (v.list(xs), os_)
+        assert_values_match(_call(fn, *args), aot.interpret(mod, *args), what)
+
+    check([1, 2, 3, 4, 5, 6], v.list([v("Some", 1)]), "even list")
+    for xs, os_, what in [([1, 2, 3, 4, 5], v.list([]), "three frames deep, cells live"),
+                          ([7], v.list([]), "at once"),
+                          ([1, 2], v.list([v("Some", 1), v("None")]), "in a closure under @map"),
+                          ([], v.list([v("Some", 1)]), "@hd(Nil) in the prelude")]:
+        with pytest.raises(aot.DiagnosticError, match="no clause matched"):
+            fn(v.list(xs), os_)
+        check([5, 6], v.list([v("Some", 2)]), f"a call after the error {what}")
+    check([], v.list([]), "Nil")
 
 
 def test_recursion_deeper_than_max_depth() -> None:
     mod = aot.parse(DEEP)
     fn = compile_and_load(mod, name="deep", max_depth=100)
-    for mode, n in [(0, 40), (1, 40)]:
+    for mode, n in [(0, 40), (1, 40), (3, 40)]:
         assert_values_match(_call(fn, val(mode), val(n)), aot.interpret(mod, val(mode), val(n)),
                             f"mode {mode}, n={n}")
     # a self tail call is a loop: 100,000 iterations under max_depth=100
     assert_values_match(_call(fn, val(2), val(100_000)), np.asarray(200_000, np.int32),
                         "tail loop of 100000 under max_depth=100")
-    for mode in (0, 1):                          # 1000 frames deep, scalar and list-building
+    # 1000 frames deep: scalar, list-building, a let-bound closure under @map
+    for mode in (0, 1, 3):
         with pytest.raises(aot.DiagnosticError, match="recursion deeper than"):
             fn(val(mode), val(1000))
         assert_values_match(_call(fn, val(mode), val(60)), aot.interpret(mod, val(mode), val(60)),
@@ -1223,22 +1252,21 @@ def test_recursion_deeper_than_max_depth() -> None:
 
 def test_pool_exhausted() -> None:
     mod = aot.parse(LONG_LIST)
+    v = Values(mod)
     fn = compile_and_load(mod, name="tinypool", pool_bytes=1024)
-    with pytest.raises(aot.DiagnosticError, match="pool exhausted"):
-        fn(val(10_000))
-    assert_values_match(_call(fn, val(3)), aot.interpret(mod, val(3)), "3 cells after the error")
-    with pytest.raises(aot.DiagnosticError, match="pool exhausted"):
-        fn(val(10_000))
-    assert_values_match(_call(fn, val(0)), aot.interpret(mod, val(0)), "Nil after the error")
+    nil = v.list([])
 
+    def check(mode: int, n: int, xs: ConstructorValue, what: str) -> None:
+        args = (val(mode), val(n), xs)
+        assert_values_match(_call(fn, *args), aot.interpret(mod, *args), what)
 
-def test_a_closure_cannot_be_passed_into_a_model() -> None:
-    mod = aot.parse(HEADER + "def @main(%f: fn (int32) -> int32, %x: int32) -> int32 { %f(%x) }\n")
-    closure = aot.interpret(aot.parse(
-        HEADER + "def @main() { fn (%x: int32) -> int32 { %x + 1 } }\n"))
-    assert to_py(aot.interpret(mod, closure, val(1))) == 2
-    with pytest.raises(aot.DiagnosticError):
-        compile_and_load(mod, name="takes_closure")(closure, val(1))
+    for mode, n, xs, what in [(0, 10_000, nil, "tail loop building a long list"),
+                              (1, 10_000, nil, "non-tail recursion building a long list"),
+                              (2, 0, v.list(range(1000)), "an input list larger than the pool")]:
+        with pytest.raises(aot.DiagnosticError, match="pool exhausted"):
+            fn(val(mode), val(n), xs)
+        check(mode, 3, v.list([1, 2, 3]), f"a small call after: {what}")
+    check(0, 0, nil, "Nil")
 
 
 # ====================================================== leaks
