@@ -70,6 +70,11 @@
 #define AOT_KIND_CLOSURE 4u
 #define AOT_KIND_REF 5u
 
+/* Flags: made during the current call of the entry function; reached by
+   the cycle collector's marking. */
+#define AOT_FLAG_NEW 1u
+#define AOT_FLAG_MARK 2u
+
 /* Block granularity and alignment of tensor data, in bytes. */
 #define AOT_POOL_ALIGN 16u
 /* Blocks up to this size are recycled through exact-size free lists. */
@@ -85,8 +90,9 @@ typedef struct aot_ctx aot_ctx;
 typedef int32_t (*aot_code)(aot_ctx *ctx, aot_obj *self, aot_obj *const *args, aot_obj **out);
 
 struct aot_obj {
-    uint32_t rc;          /* references held; 0 for a static object */
-    uint16_t kind;        /* AOT_KIND_... */
+    uint32_t rc;          /* references held; 0 for a static or free object */
+    uint8_t kind;         /* AOT_KIND_... */
+    uint8_t flags;        /* AOT_FLAG_... (pool objects) */
     uint16_t tag;         /* the constructor's tag (AOT_KIND_ADT) */
     uint32_t nfields;     /* entries of fields[] */
     uint32_t block;       /* bytes of pool memory (0 for a static object) */
@@ -110,6 +116,7 @@ struct aot_ctx {
     aot_obj *large;
     uint32_t depth;       /* calls in progress */
     uint32_t max_depth;
+    uint8_t in_call;      /* new objects get AOT_FLAG_NEW */
 };
 
 /* Byte offset of a pool tensor's data from its object (aligned). */
@@ -131,6 +138,7 @@ static inline void aot_ctx_init(aot_ctx *ctx, unsigned char *base, size_t capaci
     ctx->large = NULL;
     ctx->depth = 0;
     ctx->max_depth = max_depth;
+    ctx->in_call = 0;
 }
 
 /* Forget every block: only when none is live. */
@@ -171,6 +179,7 @@ static inline aot_obj *aot_alloc(aot_ctx *ctx, size_t bytes)
             if (o->block - block >= 2u * AOT_POOL_SMALL_MAX) {
                 /* split: the tail stays free */
                 aot_obj *rest = (aot_obj *)(void *)((unsigned char *)o + block);
+                rest->rc = 0;
                 rest->block = (uint32_t)(o->block - block);
                 rest->u.next = ctx->large;
                 ctx->large = rest;
@@ -187,6 +196,7 @@ static inline aot_obj *aot_alloc(aot_ctx *ctx, size_t bytes)
         ctx->top += block;
     }
     o->block = (uint32_t)block;
+    o->flags = ctx->in_call ? (uint8_t)AOT_FLAG_NEW : (uint8_t)0u;
     ctx->in_use += block;
     if (ctx->in_use > ctx->high_water) {
         ctx->high_water = ctx->in_use;
@@ -197,6 +207,7 @@ static inline aot_obj *aot_alloc(aot_ctx *ctx, size_t bytes)
 static inline void aot_free_block(aot_ctx *ctx, aot_obj *o)
 {
     size_t block = o->block;
+    o->rc = 0;
     ctx->in_use -= block;
     if (ctx->in_use == 0) {
         aot_pool_reset(ctx);
@@ -215,7 +226,7 @@ static inline void aot_free_block(aot_ctx *ctx, aot_obj *o)
 }
 
 /* A cell (ADT, tuple, closure, reference) with `n` fields, all NULL. */
-static inline aot_obj *aot_new_cell(aot_ctx *ctx, uint16_t kind, uint16_t tag, uint32_t n)
+static inline aot_obj *aot_new_cell(aot_ctx *ctx, unsigned kind, uint16_t tag, uint32_t n)
 {
     uint32_t i;
     aot_obj *o = aot_alloc(ctx, offsetof(aot_obj, fields) + (size_t)n * sizeof(aot_obj *));
@@ -223,7 +234,7 @@ static inline aot_obj *aot_new_cell(aot_ctx *ctx, uint16_t kind, uint16_t tag, u
         return NULL;
     }
     o->rc = 1;
-    o->kind = kind;
+    o->kind = (uint8_t)kind;
     o->tag = tag;
     o->nfields = n;
     o->nbytes = 0;
@@ -246,7 +257,7 @@ static inline aot_obj *aot_new_tensor(aot_ctx *ctx, size_t nbytes)
         return NULL;
     }
     o->rc = 1;
-    o->kind = (uint16_t)AOT_KIND_TENSOR;
+    o->kind = (uint8_t)AOT_KIND_TENSOR;
     o->tag = 0;
     o->nfields = 0;
     o->nbytes = nbytes;
@@ -295,6 +306,88 @@ static inline void aot_release(aot_ctx *ctx, aot_obj *o)
             }
         }
         aot_free_block(ctx, d);
+    }
+}
+
+/*
+ * Cycles.  Cells are immutable, so only a reference write can close a
+ * cycle (Landin's knot: a ref holding a closure that captures the ref),
+ * which reference counting alone never frees.  Programs that write
+ * references call aot_collect_cycles at the end of each call of the entry
+ * function: an object made during the call (AOT_FLAG_NEW) that the caller
+ * cannot reach -- not from the value handles it passed or received
+ * (`roots`), not from an object older than the call -- is garbage.
+ * Marking propagates in linear passes over the pool until nothing
+ * changes (no recursion, no stack, no extra memory); then the garbage's
+ * references to survivors are dropped and its blocks freed.
+ */
+static inline aot_obj *aot_block_at(aot_ctx *ctx, size_t offset)
+{
+    return (aot_obj *)(void *)(ctx->base + offset);
+}
+
+static inline int aot_mark(aot_obj *o)
+{
+    if (o != NULL && o->rc != 0 && (o->flags & AOT_FLAG_NEW) != 0u &&
+            (o->flags & AOT_FLAG_MARK) == 0u) {
+        o->flags = (uint8_t)(o->flags | AOT_FLAG_MARK);
+        return 1;
+    }
+    return 0;
+}
+
+static inline void aot_collect_cycles(aot_ctx *ctx, aot_obj *const *roots, size_t nroots)
+{
+    size_t i, off;
+    int changed = 1;
+    if (ctx->in_use == 0) {
+        return;
+    }
+    for (i = 0; i < nroots; i++) {
+        (void)aot_mark(roots[i]);
+    }
+    while (changed) {
+        changed = 0;
+        for (off = 0; off < ctx->top; off += aot_block_at(ctx, off)->block) {
+            aot_obj *o = aot_block_at(ctx, off);
+            uint32_t k;
+            if (o->rc == 0 || ((o->flags & AOT_FLAG_NEW) != 0u &&
+                               (o->flags & AOT_FLAG_MARK) == 0u)) {
+                continue;
+            }
+            for (k = 0; k < o->nfields; k++) {
+                changed |= aot_mark(o->fields[k]);
+            }
+        }
+    }
+    /* the garbage drops its references to survivors */
+    for (off = 0; off < ctx->top; off += aot_block_at(ctx, off)->block) {
+        aot_obj *o = aot_block_at(ctx, off);
+        uint32_t k;
+        if (o->rc == 0 || (o->flags & (AOT_FLAG_NEW | AOT_FLAG_MARK)) != AOT_FLAG_NEW) {
+            continue;
+        }
+        for (k = 0; k < o->nfields; k++) {
+            aot_obj *f = o->fields[k];
+            if (f != NULL && f->rc != 0 &&
+                    (f->flags & (AOT_FLAG_NEW | AOT_FLAG_MARK)) != AOT_FLAG_NEW) {
+                f->rc--;   /* a survivor is still referenced by a root: never 0 here */
+            }
+        }
+    }
+    /* free the garbage, clear the flags of the survivors */
+    off = 0;
+    while (off < ctx->top) {
+        aot_obj *o = aot_block_at(ctx, off);
+        size_t next = off + o->block;
+        if (o->rc != 0) {
+            if ((o->flags & (AOT_FLAG_NEW | AOT_FLAG_MARK)) == AOT_FLAG_NEW) {
+                aot_free_block(ctx, o);
+            } else {
+                o->flags = 0u;
+            }
+        }
+        off = next;
     }
 }
 

@@ -117,6 +117,11 @@ class ProgramLowering:
         self.tensor_obj: dict[str, str] = {}       # constant symbol -> static object
         self.closures: dict[int, _Closure] = {}
         self.unit_obj: str | None = None
+        self.writes_refs = False     # a RefWrite was compiled: collect cycles
+        #: static ADT objects (C expression -> tag): a match on one is
+        #: decided at compile time (C compilers warn about the field reads
+        #: of the dead branches otherwise)
+        self.static_tags: dict[str, int] = {}
         self.pending: list[GlobalVar] = []
         self.counter = 0
         self.ctor_ids: dict[str, int] = {}
@@ -145,7 +150,7 @@ class ProgramLowering:
 
     def static_object(self, symbol: str, kind: str, init: str, comment: str) -> str:
         self.statics.append((f"&{symbol})", f"/* {comment} */\nstatic aot_obj {symbol} = "
-                                                 f"{{0u, (uint16_t){kind}, {init}}};"))
+                                                 f"{{0u, (uint8_t){kind}, 0u, {init}}};"))
         return f"(&{symbol})"
 
     def unit(self) -> str:
@@ -159,6 +164,7 @@ class ProgramLowering:
             sym = self.fresh("ctor_" + _c_safe(c.name) + "_")
             self.ctor_obj[c.name] = self.static_object(
                 sym, "AOT_KIND_ADT", f"{c.tag}u, 0u, 0u, 0u, {{NULL}}", f"{c.name}")
+            self.static_tags[self.ctor_obj[c.name]] = c.tag
         return self.ctor_obj[c.name]
 
     def constant(self, node: Constant) -> str:
@@ -191,7 +197,7 @@ class ProgramLowering:
             code = self.fresh("cclo_")
             n = len(c.inputs)
             body = ["aot_obj *o;", "(void)self;",
-                    f"o = aot_new_cell(ctx, (uint16_t)AOT_KIND_ADT, {c.tag}u, {n}u);",
+                    f"o = aot_new_cell(ctx, AOT_KIND_ADT, {c.tag}u, {n}u);",
                     "if (o == NULL) {", "    return AOT_ERR_POOL;", "}"]
             body += [f"o->fields[{i}] = aot_retain(args[{i}]);" for i in range(n)]
             body += ["*out = o;", "return AOT_OK;"]
@@ -464,6 +470,9 @@ class _FunctionEmitter:
     def match(self, e: Match, target: str) -> None:
         scrut = self.value(e.data)
         tree = compile_match(e.clauses, self._constructors_of)
+        tag = self.prog.static_tags.get(scrut)
+        while tag is not None and isinstance(tree, Switch) and tree.path == ():
+            tree = dict(tree.cases).get(tag, tree.default)
         self._tree(tree, scrut, e, target)
 
     def _constructors_of(self, c: Constructor) -> Sequence[Constructor]:
@@ -507,7 +516,7 @@ class _FunctionEmitter:
             return info.static_obj
         tmp = self.temp()
         n = len(info.captured)
-        self.line(f"{tmp} = aot_new_cell(ctx, (uint16_t)AOT_KIND_CLOSURE, 0u, {n}u);")
+        self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_CLOSURE, 0u, {n}u);")
         self.check_alloc(tmp)
         self.line(f"{tmp}->u.code = {info.code};")
         for i, v in enumerate(info.captured):
@@ -528,7 +537,7 @@ class _FunctionEmitter:
         if not fields:
             return self.prog.unit()
         tmp = self.temp()
-        self.line(f"{tmp} = aot_new_cell(ctx, (uint16_t)AOT_KIND_TUPLE, 0u, {len(fields)}u);")
+        self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_TUPLE, 0u, {len(fields)}u);")
         self.check_alloc(tmp)
         for i, f in enumerate(fields):
             self.line(f"{tmp}->fields[{i}] = aot_retain({f});")
@@ -569,7 +578,7 @@ class _FunctionEmitter:
         if isinstance(e, RefCreate):
             v = self.value(e.value)
             tmp = self.temp()
-            self.line(f"{tmp} = aot_new_cell(ctx, (uint16_t)AOT_KIND_REF, 0u, 1u);")
+            self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_REF, 0u, 1u);")
             self.check_alloc(tmp)
             self.line(f"{tmp}->fields[0] = aot_retain({v});")
             return tmp
@@ -579,6 +588,7 @@ class _FunctionEmitter:
             self.line(f"{tmp} = aot_retain({r}->fields[0]);")
             return tmp
         if isinstance(e, RefWrite):
+            self.prog.writes_refs = True
             r = self.value(e.ref)
             v = self.value(e.value)
             old = self.local()
@@ -606,7 +616,7 @@ class _FunctionEmitter:
             if not args:
                 return self.prog.nullary(op)
             tmp = self.temp()
-            self.line(f"{tmp} = aot_new_cell(ctx, (uint16_t)AOT_KIND_ADT, {op.tag}u, "
+            self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_ADT, {op.tag}u, "
                       f"{len(args)}u);")
             self.check_alloc(tmp)
             for i, a in enumerate(args):

@@ -21,6 +21,8 @@ id), ``_value_kind``, ``_value_tag``, ``_value_nfields``, ``_value_field``,
 
 from __future__ import annotations
 
+import re
+
 from ..diagnostics import DiagnosticError
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
@@ -73,7 +75,7 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
     for path, t in out_leaves:
         outputs.append(_leaf("out" if len(out_leaves) == 1 else f"out{len(outputs)}", t, ""))
 
-    body = _entry_body(name, main_c, param_leaves, out_leaves, outputs)
+    body = _entry_body(name, main_c, param_leaves, out_leaves, outputs, low.writes_refs)
     constructors = []
     for header in sorted(mod.type_definitions, key=lambda h: h.name):
         for c in mod.type_definitions[header].constructors:
@@ -83,28 +85,66 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
              "outputs": [leaf.type_json for leaf in outputs],
              "params": [type_json(p.checked_type) for p in main.params],
              "result": type_json(main.body.checked_type)}
-    used = "\n".join([*low.functions, *body])
-    statics = tuple(text for symbol, text in low.statics if symbol in used)
+    statics, prototypes, functions = _prune(low, body)
     program = ProgramPart(inputs=tuple(inputs), outputs=tuple(outputs), max_depth=depth,
-                          statics=statics, prototypes=tuple(low.prototypes),
-                          functions=tuple(low.functions), entry_body=tuple(body),
+                          statics=statics, prototypes=prototypes,
+                          functions=functions, entry_body=tuple(body),
                           constructors=tuple(constructors), types=types)
-    t = low.kernels
+    kernels, infos, constants = _used_kernels(low, [*statics, *functions, *body])
     return ModelPlan(
         name=name,
         inputs=tuple(leaf.spec for leaf in inputs if leaf.spec is not None),
         outputs=tuple(leaf.spec for leaf in outputs if leaf.spec is not None),
-        output_tree=0, kernels=tuple(t.kernels), kernel_info=tuple(t.infos), calls=(),
-        constants=tuple(t.constants), arena_bytes=0, arena_lower_bound_bytes=0,
+        output_tree=0, kernels=kernels, kernel_info=infos, calls=(),
+        constants=constants, arena_bytes=0, arena_lower_bound_bytes=0,
         pool_bytes=pool, arena="static", program=program,
         extra=(("backend", "program"), ("max_depth", depth)))
+
+
+_DEFINED = re.compile(r"static (?:int32_t|aot_obj) (\w+)")
+_WORD = re.compile(r"\w+")
+
+
+def _prune(low: ProgramLowering, body: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The static objects and functions reachable from the entry: a
+    closure bound but never called leaves its code and static object
+    unused, which C compilers warn about."""
+    items: dict[str, str] = {}
+    for text in [*low.functions, *(t for _, t in low.statics)]:
+        items[_DEFINED.search(text).group(1)] = text
+    seen: set[str] = set()
+    work = ["\n".join(body)]
+    while work:
+        for word in _WORD.findall(work.pop()):
+            if word in items and word not in seen:
+                seen.add(word)
+                work.append(items[word].split("\n", 1)[1] if items[word].startswith("/*")
+                            else items[word])
+    keep = lambda text: _DEFINED.search(text).group(1) in seen
+    return (tuple(t for _, t in low.statics if keep(t)),
+            tuple(p for p in low.prototypes if keep(p)),
+            tuple(f for f in low.functions if keep(f)))
+
+
+def _used_kernels(low: ProgramLowering, texts: list[str]):
+    """The kernels and constant tables the kept code uses."""
+    from .kernel_ir import BufferScope
+    from .kernel_walk import buffers_in
+    words = set(_WORD.findall("\n".join(texts)))
+    t = low.kernels
+    pairs = [(k, i) for k, i in zip(t.kernels, t.infos) if k.name in words]
+    for k, _ in pairs:
+        words.update(b.name for b in buffers_in(k.body) if b.scope is BufferScope.CONST)
+    constants = tuple(c for c in t.constants if f"{low.name}_{c.symbol}" in words)
+    return tuple(k for k, _ in pairs), tuple(i for _, i in pairs), constants
 
 
 def _path(expr: str, path: tuple[int, ...]) -> str:
     return expr + "".join(f"->fields[{i}]" for i in path)
 
 
-def _entry_body(name: str, main_c: str, param_leaves, out_leaves, outputs) -> list[str]:
+def _entry_body(name: str, main_c: str, param_leaves, out_leaves, outputs,
+                collect: bool) -> list[str]:
     NAME = name.upper()
     pointers = [leaf.name for _, names in param_leaves for _, leaf in names]
     pointers += [leaf.name for leaf in outputs]
@@ -138,7 +178,7 @@ def _entry_body(name: str, main_c: str, param_leaves, out_leaves, outputs) -> li
             if isinstance(t, TupleType) and t.fields:
                 fields = [tree(f, (*path, i)) for i, f in enumerate(t.fields)]
                 tmp = temp()
-                build.extend([f"{tmp} = aot_new_cell(ctx, (uint16_t)AOT_KIND_TUPLE, 0u, "
+                build.extend([f"{tmp} = aot_new_cell(ctx, AOT_KIND_TUPLE, 0u, "
                               f"{len(fields)}u);", *alloc_check(tmp)])
                 build.extend(f"{tmp}->fields[{i}] = aot_retain({f});"
                              for i, f in enumerate(fields))
@@ -152,6 +192,7 @@ def _entry_body(name: str, main_c: str, param_leaves, out_leaves, outputs) -> li
         lines.append("if (" + " || ".join(f"{p} == NULL" for p in pointers) + ") {")
         lines += [f"    return {NAME}_ERR_NULL;", "}"]
     lines += [f"*{leaf.name} = NULL;" for leaf in outputs if not leaf.is_tensor]
+    lines.append("ctx->in_call = 1;")
     lines += build
     lines.append(f"st = {main_c}({', '.join(['ctx', *args, '&result'])});")
     lines += ["if (st != AOT_OK) {", "    goto done;", "}"]
@@ -164,7 +205,19 @@ def _entry_body(name: str, main_c: str, param_leaves, out_leaves, outputs) -> li
             lines.append(f"*{leaf.name} = aot_retain({src});")
     lines.append("done:")
     lines += [f"aot_release(ctx, {t});" for t in ["result", *temps]]
-    lines += ["ctx->depth = 0;", "return st;"]
+    if collect:
+        roots = [leaf.name for _, names in param_leaves for _, leaf in names
+                 if not leaf.is_tensor]
+        roots += [f"*{leaf.name}" for leaf in outputs if not leaf.is_tensor]
+        if roots:
+            lines.append("{")
+            lines.append(f"    aot_obj *roots[{len(roots)}];")
+            lines += [f"    roots[{i}] = {r};" for i, r in enumerate(roots)]
+            lines.append(f"    aot_collect_cycles(ctx, roots, {len(roots)}u);")
+            lines.append("}")
+        else:
+            lines.append("aot_collect_cycles(ctx, NULL, 0u);")
+    lines += ["ctx->in_call = 0;", "ctx->depth = 0;", "return st;"]
     return lines
 
 
@@ -223,7 +276,7 @@ def api_definitions(name: str, program: ProgramPart, pool_bytes: int) -> list[st
         f"        return {NAME}_ERR_POOL;\n    }}\n    if (nbytes != 0u) {{\n"
         f"        memcpy(aot_tensor_out(o), data, nbytes);\n    }}\n    *out = o;\n"
         f"    return {NAME}_OK;\n}}",
-        f"static int32_t {name}_cell(uint16_t kind, uint16_t tag, uint32_t n, {v} *const *fields,\n"
+        f"static int32_t {name}_cell(unsigned kind, uint16_t tag, uint32_t n, {v} *const *fields,\n"
         f"                         {v} **out)\n{{\n    aot_obj *o;\n    uint32_t i;\n"
         f"    if (out == NULL || (fields == NULL && n != 0u)) {{\n        return {NAME}_ERR_NULL;\n"
         f"    }}\n    *out = NULL;\n    for (i = 0; i < n; i++) {{\n        if (fields[i] == NULL) {{\n"
@@ -233,10 +286,10 @@ def api_definitions(name: str, program: ProgramPart, pool_bytes: int) -> list[st
         f"        o->fields[i] = aot_retain(fields[i]);\n    }}\n    *out = o;\n"
         f"    return {NAME}_OK;\n}}",
         f"int32_t {name}_value_tuple(uint32_t n, {v} *const *fields, {v} **out)\n{{\n"
-        f"    return {name}_cell((uint16_t)AOT_KIND_TUPLE, 0u, n, fields, out);\n}}",
+        f"    return {name}_cell(AOT_KIND_TUPLE, 0u, n, fields, out);\n}}",
         (f"int32_t {name}_value_adt(uint32_t ctor, {v} *const *fields, {v} **out)\n{{\n"
          f"    if (ctor >= {len(ctors)}u) {{\n        return {NAME}_ERR_VALUE;\n    }}\n"
-         f"    return {name}_cell((uint16_t)AOT_KIND_ADT, (uint16_t){name}_ctor_table[ctor][0],\n"
+         f"    return {name}_cell(AOT_KIND_ADT, (uint16_t){name}_ctor_table[ctor][0],\n"
          f"                       {name}_ctor_table[ctor][1], fields, out);\n}}") if ctors else
         (f"int32_t {name}_value_adt(uint32_t ctor, {v} *const *fields, {v} **out)\n{{\n"
          f"    (void)ctor;\n    (void)fields;\n    if (out != NULL) {{\n        *out = NULL;\n    }}\n"

@@ -3,32 +3,113 @@
 ``@foldl(add, %acc, %xs)`` passes the operator ``add`` as a function
 value.  The C backend compiles operator calls into fused kernels, so an
 operator that is not called is turned into the function that calls it,
-``fn (%x: T1, %y: T2) { add(%x, %y) }``, with the operator's instantiated
-type (its ``checked_type``) giving the parameter types.  Called operators
-are left alone.  The module must be typed; the result is re-typed.
+``fn (%x0: T1, %x1: T2) { add(%x0, %x1) }``.
+
+Type inference records no type on an operator node (one ``Op`` object
+stands for every use), so the instantiated type comes from where the
+operator stands: the parameter type of the callee it is passed to (the
+module is monomorphic: :mod:`aot.passes.specialize` runs first), the type
+of the ``let`` variable, tuple field, branch, clause, function result or
+reference it flows into.  Called operators are left alone.  The module
+must be typed; the result is re-typed.
 """
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Expr, Function, Op, Var
+from ..diagnostics import DiagnosticError
+from ..ir.expr import (Call, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate, RefWrite,
+                       Tuple, Var)
 from ..ir.module import IRModule
-from ..ir.types import FuncType
+from ..ir.types import FuncType, RefType, TupleType, Type
 from ..ir.visitor import ExprMutator, Visit, rebuild
 
 __all__ = ["eta_expand_ops"]
 
 
+def _expand(op: Op, t: Type | None) -> Expr:
+    if not isinstance(t, FuncType):
+        raise DiagnosticError(f"operator {op.name} used as a value where its type is not "
+                              "known; bind it with a type annotation", op.span)
+    params = tuple(Var(f"x{i}", a) for i, a in enumerate(t.arg_types))
+    return Function(params, Call(op, params, span=op.span), t.ret_type, span=op.span)
+
+
+def _fix(e: Expr, t: Type | None) -> Expr:
+    return _expand(e, t) if isinstance(e, Op) else e
+
+
 class _Expand(ExprMutator):
-    def visit_call(self, node: Call) -> Visit:
-        fn = node.op if isinstance(node.op, Op) else (yield node.op)
-        args = yield from self._many(node.args)
-        return rebuild(node, op=fn, args=args)
+    def __init__(self, mod: IRModule) -> None:
+        super().__init__()
+        self.mod = mod
 
     def visit_op(self, node: Op) -> Expr:
+        raise DiagnosticError(f"operator {node.name} used as a value where its type is not "
+                              "known; bind it with a let and a type annotation", node.span)
+
+    def _child(self, e: Expr) -> Visit:
+        if isinstance(e, Op):
+            return e
+        return (yield e)
+
+    def visit_call(self, node: Call) -> Visit:
+        fn = node.op if isinstance(node.op, Op) else (yield node.op)
+        if isinstance(node.op, GlobalVar) and node.op.name in self.mod:
+            types = [p.checked_type for p in self.mod[node.op].params]
+        elif isinstance(node.op.checked_type, FuncType):
+            types = list(node.op.checked_type.arg_types)
+        else:
+            types = [a.checked_type for a in node.args]
+        args = []
+        for a, t in zip(node.args, types):
+            args.append(_fix((yield from self._child(a)), t))
+        return rebuild(node, op=fn, args=tuple(args))
+
+    def visit_let(self, node: Let) -> Visit:
+        value = _fix((yield from self._child(node.value)), node.var.checked_type)
+        body = _fix((yield from self._child(node.body)), node.checked_type)
+        return rebuild(node, value=value, body=body)
+
+    def visit_tuple(self, node: Tuple) -> Visit:
         t = node.checked_type
-        assert isinstance(t, FuncType), f"operator {node.name} of type {t}"
-        params = tuple(Var(f"x{i}", a) for i, a in enumerate(t.arg_types))
-        return Function(params, Call(node, params, span=node.span), t.ret_type, span=node.span)
+        fields = []
+        for i, f in enumerate(node.fields):
+            ft = t.fields[i] if isinstance(t, TupleType) else None
+            fields.append(_fix((yield from self._child(f)), ft))
+        return rebuild(node, fields=tuple(fields))
+
+    def visit_if(self, node: If) -> Visit:
+        c = yield node.cond
+        a = _fix((yield from self._child(node.true_branch)), node.checked_type)
+        b = _fix((yield from self._child(node.false_branch)), node.checked_type)
+        return rebuild(node, cond=c, true_branch=a, false_branch=b)
+
+    def visit_function(self, node: Function) -> Visit:
+        t = node.checked_type
+        body = _fix((yield from self._child(node.body)),
+                    t.ret_type if isinstance(t, FuncType) else node.ret_type)
+        return rebuild(node, body=body)
+
+    def visit_match(self, node: Match) -> Visit:
+        data = yield node.data
+        clauses = []
+        for clause in node.clauses:
+            rhs = _fix((yield from self._child(clause.rhs)), node.checked_type)
+            clauses.append(rebuild(clause, rhs=rhs))
+        return rebuild(node, data=data, clauses=tuple(clauses))
+
+    def visit_ref_create(self, node: RefCreate) -> Visit:
+        t = node.checked_type
+        v = _fix((yield from self._child(node.value)),
+                 t.value if isinstance(t, RefType) else None)
+        return rebuild(node, value=v)
+
+    def visit_ref_write(self, node: RefWrite) -> Visit:
+        r = yield node.ref
+        t = node.ref.checked_type
+        v = _fix((yield from self._child(node.value)),
+                 t.value if isinstance(t, RefType) else None)
+        return rebuild(node, ref=r, value=v)
 
 
 def eta_expand_ops(mod: IRModule) -> IRModule:
@@ -36,7 +117,7 @@ def eta_expand_ops(mod: IRModule) -> IRModule:
     out = mod.copy()
     changed = False
     for gv, func in mod.functions.items():
-        new = _Expand().visit(func)
+        new = _Expand(mod).visit(func)
         changed |= new is not func
         out.add(gv, new)
     return infer_types(out) if changed else mod
