@@ -833,6 +833,12 @@ IO = [
          "(@map(@sum, %xss), @foldr(@concat, Nil, %xss), @length(%empty), %empty, @rev(%empty))",
          lambda v: (v.list([v.list([1, 2]), v.list([]), v.list([3, 4, 5])]), v.list([])),
          ([3, 0, 12], [1, 2, 3, 4, 5], 0, [], [])),
+    Case("io_empty_tensors_in_a_list", "",
+         "%ts: List[Tensor[(0,), float32]], %m: Tensor[(2, 0), int32]",
+         "(@map(fn (%t: Tensor[(0,), float32]) -> Tensor[(0,), float32] { %t * 2f }, %ts),"
+         " Some(%m), @length(%ts))",
+         lambda v: (v.list([np.zeros((0,), np.float32)] * 2), np.zeros((2, 0), np.int32)),
+         ([np.zeros((0,)), np.zeros((0,))], ("Some", np.zeros((2, 0))), 2)),
     Case("io_tuple_in_tuple_out", "",
          "%p: (int32, Tensor[(2,), float32], (bool, float32))",
          "(%p.2.1, %p.1 * %p.2.1, if (%p.2.0) { %p.0 } else { 0 - %p.0 }, (%p.2, %p.0))",
@@ -989,6 +995,15 @@ def @ed_first[A, B](%p: EdPair[A, B]) -> A {
          lambda v: (np.array([1.5, -1], np.float32),),
          (("EdMk", np.array([1.5, -1]), 1), np.array([1.5, -1]), [True],
           ("EdMk", (2, 3), ("Some", 1.0)))),
+    Case("edge_local_polymorphism_and_polymorphic_globals_as_values", "",
+         "%t: Tensor[(2,), float32]",
+         "let %pair = fn [A](%x: A) -> (A, A) { (%x, %x) };\n"
+         "(%pair(1), %pair(Cons(%t, Nil)), @map(@id, Cons(1, Nil)), @id(@id)(2f),"
+         " @map(@length, Cons(Cons(1, Nil), Cons(Nil, Nil))),"
+         " @iterate(fn (%v: Tensor[(2,), float32]) -> Tensor[(2,), float32] { %v * %t }, 3)(%t))",
+         lambda v: (np.array([2, -1], np.float32),),
+         ((1, 1), ([np.array([2, -1])], [np.array([2, -1])]), [1], 2.0, [1, 0],
+          np.array([16, 1]))),
     Case("edge_constructors_as_values", "", "%xs: List[int32]",
          "(@map(Some, %xs), @foldr(Cons, Nil, %xs), @zip(@map(Some, %xs), %xs))",
          lambda v: (v.list([4, -2, 9]),),
@@ -1335,18 +1350,25 @@ def test_a_ref_cycle_is_reclaimed() -> None:
 
 
 LONG_IO = HEADER + """
-def @main(%xs: List[int32]) -> (List[int32], int32, int32) {
-  (@rev(%xs), @sum(%xs), @length(%xs))
+def @main(%xs: List[int32], %n: nat) -> (List[int32], int32, int32, nat, fn (int32) -> int32) {
+  (@rev(%xs), @sum(%xs), @length(%xs), @nat_double(%n), fn (%x: int32) -> int32 { %x + 1 })
 }
 """
 
 
-def test_a_9000_element_list_in_and_out() -> None:
-    """A long list crosses the boundary both ways; @length recurses 9000
-    frames deep (under the default max_depth of 10,000)."""
+def test_long_and_deep_values_in_and_out() -> None:
+    """A 9000-element list and a 3000-deep nat cross the boundary both ways
+    (the conversions must not recurse); @length recurses 9000 frames deep
+    (under the default max_depth of 10,000); a closure comes back as an
+    opaque object and leaves nothing in the pool."""
     mod = aot.parse(LONG_IO)
-    xs = Values(mod).list(list(range(9000)))
+    v = Values(mod)
+    xs = v.list(list(range(9000)))
+    n = v("zero")
+    for _ in range(3000):
+        n = v("succ", n)
     fn = compile_and_load(mod, name="longio", pool_bytes=1 << 22)
-    got = _call(fn, xs)
-    assert_values_match(got, aot.interpret(mod, xs), "9000 elements")
-    assert to_py(got[1:]) == (9000 * 8999 // 2, 9000)
+    got = _call(fn, xs, n)
+    assert not isinstance(got[4], (np.ndarray, tuple, ConstructorValue)), got[4]
+    assert_values_match(got[:4], aot.interpret(mod, xs, n)[:4], "long values")
+    assert to_py(got[1:3]) == (9000 * 8999 // 2, 9000)
