@@ -19,7 +19,11 @@ it is compiled without the strict warning flags.
 cffi and Python versions, the toolchain, the cdef, every header in the
 include directories and the bytes of the static library, so a rebuilt
 library never reuses a stale extension and an unchanged one is never
-rebuilt.  :func:`build_extensions` compiles many at once in a thread pool
+rebuilt.  The toolchain's sanitizer flags (``$AOT_SANITIZE``, see
+:mod:`aot.emit.toolchain`) are added to the wrapper's compile and link
+command and to the key: the wrapper is instrumented too, and linking with
+``-fsanitize`` records the sanitizer runtimes as the extension's
+dependencies.  :func:`build_extensions` compiles many at once in a thread pool
 (batching for test suites); loading afterwards is a cache hit.
 
 *Two models in one process.*  The module name embeds the model name and
@@ -110,6 +114,7 @@ def _plan(request: ExtensionRequest, toolchain: Toolchain) -> _ExtensionPlan:
     key = cache.content_key([
         "cffi-extension", cffi.__version__, sys.implementation.cache_tag or "",
         sysconfig.get_config_var("SOABI") or "", toolchain.identity, *EXTENSION_FLAGS,
+        "sanitize:" + " ".join(toolchain.sanitize_flags),
         request.name, request.cdef, *header_key_parts(include_dirs, root), library_bytes,
     ])
     return _ExtensionPlan(module_name=f"_aot_{request.name}_{key[:16]}", key=key,
@@ -153,7 +158,8 @@ def _compile_extension(plan: _ExtensionPlan, toolchain: Toolchain, cache_root: P
         ffi.emit_c_code(str(wrapper))
         output = work / ("out" + _extension_suffix())
         includes = [f"-I{d}" for d in plan.include_dirs]
-        command = [*toolchain.command, *EXTENSION_FLAGS, f"-I{sysconfig.get_paths()['include']}",
+        command = [*toolchain.command, *EXTENSION_FLAGS, *toolchain.sanitize_flags,
+                   f"-I{sysconfig.get_paths()['include']}",
                    *includes, wrapper.name, str(plan.library), *_link_flags(),
                    "-o", str(output)]
         run_tool(command, cwd=work, what="building the cffi extension", path=wrapper)

@@ -18,6 +18,21 @@ firmware and into the cffi extension the tests load, and a static library
 linked into a shared object must be position independent.  ``-fPIC`` costs
 nothing measurable on the host.
 
+Sanitizers.  ``AOT_SANITIZE=address,undefined`` (any comma-separated subset
+of :data:`SANITIZERS`) makes :func:`probe_toolchain` and
+:func:`find_toolchain` return toolchains whose :attr:`Toolchain.sanitizers`
+are set: every object (and the cffi extension, see :mod:`aot.emit.loader`)
+is then built with :meth:`Toolchain.sanitize_flags` (``-fsanitize=...
+-fno-sanitize-recover=all -fno-omit-frame-pointer -g``), so the first error
+aborts the process.  The flags are part of every object's compile command and
+so of its cache key: sanitized and plain builds never share an object.  A
+process that loads such an extension must have the sanitizer runtimes loaded
+first (``LD_PRELOAD``, see :func:`sanitizer_runtimes`); the C-backend tests do
+this in a subprocess (``tests/e2e/test_sanitizers.py``).  Both runtimes are
+the compiler's own: gcc's ``libasan``/``libubsan`` for gcc, clang's
+``libclang_rt.*`` for clang (not installed by default on Debian, so the
+tests sanitize with gcc).
+
 Errors for users (no compiler, a compile that fails) are raised as
 :class:`BuildError`, a :class:`~aot.diagnostics.DiagnosticError` that also
 carries the command, the file and the compiler's stderr.
@@ -44,6 +59,10 @@ DEFAULT_OPT_FLAGS: tuple[str, ...] = ("-O2",)
 PIC_FLAG = "-fPIC"
 #: Plain-text diagnostics whatever the terminal, so error messages are stable.
 NO_COLOR_FLAG = "-fdiagnostics-color=never"
+
+#: Sanitizers ``AOT_SANITIZE`` may name, in the order their flags are written.
+SANITIZERS: tuple[str, ...] = ("address", "undefined")
+SANITIZE_ENV = "AOT_SANITIZE"
 
 #: Seconds before a single compiler or archiver run is declared hung.
 COMMAND_TIMEOUT_S = 600
@@ -104,6 +123,7 @@ class Toolchain:
     ar_banner: str
     cc_args: tuple[str, ...] = ()
     opt_flags: tuple[str, ...] = field(default=DEFAULT_OPT_FLAGS)
+    sanitizers: tuple[str, ...] = ()
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -121,12 +141,69 @@ class Toolchain:
         """Short name for test ids and messages, e.g. ``gcc-12.2.0``."""
         return f"{self.kind.value}-{self.version}"
 
+    @property
+    def sanitize_flags(self) -> tuple[str, ...]:
+        """Compile and link flags of :attr:`sanitizers` (empty when none)."""
+        if not self.sanitizers:
+            return ()
+        return (f"-fsanitize={','.join(self.sanitizers)}", "-fno-sanitize-recover=all",
+                "-fno-omit-frame-pointer", "-g")
+
     def object_flags(self, extra: Sequence[str] = ()) -> tuple[str, ...]:
         """Flags for an object of a generated static library."""
-        return (*STRICT_FLAGS, *self.opt_flags, PIC_FLAG, NO_COLOR_FLAG, *extra)
+        return (*STRICT_FLAGS, *self.opt_flags, *self.sanitize_flags, PIC_FLAG, NO_COLOR_FLAG,
+                *extra)
 
     def with_opt_flags(self, *flags: str) -> Toolchain:
         return replace(self, opt_flags=tuple(flags))
+
+    def with_sanitizers(self, *names: str) -> Toolchain:
+        """This toolchain with sanitizers ``names`` (none: plain builds)."""
+        return replace(self, sanitizers=_checked_sanitizers(names, what="sanitizer"))
+
+
+def _checked_sanitizers(names: Sequence[str], *, what: str) -> tuple[str, ...]:
+    """``names`` deduplicated in :data:`SANITIZERS` order; a BuildError names
+    an unknown one."""
+    unknown = [name for name in names if name not in SANITIZERS]
+    if unknown:
+        raise BuildError(f"unknown {what} `{unknown[0]}`; supported: {', '.join(SANITIZERS)}")
+    return tuple(name for name in SANITIZERS if name in names)
+
+
+def sanitizers_from_env() -> tuple[str, ...]:
+    """The sanitizers ``$AOT_SANITIZE`` asks for (comma-separated; unset or
+    empty: none)."""
+    words = [w.strip() for w in os.environ.get(SANITIZE_ENV, "").split(",")]
+    return _checked_sanitizers([w for w in words if w], what=f"sanitizer in ${SANITIZE_ENV}")
+
+
+#: Runtime library of each sanitizer, per compiler kind, as the compiler's
+#: ``-print-file-name`` knows it (x86_64 name for clang).
+_RUNTIME_NAMES: dict[CompilerKind, dict[str, str]] = {
+    CompilerKind.GCC: {"address": "libasan.so", "undefined": "libubsan.so"},
+    CompilerKind.CLANG: {"address": "libclang_rt.asan-x86_64.so",
+                         "undefined": "libclang_rt.ubsan_standalone-x86_64.so"},
+}
+
+
+def sanitizer_runtimes(toolchain: Toolchain) -> tuple[str, ...]:
+    """Absolute paths of the shared runtimes a process must preload
+    (``LD_PRELOAD``, in this order) before it loads an extension built with
+    ``toolchain``'s sanitizers.  BuildError if the compiler has none."""
+    paths = []
+    for name in toolchain.sanitizers:
+        runtime = _RUNTIME_NAMES[toolchain.kind][name]
+        if toolchain.kind is CompilerKind.CLANG and "address" in toolchain.sanitizers \
+                and name == "undefined":
+            continue  # clang's ASan runtime carries the UBSan handlers
+        probe = _run_probe([*toolchain.command, f"-print-file-name={runtime}"])
+        found = probe.stdout.strip()
+        if probe.returncode != 0 or not os.path.isabs(found) or not os.path.exists(found):
+            raise BuildError(f"{toolchain.label} has no {name} sanitizer runtime "
+                             f"({runtime} not found)", command=probe.args)
+        paths.append(os.path.realpath(found))
+    return tuple(paths)
 
 
 def _run_probe(command: Sequence[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -208,7 +285,8 @@ def probe_toolchain(cc: str | Sequence[str]) -> Toolchain:
     path = _resolve(words[0])
     if path is None:
         raise BuildError(f"C compiler `{words[0]}` not found; {INSTALL_HINT}")
-    return _probe_cached((path, *words[1:]), os.stat(path).st_mtime_ns)
+    probed = _probe_cached((path, *words[1:]), os.stat(path).st_mtime_ns)
+    return replace(probed, sanitizers=sanitizers_from_env())
 
 
 _SEARCH_ORDER: dict[CompilerKind | None, tuple[str, ...]] = {
@@ -227,6 +305,7 @@ def find_toolchain(kind: CompilerKind | str | None = None) -> Toolchain:
     """
     if isinstance(kind, str):
         kind = CompilerKind(kind)
+    sanitizers_from_env()  # a bad $AOT_SANITIZE is its own error, not "no compiler"
     env_cc = os.environ.get("CC", "").strip()
     if kind is None and env_cc:
         return probe_toolchain(env_cc)

@@ -1,0 +1,244 @@
+"""The C backend's end-to-end tests again, under AddressSanitizer and
+UndefinedBehaviorSanitizer.
+
+``AOT_SANITIZE=address,undefined`` makes every C build (objects of the
+static library, the cffi extension) instrumented, with no recovery: the
+first invalid access or undefined operation aborts the process with a
+report (see :mod:`aot.emit.toolchain`).  An instrumented extension can only
+be loaded into a CPython whose first libraries are the sanitizer runtimes,
+so the tests run in a subprocess started with ``LD_PRELOAD`` (gcc's
+``libasan`` and ``libubsan``; clang's runtimes are not installed on Debian
+by default, hence ``CC=gcc``) and:
+
+- ``ASAN_OPTIONS=detect_leaks=0``: CPython keeps objects alive until exit by
+  design, so leak checking would report the interpreter, not us;
+  ``halt_on_error=1`` and UBSan's ``halt_on_error=1`` make every report fatal.
+- ``LD_PRELOAD`` is removed from the environment once the interpreter has
+  started (the runtimes are loaded by then): otherwise every compiler, as
+  and ar the build runs would start under ASan too, about a second each.
+- pytest runs with ``--capture=sys``: with fd capturing, a sanitizer's
+  report (written to file descriptor 2 just before the abort) would go to
+  pytest's capture file and be lost with the process.
+
+:func:`test_sanitizers_catch_an_out_of_bounds_write_and_an_overflow` proves
+the set-up is not silently unsanitized: a hand-written C function built
+through the same toolchain path must die with an ASan report, another with
+a UBSan report, while the in-bounds calls succeed.
+
+``make test-sanitize`` runs this file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from aot.emit.build import build_library, write_sources
+from aot.emit.loader import build_extensions, ExtensionRequest
+from aot.emit.toolchain import (BuildError, SANITIZE_ENV, CompilerKind, find_toolchain,
+                                sanitizer_runtimes)
+
+REPO = Path(__file__).resolve().parents[2]
+SANITIZERS = ("address", "undefined")
+
+#: The e2e files run sanitized.  The whole-language backend's files are
+#: the point (refcounting, the object pool, ADT cells); they are picked up
+#: by pattern so new ones join automatically.
+SELECTED_FILES = (
+    "tests/e2e/test_fusion_c.py",
+    "tests/e2e/test_ops_c.py",
+    "tests/e2e/test_ops_c_elemwise.py",
+    "tests/e2e/test_ops_c_transform.py",
+    "tests/e2e/test_ops_c_reduce.py",
+    "tests/e2e/test_random_chains_c.py",
+)
+SELECTED_PATTERNS = ("tests/e2e/test_lang_c*.py", "tests/e2e/test_random_programs_c*.py")
+
+#: Seconds before the sanitized run is declared hung.
+RUN_TIMEOUT_S = 1500
+
+#: Started as ``python -c BOOT -m module args...`` or ``python -c BOOT
+#: script args...``: drop the preload now that the runtimes are in, then run
+#: the module or script as ``python`` would.
+BOOT = ("import os, runpy, sys; os.environ.pop('LD_PRELOAD', None); "
+        "module = sys.argv[1] == '-m'; sys.argv = sys.argv[1 + module:]; "
+        "run = runpy.run_module if module else runpy.run_path; "
+        "run(sys.argv[0], run_name='__main__', **({'alter_sys': True} if module else {}))")
+
+
+def selected_files() -> list[str]:
+    found = set(SELECTED_FILES)
+    for pattern in SELECTED_PATTERNS:
+        found.update(p.relative_to(REPO).as_posix() for p in REPO.glob(pattern))
+    return sorted(found)
+
+
+def sanitized_env() -> dict[str, str]:
+    """The environment of a process that builds and loads sanitized C."""
+    env = dict(os.environ, CC="gcc", **{SANITIZE_ENV: ",".join(SANITIZERS)})
+    toolchain = find_toolchain(CompilerKind.GCC).with_sanitizers(*SANITIZERS)
+    env["LD_PRELOAD"] = " ".join(sanitizer_runtimes(toolchain))
+    env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:abort_on_error=0"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    return env
+
+
+def run_python(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python args`` (``-m module ...`` or ``script ...``) in the
+    repository, sanitized."""
+    return subprocess.run([sys.executable, "-c", BOOT, *args], cwd=REPO, env=sanitized_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def tail(text: str, limit: int = 6000) -> str:
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+# ---------------------------------------------------------------------------
+# The flags and the cache
+
+
+def test_aot_sanitize_selects_the_flags(monkeypatch):
+    monkeypatch.setenv(SANITIZE_ENV, "undefined, address")
+    toolchain = find_toolchain(CompilerKind.GCC)
+    assert toolchain.sanitizers == ("address", "undefined")
+    flags = toolchain.object_flags(("-DEXTRA=1",))
+    for flag in ("-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                 "-fno-omit-frame-pointer", "-g"):
+        assert flag in flags
+    assert flags[-1] == "-DEXTRA=1"
+    monkeypatch.setenv(SANITIZE_ENV, "")
+    plain = find_toolchain(CompilerKind.GCC)
+    assert plain.sanitizers == () and plain.sanitize_flags == ()
+    assert not any(f.startswith("-fsanitize") for f in plain.object_flags())
+
+
+def test_unknown_sanitizer_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(SANITIZE_ENV, "address,thread")
+    with pytest.raises(BuildError, match=r"unknown sanitizer in \$AOT_SANITIZE `thread`; "
+                                         r"supported: address, undefined"):
+        find_toolchain()
+
+
+def test_gcc_has_both_sanitizer_runtimes():
+    toolchain = find_toolchain(CompilerKind.GCC).with_sanitizers(*SANITIZERS)
+    runtimes = sanitizer_runtimes(toolchain)
+    assert [Path(r).name.split(".so")[0] for r in runtimes] == ["libasan", "libubsan"]
+    assert all(os.path.isfile(r) for r in runtimes)
+
+
+CANARY_HEADER = """\
+#ifndef CANARY_H
+#define CANARY_H
+#include <stdint.h>
+int32_t canary_poke(int32_t i);
+int32_t canary_inc(int32_t x);
+extern int32_t *canary_cursor;
+#endif
+"""
+
+CANARY_SOURCE = """\
+#include "canary.h"
+
+static int32_t canary_cells[4];
+/* Through a pointer the compiler cannot follow (external and mutable), as
+   generated code reaches arena buffers: UBSan's bounds checks do not see
+   the array, only ASan can catch the overflow. */
+int32_t *canary_cursor = canary_cells;
+
+/* Writes cell i: out of bounds for i >= 4. */
+int32_t canary_poke(int32_t i) {
+    canary_cursor[i] = i;
+    return canary_cells[i & 3] + 1;
+}
+
+/* x + 1: signed overflow (undefined) for INT32_MAX. */
+int32_t canary_inc(int32_t x) {
+    return x + 1;
+}
+"""
+
+CANARY_CDEF = "int32_t canary_poke(int32_t i);\nint32_t canary_inc(int32_t x);\n"
+
+
+def write_canary(root: Path) -> None:
+    write_sources(root, {"include/canary.h": CANARY_HEADER, "src/canary.c": CANARY_SOURCE})
+
+
+def test_sanitized_and_plain_builds_never_share_objects_or_extensions(tmp_path):
+    write_canary(tmp_path)
+    plain = find_toolchain(CompilerKind.GCC).with_sanitizers()
+    sanitized = plain.with_sanitizers(*SANITIZERS)
+    first = build_library(tmp_path, "canary", toolchain=plain)
+    plain_extension, = build_extensions([ExtensionRequest(tmp_path, "canary", CANARY_CDEF)],
+                                        toolchain=plain)
+    second = build_library(tmp_path, "canary", toolchain=sanitized)
+    assert second.compiled == ("src/canary.c",), "a plain object was reused"
+    assert {o.key for o in first.objects}.isdisjoint(o.key for o in second.objects)
+    sanitized_extension, = build_extensions(
+        [ExtensionRequest(tmp_path, "canary", CANARY_CDEF)], toolchain=sanitized)
+    assert sanitized_extension != plain_extension
+    assert b"__asan_" in sanitized_extension.read_bytes()
+    assert b"__asan_" not in plain_extension.read_bytes()
+    # and back: the plain objects are still there, nothing is recompiled
+    third = build_library(tmp_path, "canary", toolchain=plain)
+    assert third.compiled == ()
+    assert [o.key for o in third.objects] == [o.key for o in first.objects]
+
+
+CANARY_SCRIPT = """\
+import sys
+from aot.emit.build import build_static_library
+from aot.emit.loader import load_library
+from aot.emit.toolchain import find_toolchain
+
+root, function, argument = sys.argv[1], sys.argv[2], int(sys.argv[3])
+toolchain = find_toolchain()  # from $CC and $AOT_SANITIZE, as the e2e tests do
+assert toolchain.sanitizers == ("address", "undefined"), toolchain.sanitizers
+build_static_library(root, "canary", toolchain=toolchain)
+ffi, lib = load_library(root, "canary", {cdef!r}, toolchain=toolchain)
+print("returned", getattr(lib, function)(argument), flush=True)
+"""
+
+CANARY_CASES = [
+    # (function, argument, what stdout/stderr must show)
+    ("canary_poke", 3, "returned 4"),
+    ("canary_poke", 4, "ERROR: AddressSanitizer: global-buffer-overflow"),
+    ("canary_inc", 41, "returned 42"),
+    ("canary_inc", 2**31 - 1, "runtime error: signed integer overflow"),
+]
+
+
+def test_sanitizers_catch_an_out_of_bounds_write_and_an_overflow(tmp_path):
+    write_canary(tmp_path)
+    script = tmp_path / "canary_run.py"
+    script.write_text(CANARY_SCRIPT.format(cdef=CANARY_CDEF))
+    for function, argument, expected in CANARY_CASES:
+        result = run_python([str(script), str(tmp_path), function, str(argument)],
+                            timeout=300)
+        output = result.stdout + result.stderr
+        what = f"{function}({argument}): exit status {result.returncode}\n{tail(output)}"
+        assert expected in output, what
+        assert (result.returncode == 0) == expected.startswith("returned"), what
+
+
+# ---------------------------------------------------------------------------
+# The sanitized run
+
+
+@pytest.mark.slow
+def test_e2e_tests_pass_under_address_and_undefined_sanitizers():
+    files = selected_files()
+    missing = [f for f in files if not (REPO / f).is_file()]
+    assert not missing, f"selected e2e files are gone: {missing}"
+    result = run_python(["-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-x",
+                         "--capture=sys"], timeout=RUN_TIMEOUT_S)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, (f"sanitized e2e run failed (exit status "
+                                    f"{result.returncode}):\n{tail(output)}")
+    assert "Sanitizer" not in output, tail(output)
