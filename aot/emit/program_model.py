@@ -37,9 +37,9 @@ __all__ = ["plan_program", "api_prototypes"]
 
 def _leaf(name: str, t, source: str) -> IOLeaf:
     if isinstance(t, TensorType):
-        spec = TensorSpec(name, tuple(int(d) for d in t.shape), t.dtype, source)
-        type_json(t)
-        return IOLeaf(name, True, spec, type_json(t), str(t))
+        tj = type_json(t)          # refuses dynamic shapes with a diagnostic
+        spec = TensorSpec(name, tuple(tj["tensor"][0]), t.dtype, source)
+        return IOLeaf(name, True, spec, tj, str(t))
     return IOLeaf(name, False, None, type_json(t), str(t))
 
 
