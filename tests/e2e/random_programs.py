@@ -17,13 +17,16 @@ recursive constructor and an ``Option`` field for nested patterns),
 function types (let-bound closures capturing their environment, prelude
 combinators) and references.
 
-Productions: let (annotated), if on comparisons, tuples and projections,
+Productions: let (annotated, now and then shadowing an earlier let), if
+on comparisons, tuples and projections,
 ``match`` with random nested patterns (followed by a catch-all) or with one
 clause per constructor, closures called directly or passed to the
 prelude's ``map``/``filter``/``foldl``/``foldr``/``zip``/``rev``/
 ``concat``/``length``/``sum``/``compose``/``iterate``/``unfoldr``,
-references created, written in sequence and read (also from inside
-closures), and global functions.
+references (to tensors, lists and closures) created, written in sequence
+and read (also from inside closures), global functions, and function
+values: operators (``add``, ``nn.relu``...), constructors (``Cons``,
+the user ADT's) and list-recursive globals passed where a closure could be.
 
 Termination: globals are defined before they can be called and only
 call themselves or earlier globals, so the call graph is a DAG plus self
@@ -32,7 +35,8 @@ loops.  A self call either decreases an ``int32`` fuel argument
 call site is at most 4) or recurses on the tail of a list it matched
 (structural recursion).  ``unfoldr`` gets a seed counting down from at
 most 4; ``iterate`` a count of at most 3.  Each body calls itself at most
-once, so the work is polynomial in the (small) fuel.
+once, so the work is polynomial in the fuel (at most 4 inside globals,
+40 from main).
 
 Numerics: the interpreter defines int32 arithmetic as wrapping, but the
 values are kept small anyway (literals in [-4, 4], multiplication only by
@@ -123,9 +127,10 @@ DATA_TYPES: tuple[Ty, ...] = (
 #: function types of let-bound closures
 FN_TYPES: tuple[Ty, ...] = (
     TFn((INT,), INT), TFn((VEC,), VEC), TFn((INT, VEC), VEC), TFn((VEC,), INT),
+    TFn((VEC, INT), USER), TFn((VEC, VEC), VEC),
 )
 #: element types of references
-REF_ELEMS: tuple[Ty, ...] = (INT, VEC, TList(INT))
+REF_ELEMS: tuple[Ty, ...] = (INT, VEC, TList(INT), TFn((INT,), INT))
 
 
 def user_ctors(prefix: str) -> list[tuple[str, tuple[Ty, ...]]]:
@@ -183,7 +188,7 @@ class Ctx:
     counter: int = 0
     globals: list[GlobalFn] = field(default_factory=list)
     defs: list[str] = field(default_factory=list)
-    n_started: int = 0
+    n_started: int = 0  # globals whose bodies are being generated
     n_defined: int = 0
 
     def fresh(self, stem: str = "v") -> str:
@@ -201,7 +206,9 @@ class Env:
     vars: tuple[tuple[str, Ty], ...] = ()
 
     def bind(self, *pairs: tuple[str, Ty]) -> Env:
-        return Env(self.ctx, self.vars + tuple(pairs))
+        """The scope with ``pairs`` added (a rebound name shadows the old binding)."""
+        new = {n for n, _ in pairs}
+        return Env(self.ctx, tuple(v for v in self.vars if v[0] not in new) + tuple(pairs))
 
     def of_type(self, ty: Ty) -> list[str]:
         return [n for n, t in self.vars if t == ty]
@@ -282,9 +289,44 @@ def gen_leaf(draw: Draw, ty: Ty, env: Env) -> str:
                                  f"{gen_leaf(draw, VEC, env)})"))
     elif isinstance(ty, TFn):
         prods.append((1, lambda: _closure(draw, ty, env, 0)))
+        values = _function_values(ty, ctx)
+        if values:
+            prods.append((2, lambda: _pick(draw, values)))
+        ops = OP_VALUES.get(ty, ())
+        if ops:
+            # under an annotation: an operator's type comes from a relation
+            # that needs its argument types (`@iterate(negative, 3)` has none)
+            def op_value() -> str:
+                name = ctx.fresh("o")
+                return f"(let {name}: {ctx.t(ty)} = {_pick(draw, ops)}; {name})"
+            prods.append((2, op_value))
     else:
         raise AssertionError(ty)
     return _choose(draw, prods)
+
+
+#: operators used as function values, by function type
+OP_VALUES: dict[Ty, tuple[str, ...]] = {
+    TFn((VEC,), VEC): ("nn.relu", "negative", "abs"),
+    TFn((INT,), INT): ("negative",),
+    TFn((VEC, VEC), VEC): ("add", "maximum", "minimum", "subtract"),
+    TFn((INT, INT), INT): ("add", "subtract", "maximum", "minimum"),
+}
+
+
+def _function_values(ty: TFn, ctx: Ctx) -> list[str]:
+    """Named function values of type ``ty`` whose type needs no context:
+    constructors and the globals that recurse on a list (a fuel global as
+    a value could be called with any fuel)."""
+    names = []
+    if len(ty.params) == 2 and ty.params[1] == ty.ret == TList(ty.params[0]):
+        names.append("Cons")
+    for name, fields in user_ctors(ctx.prefix):
+        if fields and fields == ty.params and ty.ret == USER:
+            names.append(name)
+    names += [f.name for f in ctx.globals
+              if f.kind == "list" and (f.first,) + f.params == ty.params and f.ret == ty.ret]
+    return names
 
 
 def _tuple_text(items: list[str]) -> str:
@@ -393,8 +435,16 @@ def gen_expr(draw: Draw, ty: Ty, env: Env, depth: int, leaf: bool = True) -> str
 
 def _let(draw: Draw, ty: Ty, env: Env, d: int) -> str:
     bound = _pick(draw, DATA_TYPES + FN_TYPES)
-    name = env.ctx.fresh()
-    value = gen_expr(draw, bound, env, d)
+    shadowable = [n for n, _ in env.vars if n.startswith("%v")]
+    value_env = env
+    if shadowable and draw(st.integers(0, 7)) == 0:
+        # rebinding shadows; the value may not use the old binding (a
+        # let-bound name is in scope in its own value, for recursion)
+        name = _pick(draw, shadowable)
+        value_env = Env(env.ctx, tuple(v for v in env.vars if v[0] != name))
+    else:
+        name = env.ctx.fresh()
+    value = gen_expr(draw, bound, value_env, d)
     body = gen_expr(draw, ty, env.bind((name, bound)), d)
     return f"(let {name}: {env.ctx.t(bound)} = {value}; {body})"
 
@@ -437,7 +487,7 @@ def _closure(draw: Draw, ty: TFn, env: Env, d: int) -> str:
 
 
 def _closure_call(draw: Draw, ty: Ty, env: Env, d: int) -> str:
-    params = _pick(draw, [(INT,), (VEC,), (INT, VEC)])
+    params = _pick(draw, [(INT,), (VEC,), (INT, VEC), (TList(INT),)])
     fty = TFn(params, ty)
     callee = gen_expr(draw, fty, env, d)
     args = ", ".join(gen_expr(draw, p, env, d) for p in params)
@@ -448,25 +498,37 @@ def _closure_call(draw: Draw, ty: Ty, env: Env, d: int) -> str:
 
 
 def _fold(draw: Draw, ty: Ty, env: Env, d: int) -> str:
-    ctx = env.ctx
-    elem = _pick(draw, [INT, VEC, PAIR])
+    """``foldl``/``foldr`` to ``ty`` with any function value of the right
+    type (a closure literal, an operator, a constructor, ...)."""
+    elems = [INT, VEC, PAIR] + ([ty] if ty in (INT, VEC) else [])
+    if isinstance(ty, TList):
+        elems.append(ty.elem)
+    elem = _pick(draw, elems)
     left = draw(st.booleans())
-    acc, x = ctx.fresh("acc"), ctx.fresh("x")
-    inner = env.bind((acc, ty), (x, elem))
-    body = gen_expr(draw, ty, inner, d)
-    params = [(acc, ty), (x, elem)] if left else [(x, elem), (acc, ty)]
-    sig = ", ".join(f"{n}: {ctx.t(t)}" for n, t in params)
-    fn = f"fn ({sig}) -> {ctx.t(ty)} {{ {body} }}"
+    fty = TFn((ty, elem), ty) if left else TFn((elem, ty), ty)
+    fn = gen_expr(draw, fty, env, d)
     init = gen_expr(draw, ty, env, d)
     xs = gen_expr(draw, TList(elem), env, d)
-    return f"@{'foldl' if left else 'foldr'}({fn}, {init}, {xs})"
+    fold = "@foldl" if left else "@foldr"
+    return _pinned(env.ctx, fn, TList(elem), xs, lambda x: f"{fold}({fn}, {init}, {x})")
+
+
+def _pinned(ctx: Ctx, fn: str, xs_ty: Ty, xs: str, use: Callable[[str], str]) -> str:
+    """``use(xs)``, with ``xs`` let-bound under its type annotation unless
+    ``fn`` is a closure literal: ``fn`` may be (or evaluate to) an operator,
+    and ``@foldr(add, %z, Nil)`` leaves the element type to the operator's
+    type relation, which cannot solve it."""
+    if not fn.startswith("fn ("):
+        name = ctx.fresh("xs")
+        return f"(let {name}: {ctx.t(xs_ty)} = {xs}; {use(name)})"
+    return use(xs)
 
 
 def _map(draw: Draw, ty: TList, env: Env, d: int) -> str:
     src = _pick(draw, [INT, VEC, PAIR])
     f = gen_expr(draw, TFn((src,), ty.elem), env, d)
     xs = gen_expr(draw, TList(src), env, d)
-    return f"@map({f}, {xs})"
+    return _pinned(env.ctx, f, TList(src), xs, lambda x: f"@map({f}, {x})")
 
 
 def _unfoldr(draw: Draw, ty: TList, env: Env, d: int) -> str:
@@ -606,7 +668,9 @@ def _new_global(draw: Draw, ret: Ty, env: Env, d: int) -> GlobalFn:
 
 def _global_call(draw: Draw, fn: GlobalFn, env: Env, d: int) -> str:
     if fn.kind == "fuel":
-        first = _pick(draw, [str(draw(st.integers(0, 4))),
+        # outside globals a call may loop longer (self tail calls become loops)
+        most = 4 if env.ctx.n_started else 40
+        first = _pick(draw, [str(draw(st.integers(0, most))),
                              f"minimum({gen_expr(draw, INT, env, d)}, 4)"])
     else:
         first = gen_expr(draw, fn.first, env, d)
