@@ -682,14 +682,48 @@ def _global_call(draw: Draw, fn: GlobalFn, env: Env, d: int) -> str:
 
 
 @dataclass(frozen=True)
+class CtorSpec:
+    """An ADT argument before it meets a module: constructor name and
+    fields (see :func:`realize`)."""
+    name: str
+    fields: tuple = ()
+
+
+@dataclass(frozen=True)
 class Program:
     """One generated program: its text (a module with ``@main``), the
-    types of main's parameters and the arguments to call it with."""
+    types of main's parameters and the arguments to call it with
+    (tensors, tuples and :class:`CtorSpec`; :meth:`arguments` builds
+    runtime values for a parsed module)."""
     prefix: str
     text: str
     params: tuple[Ty, ...]
-    args: tuple[np.ndarray, ...]
+    args: tuple
     ret: Ty
+
+    def arguments(self, mod) -> tuple:
+        return tuple(realize(a, mod) for a in self.args)
+
+
+def realize(spec: object, mod) -> object:
+    """The runtime value (interpreter format) of an argument spec, with
+    the constructors of ``mod``."""
+    from aot.values import ConstructorValue
+    if isinstance(spec, CtorSpec):
+        ctor = mod.constructor(spec.name)
+        assert ctor is not None, spec.name
+        return ConstructorValue(ctor, tuple(realize(f, mod) for f in spec.fields))
+    if isinstance(spec, tuple):
+        return tuple(realize(f, mod) for f in spec)
+    return spec
+
+
+def spec_text(spec: object) -> str:
+    if isinstance(spec, CtorSpec):
+        return spec.name + (_args_text([spec_text(f) for f in spec.fields]) if spec.fields else "")
+    if isinstance(spec, tuple):
+        return _tuple_text([spec_text(f) for f in spec])
+    return np.array2string(np.asarray(spec), separator=", ")
 
 
 def _type_def(prefix: str) -> str:
@@ -700,11 +734,36 @@ def _type_def(prefix: str) -> str:
     return f"type Box_{prefix} {{\n  " + ",\n  ".join(ctors) + ",\n}\n"
 
 
-def _arg(draw: Draw, ty: Ty) -> np.ndarray:
+def _arg(draw: Draw, ty: Ty, prefix: str, depth: int = 2) -> object:
+    """A random argument of type ``ty`` (small lists, shallow ADTs)."""
     if ty == INT:
         return np.array(draw(st.integers(-6, 6)), dtype=np.int32)
-    quarters = draw(st.lists(st.integers(-12, 12), min_size=VEC_LEN, max_size=VEC_LEN))
-    return np.array(quarters, dtype=np.float32) / np.float32(4)
+    if ty == VEC:
+        quarters = draw(st.lists(st.integers(-12, 12), min_size=VEC_LEN, max_size=VEC_LEN))
+        return np.array(quarters, dtype=np.float32) / np.float32(4)
+    if isinstance(ty, TTuple):
+        return tuple(_arg(draw, t, prefix, depth) for t in ty.items)
+    if isinstance(ty, TList):
+        items = [_arg(draw, ty.elem, prefix, depth) for _ in range(draw(st.integers(0, 3)))]
+        value = CtorSpec("Nil")
+        for item in reversed(items):
+            value = CtorSpec("Cons", (item, value))
+        return value
+    if isinstance(ty, TOption):
+        if draw(st.booleans()):
+            return CtorSpec("Some", (_arg(draw, ty.elem, prefix, depth),))
+        return CtorSpec("None")
+    if isinstance(ty, TUser):
+        ctors = user_ctors(prefix)
+        if depth <= 0:
+            ctors = [c for c in ctors if USER not in c[1]]
+        name, fields = _pick(draw, ctors)
+        return CtorSpec(name, tuple(_arg(draw, f, prefix, depth - 1) for f in fields))
+    raise AssertionError(ty)
+
+
+#: types of main's extra parameters (values converted into the C program)
+ARG_TYPES: tuple[Ty, ...] = (TList(INT), TList(VEC), TOption(INT), USER, PAIR, TList(PAIR))
 
 
 @st.composite
@@ -713,14 +772,15 @@ def programs(draw: Draw, prefix: str = "p0", depth: int = 4) -> Program:
     ctx = Ctx(prefix)
     n_int = draw(st.integers(1, 2))
     n_vec = draw(st.integers(1, 2))
-    params = (INT,) * n_int + (VEC,) * n_vec
+    n_data = draw(st.integers(0, 2))
+    params = (INT,) * n_int + (VEC,) * n_vec + tuple(_pick(draw, ARG_TYPES) for _ in range(n_data))
     names = [(ctx.fresh("x"), p) for p in params]
     ret = _pick(draw, DATA_TYPES)
     body = gen_expr(draw, ret, Env(ctx).bind(*names), depth, leaf=False)
     sig = ", ".join(f"{n}: {ctx.t(t)}" for n, t in names)
     main = f"def @main({sig}) -> {ctx.t(ret)} {{\n  {body}\n}}\n"
     text = '#[version = "0.0.5"]\n' + _type_def(prefix) + "".join(ctx.defs) + main
-    args = tuple(_arg(draw, p) for p in params)
+    args = tuple(_arg(draw, p, prefix) for p in params)
     return Program(prefix, text, params, args, ret)
 
 
@@ -732,7 +792,7 @@ def program_packs(draw: Draw, min_size: int = 2, max_size: int = 6,
     return [draw(programs(prefix=f"p{k}", depth=depth)) for k in range(n)]
 
 
-def pack(progs: list[Program]) -> tuple[str, tuple[np.ndarray, ...]]:
+def pack(progs: list[Program]) -> tuple[str, tuple]:
     """One module whose ``@main`` takes every program's arguments and
     returns the tuple of their results; each program's own main becomes
     ``@<prefix>_main``."""

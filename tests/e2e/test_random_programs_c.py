@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import tempfile
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 import aot
 from aot.values import format_value, values_equal
-from random_programs import Program, conforms, pack, program_packs, programs
+from random_programs import Program, conforms, pack, program_packs, programs, realize, spec_text
 
 
 def _interpret(p: Program) -> object:
     mod = aot.infer_types(aot.parse(p.text, source_name=f"{p.prefix}.relay"))
-    return aot.interpret(mod, *p.args)
+    return aot.interpret(mod, *p.arguments(mod))
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None,
@@ -40,7 +39,7 @@ def test_generated_programs_parse_typecheck_and_interpret(p: Program) -> None:
 def test_packed_program_interprets_like_its_parts(progs: list[Program]) -> None:
     text, args = pack(progs)
     mod = aot.infer_types(aot.parse(text, source_name="pack.relay"))
-    whole = aot.interpret(mod, *args)
+    whole = aot.interpret(mod, *(realize(a, mod) for a in args))
     assert isinstance(whole, tuple) and len(whole) == len(progs)
     for p, got in zip(progs, whole):
         assert values_equal(got, _interpret(p)), p.text
@@ -64,14 +63,15 @@ C_SETTINGS = dict(deadline=None, derandomize=True, database=None,
 
 
 def _describe(p: Program, want: object, got: object) -> str:
-    args = ", ".join(np.array2string(a, separator=", ") for a in p.args)
+    args = ", ".join(spec_text(a) for a in p.args)
     return (f"--- program {p.prefix} (args: {args})\n{p.text}"
             f"interpreter: {format_value(want)}\nC:           {got}")
 
 
-def _build(text: str, out_dir: str, name: str):
+def _build(text: str, args: tuple, out_dir: str, name: str):
+    """The compiled program and its arguments as runtime values."""
     mod = aot.infer_types(aot.parse(text, source_name=f"{name}.relay"))
-    return aot.load(aot.compile(mod, out_dir, name=name))
+    return aot.load(aot.compile(mod, out_dir, name=name)), [realize(a, mod) for a in args]
 
 
 def _pool_in_use(fn) -> int:
@@ -84,8 +84,8 @@ def _run_alone(p: Program, want: object) -> str | None:
     """The failure of one program built and run on its own, or None."""
     with tempfile.TemporaryDirectory() as d:
         try:
-            fn = _build(p.text, d, f"rp_{p.prefix}")
-            got = fn(*p.args)
+            fn, args = _build(p.text, p.args, d, f"rp_{p.prefix}")
+            got = fn(*args)
         except Exception as e:  # noqa: BLE001 - reported with the program
             return _describe(p, want, f"raised {type(e).__name__}: {e}")
         if _pool_in_use(fn) != 0:
@@ -101,10 +101,10 @@ def check_against_interpreter(progs: list[Program]) -> None:
     text, args = pack(progs)
     with tempfile.TemporaryDirectory() as d:
         try:
-            fn = _build(text, d, "rp")
+            fn, values = _build(text, args, d, "rp")
             results, in_use = [], []
             for _ in range(2):  # the second call must see no state left by the first
-                results.append(fn(*args))
+                results.append(fn(*values))
                 in_use.append(_pool_in_use(fn))
             problem = None
         except Exception as e:  # noqa: BLE001 - isolated below
