@@ -26,7 +26,10 @@ prelude's ``map``/``filter``/``foldl``/``foldr``/``zip``/``rev``/
 references (to tensors, lists and closures) created, written in sequence
 and read (also from inside closures), global functions, and function
 values: operators (``add``, ``nn.relu``...), constructors (``Cons``,
-the user ADT's) and list-recursive globals passed where a closure could be.
+the user ADT's) and list-recursive globals passed where a closure could be;
+closures returning closures (curried) and calls of any function in scope.
+Main takes int32 scalars and float32 vectors, and sometimes lists,
+options, tuples and the user ADT (converted into the C program).
 
 Termination: globals are defined before they can be called and only
 call themselves or earlier globals, so the call graph is a DAG plus self
@@ -128,6 +131,7 @@ DATA_TYPES: tuple[Ty, ...] = (
 FN_TYPES: tuple[Ty, ...] = (
     TFn((INT,), INT), TFn((VEC,), VEC), TFn((INT, VEC), VEC), TFn((VEC,), INT),
     TFn((VEC, INT), USER), TFn((VEC, VEC), VEC),
+    TFn((INT,), TFn((VEC,), VEC)),  # curried: the inner closure captures the outer parameter
 )
 #: element types of references
 REF_ELEMS: tuple[Ty, ...] = (INT, VEC, TList(INT), TFn((INT,), INT))
@@ -364,6 +368,13 @@ def gen_expr(draw: Draw, ty: Ty, env: Env, depth: int, leaf: bool = True) -> str
         prods.append((1, lambda: _ref_new(draw, ty, env, d)))
         if env.refs():
             prods.append((2, lambda: _ref_write(draw, ty, env, d)))
+    if not isinstance(ty, TBool):
+        in_scope = [(n, t) for n, t in env.vars if isinstance(t, TFn) and t.ret == ty]
+        if in_scope:
+            def call_in_scope() -> str:
+                name, fty = _pick(draw, in_scope)
+                return f"{name}({', '.join(g(p) for p in fty.params)})"
+            prods.append((3, call_in_scope))
     if not isinstance(ty, (TFn, TBool)):
         prods.append((2, lambda: _closure_call(draw, ty, env, d)))
         callable_ = [f for f in ctx.globals if f.ret == ty]
