@@ -162,9 +162,15 @@ class ProgramLowering:
     def nullary(self, c: Constructor) -> str:
         if c.name not in self.ctor_obj:
             sym = self.fresh("ctor_" + _c_safe(c.name) + "_")
-            self.ctor_obj[c.name] = self.static_object(
-                sym, "AOT_KIND_ADT", f"{c.tag}u, 0u, 0u, 0u, {{NULL}}", f"{c.name}")
-            self.static_tags[self.ctor_obj[c.name]] = c.tag
+            self.static_object(sym, "AOT_KIND_ADT", f"{c.tag}u, 0u, 0u, 0u, {{NULL}}", f"{c.name}")
+            # used through a volatile pointer: the code reads fields of
+            # cells in branches that a tag test makes dead, and a compiler
+            # that could see a field-less static object there would warn
+            symbol, text = self.statics.pop()
+            ref = f"{sym}_ref"
+            self.statics.append((ref, f"{text}\nstatic aot_obj *volatile {ref} = &{sym};"))
+            self.ctor_obj[c.name] = ref
+            self.static_tags[ref] = c.tag
         return self.ctor_obj[c.name]
 
     def constant(self, node: Constant) -> str:

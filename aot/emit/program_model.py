@@ -101,7 +101,7 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
         extra=(("backend", "program"), ("max_depth", depth)))
 
 
-_DEFINED = re.compile(r"static (?:int32_t|aot_obj) (\w+)")
+_DEFINED = re.compile(r"static (?:int32_t|aot_obj) (?:\*volatile )?(\w+)")
 _WORD = re.compile(r"\w+")
 
 
@@ -111,7 +111,8 @@ def _prune(low: ProgramLowering, body: list[str]) -> tuple[tuple[str, ...], ...]
     unused, which C compilers warn about."""
     items: dict[str, str] = {}
     for text in [*low.functions, *(t for _, t in low.statics)]:
-        items[_DEFINED.search(text).group(1)] = text
+        for defined in _DEFINED.findall(text):
+            items[defined] = text
     seen: set[str] = set()
     work = ["\n".join(body)]
     while work:
@@ -120,7 +121,7 @@ def _prune(low: ProgramLowering, body: list[str]) -> tuple[tuple[str, ...], ...]
                 seen.add(word)
                 work.append(items[word].split("\n", 1)[1] if items[word].startswith("/*")
                             else items[word])
-    keep = lambda text: _DEFINED.search(text).group(1) in seen
+    keep = lambda text: any(d in seen for d in _DEFINED.findall(text))
     return (tuple(t for _, t in low.statics if keep(t)),
             tuple(p for p in low.prototypes if keep(p)),
             tuple(f for f in low.functions if keep(f)))
