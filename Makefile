@@ -42,3 +42,9 @@ bench: install deps
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis out
+
+# The C backend's e2e tests again, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (AOT_SANITIZE; see tests/e2e/test_sanitizers.py).
+.PHONY: test-sanitize
+test-sanitize: install deps
+	$(PY) -m pytest tests/e2e/test_sanitizers.py
