@@ -38,8 +38,9 @@ loops.  A self call either decreases an ``int32`` fuel argument
 call site is at most 4) or recurses on the tail of a list it matched
 (structural recursion).  ``unfoldr`` gets a seed counting down from at
 most 4; ``iterate`` a count of at most 3.  Each body calls itself at most
-once, so the work is polynomial in the fuel (at most 4 inside globals,
-40 from main).
+once, so the work is polynomial in the fuel: at most 4, except that main
+may call a global whose parameters and result are all int32 scalars or
+vectors with fuel up to 40 (no value can double 40 times in memory).
 
 Numerics: the interpreter defines int32 arithmetic as wrapping, but the
 values are kept small anyway (literals in [-4, 4], multiplication only by
@@ -679,8 +680,11 @@ def _new_global(draw: Draw, ret: Ty, env: Env, d: int) -> GlobalFn:
 
 def _global_call(draw: Draw, fn: GlobalFn, env: Env, d: int) -> str:
     if fn.kind == "fuel":
-        # outside globals a call may loop longer (self tail calls become loops)
-        most = 4 if env.ctx.n_started else 40
+        # From main, a global over scalars and vectors may loop longer (self
+        # tail calls become loops); one with list parameters or results may
+        # not: a step like @concat(%a, %a) doubles a list per level.
+        scalar = all(t in (INT, VEC) for t in (fn.first,) + fn.params + (fn.ret,))
+        most = 40 if scalar and not env.ctx.n_started else 4
         first = _pick(draw, [str(draw(st.integers(0, most))),
                              f"minimum({gen_expr(draw, INT, env, d)}, 4)"])
     else:
