@@ -92,8 +92,15 @@ def plan(mod: IRModule, name: str, *, opt_level: int = 3,
     check_model_name(name)
     if arena not in ("caller", "static"):
         raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
-    fused = optimize_for_c(mod, opt_level=opt_level, params=params, entry=entry)
-    if is_dataflow(fused, entry):
+    from ..passes.bind_params import bind_params
+    from ..passes.to_graph_normal_form import to_graph_normal_form
+    from ..passes.type_infer import infer_types
+
+    # decided before the optimisations: an operator used as a value
+    # (program backend only) must be eta-expanded before they re-infer types
+    typed = to_graph_normal_form(infer_types(bind_params(mod, params or {}, entry)))
+    if is_dataflow(typed, entry):
+        fused = optimize_for_c(mod, opt_level=opt_level, params=params, entry=entry)
         return plan_model(fused, name, arena=arena, entry=entry)
     program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry)
     return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)
