@@ -525,10 +525,10 @@ def test_deep_let_chain_in_a_polymorphic_function() -> None:
 @given(programs(depth=3))
 def test_random_programs_keep_their_results(prog: Program) -> None:
     mod = infer_types(aot.parse(prog.text, source_name="random.relay"))
-    before = aot.interpret(mod, *prog.args)
+    before = aot.interpret(mod, *prog.arguments(mod))
     out = specialize(mod)
     assert_monomorphic(out)
-    assert same_value(before, aot.interpret(out, *prog.args))
+    assert same_value(before, aot.interpret(out, *prog.arguments(out)))
 
 
 #: (type text, mangled, a value of it)
