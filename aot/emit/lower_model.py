@@ -113,6 +113,19 @@ class KernelTable:
             self.constants.append(ConstantData(symbol, dtype, data))
         return self.constant_keys[key]
 
+    def lower_call(self, call: Call) -> tuple[LoweredGroup, str]:
+        """The group lowered from a call of a primitive function and the C
+        name of its (shared) kernel; a lowering failure is a diagnostic at
+        the group's last operator."""
+        fn = call.op
+        assert isinstance(fn, Function)
+        try:
+            group = lower_group(fn, "k", source=describe_group(fn))
+        except LoweringError as e:
+            culprit = group_ops(fn)
+            raise _error(culprit[-1] if culprit else call, str(e)) from None
+        return group, self.kernel(group, [c.op.name for c in group_ops(fn)])
+
     def kernel(self, group: LoweredGroup, ops: Sequence[str]) -> str:
         """The C name of ``group``'s kernel, shared with an equal one."""
         k = group.kernel
@@ -288,14 +301,7 @@ def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:
 
 
 def _kernel_call(b: _Builder, call: Call, values: dict[int, _Value]) -> _Value:
-    fn = call.op
-    assert isinstance(fn, Function)
-    try:
-        group = lower_group(fn, "k", source=describe_group(fn))
-    except LoweringError as e:
-        culprit = group_ops(fn)
-        raise _error(culprit[-1] if culprit else call, str(e)) from None
-    cname = b.kernel(group, [c.op.name for c in group_ops(fn)])
+    group, cname = b.lower_call(call)
     args = [leaf for a in call.args for leaf in flat_leaves(values[id(a)])]
     assert len(args) == len(group.inputs), (len(args), len(group.inputs))
     consts = [b.constant(buf.dtype, data) for buf, data in group.constants]

@@ -24,24 +24,33 @@ from .model_plan import ModelPlan
 __all__ = ["optimize_for_c", "plan", "compile_module"]
 
 
-def optimize_for_c(mod: IRModule, *, opt_level: int = 3,
-                   params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
-    """The typed, fused module the lowering takes."""
+def graph_form(mod: IRModule, *, params: Mapping[str, Any] | None = None,
+               entry: str = "main") -> IRModule:
+    """BindParams -> InferType -> ToGraphNormalForm: the module both the
+    backend choice and the dataflow passes start from."""
     from ..passes.bind_params import bind_params
-    from ..passes.fold_constant import fold_constant
-    from ..passes.fuse_ops import fuse_ops
-    from ..passes.simplify_inference import simplify_inference
     from ..passes.to_graph_normal_form import to_graph_normal_form
     from ..passes.type_infer import infer_types
 
-    mod = bind_params(mod, params or {}, entry)
-    mod = infer_types(mod)
-    mod = to_graph_normal_form(mod)
+    return to_graph_normal_form(infer_types(bind_params(mod, params or {}, entry)))
+
+
+def dataflow_passes(mod: IRModule, *, opt_level: int = 3) -> IRModule:
+    """SimplifyInference -> FoldConstant -> FuseOps on a module in graph form."""
+    from ..passes.fold_constant import fold_constant
+    from ..passes.fuse_ops import fuse_ops
+    from ..passes.simplify_inference import simplify_inference
+
     mod = simplify_inference(mod)
     if opt_level >= 1:
         mod = fold_constant(mod)
-    mod = fuse_ops(mod, max_depth=256 if opt_level >= 1 else 1)
-    return mod
+    return fuse_ops(mod, max_depth=256 if opt_level >= 1 else 1)
+
+
+def optimize_for_c(mod: IRModule, *, opt_level: int = 3,
+                   params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
+    """The typed, fused module the lowering takes."""
+    return dataflow_passes(graph_form(mod, params=params, entry=entry), opt_level=opt_level)
 
 
 def optimize_program(mod: IRModule, *, opt_level: int = 3,
@@ -96,15 +105,11 @@ def plan(mod: IRModule, name: str, *, opt_level: int = 3,
     check_model_name(name)
     if arena not in ("caller", "static"):
         raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
-    from ..passes.bind_params import bind_params
-    from ..passes.to_graph_normal_form import to_graph_normal_form
-    from ..passes.type_infer import infer_types
-
     # decided before the optimisations: an operator used as a value
     # (program backend only) must be eta-expanded before they re-infer types
-    typed = to_graph_normal_form(infer_types(bind_params(mod, params or {}, entry)))
+    typed = graph_form(mod, params=params, entry=entry)
     if is_dataflow(typed, entry):
-        fused = optimize_for_c(mod, opt_level=opt_level, params=params, entry=entry)
+        fused = dataflow_passes(typed, opt_level=opt_level)
         return plan_model(fused, name, arena=arena, entry=entry)
     program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry)
     return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)

@@ -56,6 +56,7 @@ right after the call.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -69,10 +70,9 @@ from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match
 from ..ir.module import IRModule
 from ..ir.types import FuncType, TensorType, TupleType, Type
 from .c_types import c_storage_type
-from .lower_group import flatten_type, group_ops, lower_group
-from .lower_model import KernelTable, describe_group
+from .lower_group import flatten_type
+from .lower_model import KernelTable
 from .match_tree import Fail, Leaf, Switch, compile_match
-from .te import LoweringError
 
 __all__ = ["ProgramLowering", "RETURN"]
 
@@ -260,14 +260,7 @@ class ProgramLowering:
         return main
 
     def kernel_call(self, em: _FunctionEmitter, call: Call, args: list[str]) -> str:
-        fn = call.op
-        assert isinstance(fn, Function)
-        try:
-            group = lower_group(fn, "k", source=describe_group(fn))
-        except LoweringError as e:
-            culprit = group_ops(fn)
-            raise _error(culprit[-1] if culprit else call, str(e)) from None
-        cname = self.kernels.kernel(group, [c.op.name for c in group_ops(fn)])
+        group, cname = self.kernels.lower_call(call)
         c_args: list[str] = []
         for a, value in zip(call.args, args):
             for path, leaf in _tensor_paths(a.checked_type):
@@ -276,24 +269,13 @@ class ProgramLowering:
         assert len(c_args) == len(group.inputs), (len(c_args), len(group.inputs))
         for buf, data in group.constants:
             c_args.append(f"{self.name}_{self.kernels.constant(buf.dtype, data)}")
-        outs = []
-        for t in flatten_type(call.checked_type):
-            tmp = em.temp()
-            nbytes = int(np.prod([int(d) for d in t.shape], dtype=np.int64)) * t.dtype.itemsize
-            em.line(f"{tmp} = aot_new_tensor(ctx, {nbytes}u);")
-            em.check_alloc(tmp)
-            outs.append(tmp)
-            c_args.append(f"({c_storage_type(t.dtype)} *)aot_tensor_out({tmp})")
-        scratch = []
-        for buf in group.scratch:
-            tmp = em.temp()
-            nbytes = int(np.prod([int(d) for d in buf.shape], dtype=np.int64)) * buf.dtype.itemsize
-            em.line(f"{tmp} = aot_new_tensor(ctx, {nbytes}u);")
-            em.check_alloc(tmp)
-            scratch.append(tmp)
-            c_args.append(f"({c_storage_type(buf.dtype)} *)aot_tensor_out({tmp})")
+        outs = [em.new_tensor(t.dtype, t.shape) for t in flatten_type(call.checked_type)]
+        scratch = [em.new_tensor(buf.dtype, buf.shape) for buf in group.scratch]
+        c_args += [f"({c_storage_type(dtype)} *)aot_tensor_out({tmp})"
+                   for tmp, dtype in (*outs, *scratch)]
+        outs = [tmp for tmp, _ in outs]
         em.line(f"{cname}({', '.join(c_args)});")
-        for tmp in scratch:
+        for tmp, _ in scratch:
             em.line(f"aot_release(ctx, {tmp});")
             em.line(f"{tmp} = NULL;")
         if not isinstance(call.checked_type, TupleType):
@@ -352,6 +334,23 @@ class _FunctionEmitter:
         self.borrowed.append(name)
         return name
 
+    def new_tensor(self, dtype, shape) -> tuple[str, object]:
+        """A temporary holding a fresh pool tensor (and its dtype)."""
+        tmp = self.temp()
+        nbytes = math.prod(int(d) for d in shape) * dtype.itemsize
+        self.line(f"{tmp} = aot_new_tensor(ctx, {nbytes}u);")
+        self.check_alloc(tmp)
+        return tmp, dtype
+
+    def new_cell(self, kind: str, tag: int, fields: Sequence[str]) -> str:
+        """A temporary holding a fresh cell whose fields retain ``fields``."""
+        tmp = self.temp()
+        self.line(f"{tmp} = aot_new_cell(ctx, {kind}, {tag}u, {len(fields)}u);")
+        self.check_alloc(tmp)
+        for i, f in enumerate(fields):
+            self.line(f"{tmp}->fields[{i}] = aot_retain({f});")
+        return tmp
+
     def check_alloc(self, tmp: str) -> None:
         self.line(f"if ({tmp} == NULL) {{")
         self.line("    st = AOT_ERR_POOL;")
@@ -386,9 +385,7 @@ class _FunctionEmitter:
         for name in self.params:
             if not any(name in line for line in self.lines):
                 head.append(f"    (void){name};  /* unused */")
-        if not uses_self:
-            pass
-        elif not any("self" in line for line in self.lines):
+        if uses_self and not any("self" in line for line in self.lines):
             head.append("    (void)self;")
         if n == 0 and uses_self:
             head.append("    (void)args;")
@@ -520,13 +517,8 @@ class _FunctionEmitter:
         info = self.prog.closure(fn, self_var)
         if info.static_obj is not None:
             return info.static_obj
-        tmp = self.temp()
-        n = len(info.captured)
-        self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_CLOSURE, 0u, {n}u);")
-        self.check_alloc(tmp)
+        tmp = self.new_cell("AOT_KIND_CLOSURE", 0, [self.lookup(v) for v in info.captured])
         self.line(f"{tmp}->u.code = {info.code};")
-        for i, v in enumerate(info.captured):
-            self.line(f"{tmp}->fields[{i}] = aot_retain({self.lookup(v)});")
         return tmp
 
     def lookup(self, v: Var) -> str:
@@ -542,12 +534,7 @@ class _FunctionEmitter:
     def tuple_of(self, fields: list[str]) -> str:
         if not fields:
             return self.prog.unit()
-        tmp = self.temp()
-        self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_TUPLE, 0u, {len(fields)}u);")
-        self.check_alloc(tmp)
-        for i, f in enumerate(fields):
-            self.line(f"{tmp}->fields[{i}] = aot_retain({f});")
-        return tmp
+        return self.new_cell("AOT_KIND_TUPLE", 0, fields)
 
     def value(self, e: Expr) -> str:
         """A C expression holding ``e``'s value, valid until the function
@@ -582,12 +569,7 @@ class _FunctionEmitter:
                 raise _error(e, "a primitive function used as a value")
             return self.make_closure(e, None)
         if isinstance(e, RefCreate):
-            v = self.value(e.value)
-            tmp = self.temp()
-            self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_REF, 0u, 1u);")
-            self.check_alloc(tmp)
-            self.line(f"{tmp}->fields[0] = aot_retain({v});")
-            return tmp
+            return self.new_cell("AOT_KIND_REF", 0, [self.value(e.value)])
         if isinstance(e, RefRead):
             r = self.value(e.ref)
             tmp = self.temp()
@@ -621,13 +603,7 @@ class _FunctionEmitter:
             args = [self.value(a) for a in e.args]
             if not args:
                 return self.prog.nullary(op)
-            tmp = self.temp()
-            self.line(f"{tmp} = aot_new_cell(ctx, AOT_KIND_ADT, {op.tag}u, "
-                      f"{len(args)}u);")
-            self.check_alloc(tmp)
-            for i, a in enumerate(args):
-                self.line(f"{tmp}->fields[{i}] = aot_retain({a});")
-            return tmp
+            return self.new_cell("AOT_KIND_ADT", op.tag, args)
         if isinstance(op, Op):
             raise _error(e, f"operator {op.name} outside a fused group")
         if isinstance(op, GlobalVar):
