@@ -17,15 +17,16 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,conformance]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# System tools the C backend's tests need (gcc, clang, make); installs only
-# what is missing.
+# System tools the tests need (gcc, clang, make, and the Cortex-M
+# cross toolchain and QEMU for examples/embedded); installs only what is
+# missing.
 deps:
-	bash scripts/install-ci-deps.sh
+	bash scripts/install-ci-deps.sh --embedded
 
 # The main job on a bundled example: type-check it and run it with the
 # reference interpreter.
