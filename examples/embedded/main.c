@@ -14,6 +14,12 @@
  *                         between two images with different N, halved)
  *   -DTD_CORRUPT=1        perturb the first expected value beyond its
  *                         tolerance: the check must then FAIL (negative test)
+ *
+ * On Arm targets it also measures the stack the inference uses: it paints
+ * TD_STACK_PAINT_BYTES below its own stack frame with a pattern before the
+ * run and afterwards finds the deepest word that changed (-DTD_NO_STACK
+ * turns this off; it assumes nothing else lives below the stack pointer,
+ * true for a bare-metal program without interrupts).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +30,11 @@
 #ifndef RUNS
 #define RUNS 1
 #endif
+
+/* Read at run time, so images built with different RUNS run the same code
+ * and differ only in this word: their instruction counts then differ by
+ * exactly (RUNS difference) x (one inference). */
+static volatile int runs = RUNS;
 
 #ifndef TD_CORRUPT
 #define TD_CORRUPT 0
@@ -45,6 +56,41 @@ static void *aligned_arena(void)
 {
     return NULL;
 }
+#endif
+
+#if defined(__arm__) && !defined(TD_NO_STACK)
+#define TD_MEASURE_STACK 1
+#ifndef TD_STACK_PAINT_BYTES
+#define TD_STACK_PAINT_BYTES 65536u
+#endif
+#define TD_STACK_PATTERN 0xA5C3A5C3u
+
+static uintptr_t stack_pointer(void)
+{
+    uintptr_t sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    return sp;
+}
+
+/* Fill [top - TD_STACK_PAINT_BYTES, top) with the pattern. */
+static void paint_stack(uintptr_t top)
+{
+    volatile uint32_t *p = (volatile uint32_t *)(top - TD_STACK_PAINT_BYTES);
+    while ((uintptr_t)p < top)
+        *p++ = TD_STACK_PATTERN;
+}
+
+/* The lowest address below `top` written since paint_stack(top) (`top`
+ * when none was). */
+static uintptr_t stack_low_water(uintptr_t top)
+{
+    volatile const uint32_t *p = (volatile const uint32_t *)(top - TD_STACK_PAINT_BYTES);
+    while ((uintptr_t)p < top && *p == TD_STACK_PATTERN)
+        ++p;
+    return (uintptr_t)p;
+}
+#else
+#define TD_MEASURE_STACK 0
 #endif
 
 static int is_float(td_kind kind)
@@ -174,11 +220,27 @@ int main(void)
     for (k = 0; k < TD_NUM_OUTPUTS; ++k)
         memset(td_outputs[k].got, 0xA5, td_outputs[k].size * element_bytes(td_outputs[k].kind));
 
-    for (run = 0; run < RUNS && status == 0; ++run)
+#if TD_MEASURE_STACK
+    /* Frames of the inference start at main's stack pointer; 64 bytes of
+     * it are left unpainted for paint_stack's own frame. */
+    uintptr_t stack_base = stack_pointer();
+    uintptr_t stack_top = (stack_base - 64u) & ~(uintptr_t)7u;
+    paint_stack(stack_top);
+#endif
+
+    for (run = 0; run < runs && status == 0; ++run)
         status = td_run(arena);
 
     printf("model %s: %d run(s), %lu MACs per inference, reference %s\n",
-           TD_MODEL_NAME, RUNS, (unsigned long)TD_MACS, TD_REFERENCE);
+           TD_MODEL_NAME, runs, (unsigned long)TD_MACS, TD_REFERENCE);
+#if TD_MEASURE_STACK
+    {
+        uintptr_t low = stack_low_water(stack_top);
+        printf("stack used by the inference: %s%lu bytes\n",
+               low <= stack_top - TD_STACK_PAINT_BYTES ? ">= " : "",
+               (unsigned long)(stack_base - low));
+    }
+#endif
     if (status != 0) {
         printf("FAIL %s: the entry function returned status %ld\n", TD_MODEL_NAME,
                (long)status);
