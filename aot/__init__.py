@@ -3,6 +3,7 @@
 The public API (see README.md)::
 
     mod = aot.parse(text, source_name="model.relay")
+    mod = aot.from_onnx("model.onnx", input_shapes={"input": (1, 3, 96, 96)})
     mod = aot.infer_types(mod)
     value = aot.interpret(mod, *args, entry="main")
     art = aot.compile(mod, "out/model", name="model", params={"w": w})
@@ -25,6 +26,16 @@ def parse(text: str, source_name: str = "<string>", **options: Any) -> IRModule:
     ``@main``).  Raises DiagnosticError on bad input."""
     from .ir.parser import parse_module
     return parse_module(text, source_name, **options)
+
+
+def from_onnx(model: Any, *, input_shapes: dict[str, tuple[int, ...]] | None = None,
+              source_name: str | None = None) -> IRModule:
+    """Import an ONNX model (a path, bytes or ``onnx.ModelProto``) as a
+    typed module; ``input_shapes`` fixes free dimensions of graph inputs.
+    Needs the ``onnx`` package (imported only here).  Raises
+    DiagnosticError on models it cannot import."""
+    from .frontend.onnx import from_onnx as _from_onnx
+    return _from_onnx(model, input_shapes=input_shapes, source_name=source_name)
 
 
 def infer_types(mod: IRModule) -> IRModule:
@@ -72,5 +83,5 @@ def prelude() -> IRModule:
     return load_prelude()
 
 
-__all__ = ["parse", "infer_types", "interpret", "compile", "load", "prelude", "IRModule", "Diagnostic",
+__all__ = ["parse", "from_onnx", "infer_types", "interpret", "compile", "load", "prelude", "IRModule", "Diagnostic",
            "DiagnosticError", "Span", "__version__"]

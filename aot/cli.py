@@ -9,6 +9,12 @@
                                    write the C artifact and build lib<NAME>.a
     aot ops                        list the operator catalogue
 
+FILE is Relay text (``.relay``) or an ONNX model (``.onnx``, imported by
+:func:`aot.from_onnx`).  For ONNX models, check/run/compile take
+``--input-shape NAME=1,3,96,96`` (repeatable) to fix the free (symbolic or
+unknown) dimensions of graph input NAME; its parameter in @main is NAME
+sanitized to an identifier (``input.1`` -> ``%input_1``).
+
 VALUE is a ``.npy`` file or a literal (``3``, ``1.5``, ``[[1, 2], [3, 4]]``)
 converted to the parameter's dtype.  User errors print
 ``file:line:col: error: ...`` and exit with status 1; a missing file or a
@@ -40,12 +46,44 @@ def _read_source(path: str) -> str:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _load_module(path: str):  # -> IRModule
+def _load_module(path: str, input_shapes: Sequence[str] = ()):  # -> IRModule
     from . import infer_types, parse
+    shapes = _parse_input_shapes(input_shapes)
     if path.endswith(".onnx"):
-        raise UsageError(f"{path}: the ONNX importer is not available yet")
+        return _load_onnx(path, shapes)
+    if shapes:
+        raise UsageError("--input-shape applies to ONNX models only")
     mod = parse(_read_source(path), source_name=path)
     return infer_types(mod)
+
+
+def _load_onnx(path: str, shapes: dict[str, tuple[int, ...]]):  # -> IRModule
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: cannot read: No such file")
+    try:
+        from .frontend.onnx import from_onnx
+    except ImportError as exc:
+        raise UsageError(f"{path}: importing ONNX models needs the onnx package "
+                         f"({exc})") from None
+    return from_onnx(path, input_shapes=shapes, source_name=path)
+
+
+def _parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """``NAME=1,3,96,96`` (an empty list ``NAME=`` is a scalar)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+        except ValueError:
+            shape = None
+        if not sep or not name or shape is None or any(d < 0 for d in shape):
+            raise UsageError(f"--input-shape expects NAME=D0,D1,... with non-negative "
+                             f"integers, got {spec!r}")
+        if name in shapes:
+            raise UsageError(f"--input-shape given twice for {name!r}")
+        shapes[name] = shape
+    return shapes
 
 
 def _parse_inputs(specs: Sequence[str], mod, entry: str) -> list:
@@ -99,7 +137,7 @@ def format_value(value: object) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .ir.prelude import PRELUDE_PATH
-    mod = _load_module(args.file)
+    mod = _load_module(args.file, args.input_shape)
     for gv, func in mod.functions.items():
         from_prelude = func.span is not None and func.span.source == str(PRELUDE_PATH)
         if args.all or not from_prelude:
@@ -109,7 +147,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .interpreter import run
-    mod = _load_module(args.file)
+    mod = _load_module(args.file, args.input_shape)
     inputs = _parse_inputs(args.input, mod, args.entry)
     if args.backend == "c":
         result = _run_c(mod, inputs, args.entry)
@@ -144,7 +182,7 @@ def _parse_params(specs: Sequence[str]) -> dict[str, np.ndarray]:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from . import compile as compile_model
-    mod = _load_module(args.file)
+    mod = _load_module(args.file, args.input_shape)
     params = _parse_params(args.param)
     artifact = compile_model(mod, args.output, name=args.name, opt_level=args.opt_level,
                              params=params, arena=args.arena, build=not args.no_build,
@@ -168,12 +206,19 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_input_shape(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="fix the shape of an ONNX graph input with free (symbolic or unknown) "
+                        "dimensions, e.g. input=1,3,96,96 (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aot", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("check", help="parse and type-check a program")
     p.add_argument("file")
     p.add_argument("--all", action="store_true", help="also list prelude functions")
+    _add_input_shape(p)
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("run", help="run @main and print the result")
     p.add_argument("file")
@@ -181,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--entry", default="main")
     p.add_argument("--backend", choices=["interp", "c"], default="interp",
                    help="the reference interpreter, or the compiled C through cffi")
+    _add_input_shape(p)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("compile", help="compile to a C artifact and build the library")
     p.add_argument("file")
@@ -197,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=None, metavar="N",
                    help="bound on nested non-tail calls of such programs (default 10000)")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
+    _add_input_shape(p)
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")
     p.set_defaults(func=cmd_ops)

@@ -1,1 +1,1 @@
-"""Importers from other formats (ONNX: not yet written)."""
+"""Importers from other formats: :mod:`aot.frontend.onnx` (``aot.from_onnx``)."""

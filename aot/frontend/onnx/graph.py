@@ -1,0 +1,429 @@
+"""Importing an ONNX graph: the walk over the nodes and the context the
+converters build IR with.
+
+Design note
+-----------
+The importer keeps, for every ONNX value name, the IR expression computing
+it, and walks the nodes once in graph order (ONNX requires a topologically
+sorted graph), handing each node to its converter (:mod:`.registry`).  The
+expressions form one dataflow graph: a value used twice is one shared node
+(a graph binding ``%0 = ...`` in the text format), so nothing is copied and
+the walk is linear in the number of nodes.
+
+*Types.*  Converters need the shapes and dtypes of their inputs (a Gemm
+must know ranks, a Conv its input size for ``auto_pad``).  Every graph
+input has a static shape (free dimensions must be fixed by
+``input_shapes``) and every other leaf is a constant, so every type is
+static and known while building: each call the context creates is typed on
+the spot by the operator's own type relation (the registry's ``rel``
+column, the same one type inference runs), from the already known types of
+its arguments.  The types live in a side table keyed by node identity; the
+finished module is then type-checked properly by ``infer_types``.  A
+relation that rejects a call (a model whose shapes do not broadcast, say)
+becomes a diagnostic naming the node.
+
+*Constants.*  Many ONNX inputs must be known at import time because they
+become attributes of IR operators (Reshape's shape, Slice's starts, the
+axes of Unsqueeze and of the opset-18 reductions, Pad's pads ...).  They
+come from initializers, Constant nodes, or subgraphs over them: PyTorch
+exports ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``.  ``Shape``
+of a value with a static type *is* a constant, so such chains end in
+constants.  The context records, per expression, whether it depends on
+constants only (one flag per node, set when the node is built); when a
+converter asks for the value of such an expression (:meth:`Context.const_value`),
+the reference interpreter evaluates it (the operators' NumPy references:
+nothing is re-implemented) and the array is cached.  Nothing else is
+folded here: an expression only used as an attribute disappears from the
+program (nothing refers to it), and constant subgraphs that stay in the
+program are left to the FoldConstant pass of the compiler.
+
+*Errors.*  Before converting anything, every node's operator, domain and
+schema version are checked and all unsupported nodes are reported
+together.  A converter rejects a node by raising through
+:meth:`Node.error`; the walk turns that into
+``model.onnx: error: node 'conv1' (Conv): <why>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ...diagnostics import DiagnosticError
+from ...interpreter import Interpreter
+from ...ir.attrs import NO_ATTRS, AttrError, Attrs
+from ...ir.dtype import DType
+from ...ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, op
+from ...ir.module import IRModule
+from ...ir.registry import RelationError, Solved, lookup as lookup_op
+from ...ir.types import TensorType, TupleType, Type
+from .dtypes import onnx_type_name, to_dtype
+from .errors import ConvertError, file_error, file_errors
+from .registry import Converter, lookup, normalize_domain
+
+#: the oldest default-domain opset the importer accepts
+MIN_OPSET = 11
+
+
+# ================================================================ context
+
+class Context:
+    """What converters build IR with: typed calls, constants, and the
+    values of constant expressions."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.types: dict[Expr, Type] = {}
+        #: expressions that depend on constants only
+        self._constish: set[Expr] = set()
+        self._values: dict[Expr, np.ndarray] = {}
+        self._evaluator = Interpreter(IRModule())
+
+    # ------------------------------------------------------------ types
+    def type_of(self, e: Expr) -> Type:
+        return self.types[e]
+
+    def tensor_type(self, e: Expr) -> TensorType:
+        t = self.types[e]
+        if not isinstance(t, TensorType):
+            raise ConvertError(f"expected a tensor, got {t}")
+        return t
+
+    def shape(self, e: Expr) -> tuple[int, ...]:
+        shape = self.tensor_type(e).shape
+        assert all(isinstance(d, int) for d in shape), f"dynamic shape {shape}"
+        return tuple(int(d) for d in shape)  # type: ignore[arg-type]
+
+    def dtype(self, e: Expr) -> DType:
+        return self.tensor_type(e).dtype
+
+    # --------------------------------------------------------- building
+    def constant(self, value: Any, dtype: DType | None = None) -> Constant:
+        arr = np.asarray(value, dtype=dtype.np if dtype is not None else None)
+        node = Constant(arr)
+        self.types[node] = node.tensor_type
+        self._constish.add(node)
+        self._values[node] = node.data
+        return node
+
+    def param(self, name: str, t: TensorType) -> Var:
+        v = Var(name, t)
+        self.types[v] = t
+        return v
+
+    def call(self, op_name: str, args: Sequence[Expr], attrs: Attrs | None = None,
+             **kwargs: Any) -> Expr:
+        """``op_name(*args)`` with attributes ``attrs`` (or built from
+        ``kwargs``), typed by the operator's relation."""
+        op_def = lookup_op(op_name)
+        assert op_def is not None, f"unknown operator {op_name}"
+        if attrs is None:
+            try:
+                attrs = op_def.attrs_type.from_raw(kwargs) if kwargs else NO_ATTRS
+            except AttrError as exc:
+                raise ConvertError(f"{op_name}: {exc}") from None
+        if attrs is NO_ATTRS and op_def.attrs_type is not Attrs:
+            attrs = op_def.attrs_type()
+        assert len(args) == op_def.arity, (op_name, len(args))
+        try:
+            out = op_def.rel([self.types[a] for a in args], attrs)
+        except RelationError as exc:
+            raise ConvertError(f"{op_name}: {exc}") from None
+        if isinstance(out, Solved):
+            out = out.out
+        assert out is not None, f"{op_name}: relation gave no type for {args}"
+        node = Call(op(op_name), tuple(args), attrs)
+        self.types[node] = out
+        if all(a in self._constish for a in args):
+            self._constish.add(node)
+        return node
+
+    def make_tuple(self, fields: Sequence[Expr]) -> Expr:
+        node = Tuple(tuple(fields))
+        self.types[node] = TupleType(tuple(self.types[f] for f in fields))
+        if all(f in self._constish for f in fields):
+            self._constish.add(node)
+        return node
+
+    def get_item(self, tup: Expr, index: int) -> Expr:
+        if isinstance(tup, Tuple):
+            return tup.fields[index]
+        t = self.types[tup]
+        assert isinstance(t, TupleType), t
+        node = TupleGetItem(tup, index)
+        self.types[node] = t.fields[index]
+        if tup in self._constish:
+            self._constish.add(node)
+        return node
+
+    # -------------------------------------------------------- constants
+    def is_constant(self, e: Expr) -> bool:
+        return e in self._constish
+
+    def const_value(self, e: Expr) -> np.ndarray | None:
+        """The value of ``e`` when it depends on constants only, else None."""
+        if e not in self._constish:
+            return None
+        value = self._values.get(e)
+        if value is None:
+            try:
+                result = self._evaluator.evaluate(e)
+            except DiagnosticError as exc:
+                raise ConvertError(f"cannot evaluate a constant input: {exc.message}") from None
+            assert isinstance(result, np.ndarray), type(result)
+            value = self._values[e] = result
+        return value
+
+
+# =================================================================== node
+
+def _attr_value(attr: onnx.AttributeProto) -> Any:
+    value = onnx.helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", errors="replace") for v in value]
+    return value
+
+
+class Node:
+    """One ONNX node as its converter sees it."""
+
+    def __init__(self, ctx: Context, proto: onnx.NodeProto, label: str, version: int,
+                 opset: int, inputs: list[Expr | None]) -> None:
+        self.ctx = ctx
+        self.proto = proto
+        self.label = label
+        self.op_type = proto.op_type
+        #: the since_version of the schema the model's opset selects
+        self.version = version
+        self.opset = opset
+        self.inputs = inputs
+        self.attrs: dict[str, Any] = {a.name: _attr_value(a) for a in proto.attribute}
+
+    # ---------------------------------------------------------- inputs
+    def has(self, i: int) -> bool:
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def input(self, i: int) -> Expr:
+        e = self.inputs[i] if i < len(self.inputs) else None
+        if e is None:
+            raise self.error(f"input #{i} is required")
+        return e
+
+    def optional(self, i: int) -> Expr | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def const(self, i: int, what: str) -> np.ndarray:
+        """The value of input ``i``, which must be a constant (an
+        initializer, a Constant node, or a subgraph over them)."""
+        e = self.input(i)
+        value = self.ctx.const_value(e)
+        if value is None:
+            name = self.proto.input[i]
+            raise self.error(f"the {what} (input '{name}') must be a constant: an initializer, "
+                             "a Constant node or computed from them")
+        return value
+
+    def const_ints(self, i: int, what: str) -> list[int]:
+        return [int(v) for v in np.asarray(self.const(i, what)).reshape(-1)]
+
+    # ------------------------------------------------------- attributes
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def unsupported(self, name: str, value: Any = None, why: str = "is not supported") -> \
+            ConvertError:
+        v = self.attrs.get(name) if value is None else value
+        return self.error(f"{name}={_fmt_attr(v)} {why}")
+
+    def error(self, message: str) -> ConvertError:
+        return ConvertError(message)
+
+    # -------------------------------------------------------- building
+    def call(self, op_name: str, args: Sequence[Expr], attrs: Attrs | None = None,
+             **kwargs: Any) -> Expr:
+        return self.ctx.call(op_name, args, attrs, **kwargs)
+
+    def constant(self, value: Any, dtype: DType | None = None) -> Constant:
+        return self.ctx.constant(value, dtype)
+
+    def shape(self, e: Expr) -> tuple[int, ...]:
+        return self.ctx.shape(e)
+
+    def dtype(self, e: Expr) -> DType:
+        return self.ctx.dtype(e)
+
+    def rank(self, e: Expr) -> int:
+        return len(self.ctx.shape(e))
+
+
+def _fmt_attr(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+# ============================================================ graph walk
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    proto: onnx.NodeProto
+    label: str
+    converter: Converter
+    version: int
+
+
+def node_label(proto: onnx.NodeProto, index: int) -> str:
+    """How diagnostics name a node: ``node 'conv1' (Conv)``."""
+    if proto.name:
+        return f"node '{proto.name}' ({proto.op_type})"
+    outs = [o for o in proto.output if o]
+    if outs:
+        return f"node #{index} ({proto.op_type}) producing '{outs[0]}'"
+    return f"node #{index} ({proto.op_type})"
+
+
+def default_opset(model: onnx.ModelProto) -> int | None:
+    for imp in model.opset_import:
+        if normalize_domain(imp.domain) == "":
+            return int(imp.version)
+    return None
+
+
+def _plan(model: onnx.ModelProto, source: str, opset: int) -> list[_Planned]:
+    """Every node's converter and schema version; all problems at once."""
+    domains = {normalize_domain(i.domain): int(i.version) for i in model.opset_import}
+    errors: list[str] = []
+    planned: list[_Planned] = []
+    for index, proto in enumerate(model.graph.node):
+        label = node_label(proto, index)
+        domain = normalize_domain(proto.domain)
+        if domain != "":
+            errors.append(f"{label}: operators of domain '{proto.domain}' are not supported "
+                          "(only the default ONNX domain is)")
+            continue
+        try:
+            version = int(onnx.defs.get_schema(proto.op_type, opset, domain).since_version)
+        except onnx.defs.SchemaError:
+            errors.append(f"{label}: {proto.op_type} is not an ONNX operator at opset {opset}")
+            continue
+        conv = lookup(proto.op_type, domain)
+        if conv is None:
+            errors.append(f"{label}: unsupported operator {proto.op_type}")
+            continue
+        if version not in conv.versions:
+            listed = ", ".join(str(v) for v in conv.versions)
+            errors.append(f"{label}: {proto.op_type} version {version} (selected by opset "
+                          f"{domains.get(domain, opset)}) is not supported; supported versions: "
+                          f"{listed}")
+            continue
+        planned.append(_Planned(proto, label, conv, version))
+    if errors:
+        raise file_errors(source, errors)
+    return planned
+
+
+_IDENT_START = re.compile(r"[A-Za-z_]")
+
+
+def sanitize_names(names: Sequence[str]) -> list[str]:
+    """IR identifiers for ONNX names, deterministic and unique: characters
+    outside ``[A-Za-z0-9_]`` become ``_``, a leading digit gets a ``_``
+    prefix, and a clash gets ``_1``, ``_2`` ... in order."""
+    out: list[str] = []
+    used: set[str] = set()
+    for name in names:
+        base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "input"
+        if not _IDENT_START.match(base):
+            base = "_" + base
+        cand = base
+        k = 1
+        while cand in used:
+            cand = f"{base}_{k}"
+            k += 1
+        used.add(cand)
+        out.append(cand)
+    return out
+
+
+def tensor_to_array(t: onnx.TensorProto, what: str) -> np.ndarray:
+    """An initializer or tensor attribute as an array of an IR dtype."""
+    dtype = to_dtype(t.data_type)
+    if dtype is None:
+        raise ConvertError(f"{what} has element type {onnx_type_name(t.data_type)}, "
+                           "which is not supported")
+    try:
+        arr = numpy_helper.to_array(t)
+    except Exception as exc:  # noqa: BLE001 - a malformed tensor in the file
+        raise ConvertError(f"{what} cannot be read: {exc}") from None
+    return np.asarray(arr, dtype=dtype.np)
+
+
+def import_graph(model: onnx.ModelProto, source: str,
+                 input_types: dict[str, TensorType]) -> IRModule:
+    """The module of a checked model whose graph inputs have the given
+    (static) types; see :func:`aot.frontend.onnx.from_onnx`."""
+    opset = default_opset(model)
+    assert opset is not None and opset >= MIN_OPSET
+    graph = model.graph
+    planned = _plan(model, source, opset)
+    ctx = Context(source)
+    values: dict[str, Expr] = {}
+    for init in graph.initializer:
+        try:
+            values[init.name] = ctx.constant(tensor_to_array(init, f"initializer '{init.name}'"))
+        except ConvertError as exc:
+            raise file_error(source, exc.message) from None
+    if len(graph.sparse_initializer):
+        raise file_error(source, "sparse initializers are not supported")
+    params: list[Var] = []
+    names = sanitize_names(list(input_types))
+    for (onnx_name, t), name in zip(input_types.items(), names):
+        v = ctx.param(name, t)
+        params.append(v)
+        values[onnx_name] = v
+    for item in planned:
+        _convert_node(ctx, item, values, opset)
+    outputs: list[Expr] = []
+    for out in graph.output:
+        if out.name not in values:
+            raise file_error(source, f"graph output '{out.name}' is not computed by any node")
+        outputs.append(values[out.name])
+    if not outputs:
+        raise file_error(source, "the graph has no outputs")
+    body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
+    mod = IRModule()
+    mod.add("main", Function(tuple(params), body))
+    return mod
+
+
+def _convert_node(ctx: Context, item: _Planned, values: dict[str, Expr], opset: int) -> None:
+    proto = item.proto
+    inputs: list[Expr | None] = []
+    for name in proto.input:
+        if not name:
+            inputs.append(None)
+            continue
+        if name not in values:
+            raise file_error(ctx.source, f"{item.label}: input '{name}' is not defined before "
+                             "the node")
+        inputs.append(values[name])
+    node = Node(ctx, proto, item.label, item.version, opset, inputs)
+    try:
+        results = list(item.converter.convert(node))
+    except ConvertError as exc:
+        raise file_error(ctx.source, f"{item.label}: {exc.message}") from None
+    for i, name in enumerate(proto.output):
+        if not name:
+            continue
+        value = results[i] if i < len(results) else None
+        if value is None:
+            raise file_error(ctx.source, f"{item.label}: output #{i} ('{name}') is not "
+                             "supported")
+        values[name] = value

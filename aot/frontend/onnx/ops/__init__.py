@@ -1,0 +1,4 @@
+"""Converter families, one module per ONNX operator family; importing this
+package registers them all."""
+
+from . import activation, conv, index, init, linear, math, norm, pool, shape  # noqa: F401

@@ -1,0 +1,133 @@
+"""Convolutions: Conv (1-d and 2-d) and ConvTranspose (1-d and 2-d).
+
+ONNX keeps data in NCHW and weights in OIHW (Conv) or IOHW (ConvTranspose),
+exactly the canonical layouts of ``nn.conv1d``/``nn.conv2d``/
+``nn.conv2d_transpose``; ``pads`` ``[x1_begin, x2_begin, x1_end, x2_end]``
+is the IR's ``[top, left, bottom, right]``.  A 1-d ConvTranspose runs as a
+2-d one of height 1.  The bias is added with ``nn.bias_add`` on axis 1.
+Schema versions: Conv/ConvTranspose 1 (opset < 11 is refused earlier), 11,
+and 22 (adds bfloat16 only).
+"""
+
+from __future__ import annotations
+
+from ....ir.expr import Expr
+from ..graph import Node
+from ..registry import converter
+from ._util import require_float, spatial_ints, spatial_pads
+
+_VERSIONS = (11, 22)
+
+
+def _kernel(node: Node, w_shape: tuple[int, ...], n: int) -> list[int]:
+    kernel = list(w_shape[2:])
+    given = node.attr("kernel_shape")
+    if given is not None and [int(k) for k in given] != kernel:
+        raise node.error(f"kernel_shape={list(given)} does not match the weight's shape "
+                         f"{list(w_shape)}")
+    return kernel
+
+
+def _spatial_rank(node: Node, x: Expr) -> int:
+    rank = node.rank(x)
+    if rank not in (3, 4):
+        raise node.error(f"only 1-d and 2-d convolutions are supported (input of rank {rank})")
+    return rank - 2
+
+
+def _add_bias(node: Node, y: Expr, index: int) -> Expr:
+    b = node.optional(index)
+    if b is None:
+        return y
+    return node.call("nn.bias_add", [y, b], axis=1)
+
+
+@converter("Conv", _VERSIONS)
+def convert_conv(node: Node) -> list[Expr]:
+    x, w = node.input(0), node.input(1)
+    require_float(node, x)
+    n = _spatial_rank(node, x)
+    x_shape, w_shape = node.shape(x), node.shape(w)
+    if len(w_shape) != n + 2:
+        raise node.error(f"the weight has shape {list(w_shape)}; rank {n + 2} is needed")
+    kernel = _kernel(node, w_shape, n)
+    strides = spatial_ints(node, "strides", n, 1)
+    dilations = spatial_ints(node, "dilations", n, 1)
+    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations)
+    groups = int(node.attr("group", 1))
+    if n == 1:
+        y = node.call("nn.conv1d", [x, w], strides=tuple(strides), dilation=tuple(dilations),
+                      padding=pads[0], groups=groups, channels=w_shape[0],
+                      kernel_size=tuple(kernel))
+    else:
+        (top, bottom), (left, right) = pads
+        y = node.call("nn.conv2d", [x, w], strides=tuple(strides), dilation=tuple(dilations),
+                      padding=(top, left, bottom, right), groups=groups, channels=w_shape[0],
+                      kernel_size=tuple(kernel))
+    return [_add_bias(node, y, 2)]
+
+
+def _transpose_pads(node: Node, in_sizes: tuple[int, ...], kernel: list[int],
+                    strides: list[int], dilations: list[int],
+                    out_pad: list[int]) -> list[tuple[int, int]]:
+    """(begin, end) cropping of the full transposed-convolution output per
+    spatial axis.  With ``output_shape`` (or ``auto_pad=SAME_*``, whose
+    target size is ``in * stride``) the total is what makes the output
+    that size, split as onnxruntime splits it: the odd unit at the end for
+    ``SAME_UPPER``, at the beginning otherwise."""
+    n = len(in_sizes)
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    output_shape = node.attr("output_shape")
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise node.unsupported("auto_pad", auto_pad)
+    if output_shape is None and auto_pad in ("NOTSET", "VALID"):
+        if auto_pad == "VALID":
+            return [(0, 0)] * n
+        return spatial_pads(node, in_sizes, kernel, strides, dilations)
+    if output_shape is not None:
+        targets = [int(v) for v in output_shape][-n:]
+        if len(targets) != n:
+            raise node.error(f"output_shape={list(output_shape)} needs {n} spatial sizes")
+    else:
+        targets = [size * s for size, s in zip(in_sizes, strides)]
+    out = []
+    for size, k, s, d, op, target in zip(in_sizes, kernel, strides, dilations, out_pad, targets):
+        total = s * (size - 1) + op + (k - 1) * d + 1 - target
+        if total < 0:
+            raise node.error(f"output_shape={list(output_shape or targets)} is larger than the "
+                             "transposed convolution produces")
+        small, big = total // 2, total - total // 2
+        out.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
+    return out
+
+
+@converter("ConvTranspose", _VERSIONS)
+def convert_conv_transpose(node: Node) -> list[Expr]:
+    x, w = node.input(0), node.input(1)
+    require_float(node, x)
+    n = _spatial_rank(node, x)
+    x_shape, w_shape = node.shape(x), node.shape(w)
+    if len(w_shape) != n + 2:
+        raise node.error(f"the weight has shape {list(w_shape)}; rank {n + 2} is needed")
+    kernel = _kernel(node, w_shape, n)
+    strides = spatial_ints(node, "strides", n, 1)
+    dilations = spatial_ints(node, "dilations", n, 1)
+    out_pad = [int(v) for v in node.attr("output_padding", [0] * n)]
+    if len(out_pad) != n or any(v < 0 for v in out_pad):
+        raise node.unsupported("output_padding", out_pad)
+    pads = _transpose_pads(node, x_shape[2:], kernel, strides, dilations, out_pad)
+    groups = int(node.attr("group", 1))
+    if n == 1:
+        x = node.call("expand_dims", [x], axis=2)
+        w = node.call("expand_dims", [w], axis=2)
+        kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
+        out_pad = [0] + out_pad
+        pads = [(0, 0)] + pads
+    (top, bottom), (left, right) = pads
+    y = node.call("nn.conv2d_transpose", [x, w], strides=tuple(strides),
+                  dilation=tuple(dilations), padding=(top, left, bottom, right),
+                  output_padding=tuple(out_pad), groups=groups, channels=w_shape[1] * groups,
+                  kernel_size=tuple(kernel))
+    if n == 1:
+        y = node.call("squeeze", [y], axis=(2,))
+    return [_add_bias(node, y, 2)]

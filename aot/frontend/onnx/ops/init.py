@@ -1,0 +1,140 @@
+"""Values and types: Constant, ConstantOfShape, Shape, Size, Range, Cast,
+CastLike.
+
+Shape and Size of a value are constants (every shape is static), which is
+what lets ``Shape -> Gather -> Concat -> Reshape`` chains fold.  Range's
+inputs must be constants and it becomes a constant too (its length decides
+its type).  Cast follows the IR's ``cast`` (float -> integer truncates
+toward zero, as ONNX; out-of-range values, undefined in ONNX, saturate).
+
+Versions (opset 11+; later ones only widen the types, the Cast/CastLike
+``round_mode`` of 24 and the Range ``stash_type`` of 27 only concern types
+the IR does not have): Constant 11, 12, 13, 19, 21; ConstantOfShape 9, 20,
+21; Shape 1, 13, 15, 19, 21; Size 1, 13, 19, 21; Range 11; Cast 9, 13, 19,
+21; CastLike 15, 19, 21; plus 23, 24, 25 where they exist.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from ....ir.expr import Expr
+from ..dtypes import onnx_type_name, to_dtype
+from ..errors import ConvertError
+from ..graph import Node, tensor_to_array
+from ..registry import converter
+
+_LATER = (23, 24, 25)
+
+
+def _tensor_attr(node: Node, value: onnx.TensorProto, what: str) -> np.ndarray:
+    try:
+        return tensor_to_array(value, what)
+    except ConvertError as exc:
+        raise node.error(exc.message) from None
+
+
+@converter("Constant", (11, 12, 13, 19, 21) + _LATER)
+def convert_constant(node: Node) -> list[Expr]:
+    attrs = node.attrs
+    if len(attrs) != 1:
+        raise node.error(f"needs exactly one value attribute, got {sorted(attrs)}")
+    (name, value), = attrs.items()
+    if name == "value":
+        arr = _tensor_attr(node, value, "the value")
+    elif name == "value_float":
+        arr = np.asarray(value, dtype=np.float32)
+    elif name == "value_floats":
+        arr = np.asarray(list(value), dtype=np.float32)
+    elif name == "value_int":
+        arr = np.asarray(value, dtype=np.int64)
+    elif name == "value_ints":
+        arr = np.asarray(list(value), dtype=np.int64)
+    elif name in ("value_string", "value_strings"):
+        raise node.error("string constants are not supported")
+    elif name == "sparse_value":
+        raise node.error("sparse constants are not supported")
+    else:
+        raise node.error(f"unknown attribute {name}")
+    return [node.constant(arr)]
+
+
+@converter("ConstantOfShape", (9, 20, 21) + _LATER)
+def convert_constant_of_shape(node: Node) -> list[Expr]:
+    shape = node.const_ints(0, "shape")
+    if any(d < 0 for d in shape):
+        raise node.error(f"the shape {shape} has a negative dimension")
+    value = node.attr("value")
+    fill = np.zeros((), dtype=np.float32) if value is None else \
+        _tensor_attr(node, value, "the value").reshape(-1)[:1].reshape(())
+    return [node.constant(np.full(tuple(shape), fill, dtype=fill.dtype))]
+
+
+@converter("Shape", (1, 13, 15, 19, 21) + _LATER)
+def convert_shape(node: Node) -> list[Expr]:
+    shape = node.shape(node.input(0))
+    rank = len(shape)
+    start = int(node.attr("start", 0))
+    end = node.attr("end")
+    end = rank if end is None else int(end)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return [node.constant(np.asarray(shape[start:end], dtype=np.int64))]
+
+
+@converter("Size", (1, 13, 19, 21) + _LATER)
+def convert_size(node: Node) -> list[Expr]:
+    return [node.constant(np.asarray(int(np.prod(node.shape(node.input(0)))), dtype=np.int64))]
+
+
+@converter("Range", (11,))
+def convert_range(node: Node) -> list[Expr]:
+    start, limit, delta = (node.const(i, name) for i, name in
+                           enumerate(("start", "limit", "delta")))
+    for v, name in ((start, "start"), (limit, "limit"), (delta, "delta")):
+        if v.shape != ():
+            raise node.error(f"{name} must be a scalar, got shape {list(v.shape)}")
+    if delta == 0:
+        raise node.error("delta must not be 0")
+    dtype = start.dtype
+    if limit.dtype != dtype or delta.dtype != dtype:
+        raise node.error(f"start, limit and delta must have one dtype, got {start.dtype}, "
+                         f"{limit.dtype} and {delta.dtype}")
+    n = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+    # element i is start + delta added i times, accumulated in the dtype
+    # (the specification's loop, and onnxruntime's)
+    values = np.empty(n, dtype=dtype)
+    acc = start[()]
+    with np.errstate(all="ignore"):
+        for i in range(n):
+            values[i] = acc
+            acc = dtype.type(acc + delta[()])
+    return [node.constant(values)]
+
+
+def _target(node: Node, elem_type: int) -> object:
+    dtype = to_dtype(int(elem_type))
+    if dtype is None:
+        raise node.error(f"casting to {onnx_type_name(int(elem_type))} is not supported")
+    return dtype
+
+
+@converter("Cast", (9, 13, 19, 21) + _LATER)
+def convert_cast(node: Node) -> list[Expr]:
+    x = node.input(0)
+    to = node.attr("to")
+    if to is None:
+        raise node.error("the attribute 'to' is required")
+    dtype = _target(node, to)
+    if node.dtype(x) == dtype:
+        return [x]
+    return [node.call("cast", [x], dtype=dtype)]
+
+
+@converter("CastLike", (15, 19, 21) + _LATER)
+def convert_cast_like(node: Node) -> list[Expr]:
+    x, like = node.input(0), node.input(1)
+    if node.dtype(x) == node.dtype(like):
+        return [x]
+    return [node.call("cast", [x], dtype=node.dtype(like))]

@@ -1,0 +1,73 @@
+"""Normalisation: BatchNormalization (inference), LayerNormalization.
+
+BatchNormalization maps onto ``nn.batch_norm`` on axis 1 (its first
+output); only inference is supported (``training_mode`` 0, and only the
+first output).  Version 15 lets the statistics have another float type
+than the data: they are cast to it.  Versions 9, 14, 15.
+
+LayerNormalization (17) normalises over the axes ``[axis, rank)``: when
+that is the last axis alone and Scale/B are vectors of its length,
+``nn.layer_norm``; otherwise the normalised axes are flattened into one
+for ``nn.layer_norm`` without scale and centre, the result reshaped back,
+and Scale/B applied with broadcasting.  The Mean and InvStdDev outputs are
+not supported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.expr import Expr
+from ..graph import Node
+from ..registry import converter
+from ._util import normalize_axis, prod, require_float
+
+
+@converter("BatchNormalization", (9, 14, 15))
+def convert_batch_norm(node: Node) -> list[Expr]:
+    x = node.input(0)
+    dt = require_float(node, x)
+    if node.attr("training_mode", 0):
+        raise node.unsupported("training_mode", why="(training) is not supported")
+    if len([o for o in node.proto.output if o]) > 1:
+        raise node.error("only the inference form (one output) is supported")
+    if node.rank(x) < 2:
+        raise node.error(f"the input must have rank >= 2, got {list(node.shape(x))}")
+    args = [x]
+    for i in range(1, 5):
+        p = node.input(i)
+        if node.dtype(p) != dt:
+            p = node.call("cast", [p], dtype=dt)
+        args.append(p)
+    bn = node.call("nn.batch_norm", args, axis=1, epsilon=float(node.attr("epsilon", 1e-5)))
+    return [node.ctx.get_item(bn, 0)]
+
+
+@converter("LayerNormalization", (17,))
+def convert_layer_norm(node: Node) -> list[Expr]:
+    x, scale, bias = node.input(0), node.input(1), node.optional(2)
+    require_float(node, x)
+    if len([o for o in node.proto.output if o]) > 1:
+        raise node.error("the Mean and InvStdDev outputs are not supported")
+    shape = node.shape(x)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape))
+    eps = float(node.attr("epsilon", 1e-5))
+    norm_shape = shape[axis:]
+    vec = (prod(norm_shape),)
+    simple = axis == len(shape) - 1 and node.shape(scale) == vec \
+        and (bias is None or node.shape(bias) == vec)
+    if simple:
+        beta = bias if bias is not None else node.constant(
+            np.zeros(vec, dtype=node.dtype(x).np))
+        return [node.call("nn.layer_norm", [x, scale, beta], axis=-1, epsilon=eps,
+                          center=bias is not None)]
+    flat = node.call("reshape", [x], newshape=shape[:axis] + vec)
+    ones = node.constant(np.ones(vec, dtype=node.dtype(x).np))
+    zeros = node.constant(np.zeros(vec, dtype=node.dtype(x).np))
+    y = node.call("nn.layer_norm", [flat, ones, zeros], axis=-1, epsilon=eps, center=False,
+                  scale=False)
+    y = node.call("reshape", [y], newshape=shape)
+    y = node.call("multiply", [y, scale])
+    if bias is not None:
+        y = node.call("add", [y, bias])
+    return [y]
