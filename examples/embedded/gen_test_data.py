@@ -30,9 +30,10 @@ tests/e2e/c_harness.py.  The generated kernels sum in a different order
 than NumPy (register-blocked loops versus BLAS), and C's expf is not
 NumPy's, so floats are not bit-exact even on the host; the rounding error of
 a float32 network grows with its depth, hence rtol 1e-4 rather than the 1e-5
-of single operators.  onnxruntime is further away (its own kernels, maybe
-FMA), so looser; its integer outputs may differ by one (requantisation
-rounding), the interpreter's must match exactly.
+of single operators.  onnxruntime has its own kernels (other orders, maybe
+FMA) but on the float32 MLPerf Tiny models its distance is of the same
+order, so the float tolerances are the same; its integer outputs may differ
+by one (requantisation rounding), the interpreter's must match exactly.
 
 The MAC count is taken from the typed IR: every conv/dense/matmul call in
 @main, counted from its argument and result shapes (see ``count_macs``).
@@ -67,7 +68,7 @@ class Tolerance:
 
 TOLERANCES = {
     "interp": Tolerance(atol=2e-5, rtol=1e-4, int_atol=0),
-    "onnxruntime": Tolerance(atol=1e-4, rtol=1e-3, int_atol=1),
+    "onnxruntime": Tolerance(atol=2e-5, rtol=1e-4, int_atol=1),
 }
 
 
