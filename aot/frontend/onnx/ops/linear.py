@@ -56,7 +56,16 @@ def convert_gemm(node: Node) -> list[Expr]:
 @converter("MatMul", (9, 13))
 def convert_matmul(node: Node) -> list[Expr]:
     a, b = node.input(0), node.input(1)
+    if node.dtype(a) != node.dtype(b) or node.dtype(a).is_bool:
+        raise node.error(f"operands of dtypes {node.dtype(a)} and {node.dtype(b)} are not "
+                         "supported")
+    return [matmul(node, a, b)]
+
+
+def matmul(node: Node, a: Expr, b: Expr) -> Expr:
+    """NumPy's ``matmul(a, b)`` (see the module docstring)."""
     a_shape, b_shape = node.shape(a), node.shape(b)
+    orig = (list(a_shape), list(b_shape))
     if not a_shape or not b_shape:
         raise node.error("MatMul of a scalar is not defined")
     squeeze: list[int] = []
@@ -69,8 +78,7 @@ def convert_matmul(node: Node) -> list[Expr]:
         b_shape = b_shape + (1,)
         squeeze.append(-1)
     if a_shape[-1] != b_shape[-2]:
-        raise node.error(f"shapes {list(node.shape(node.input(0)))} and "
-                         f"{list(node.shape(node.input(1)))} cannot be multiplied")
+        raise node.error(f"shapes {orig[0]} and {orig[1]} cannot be multiplied")
     if len(b_shape) == 2:
         y = node.call("nn.matmul", [a, b])
     else:
@@ -78,7 +86,7 @@ def convert_matmul(node: Node) -> list[Expr]:
     if squeeze:
         rank = node.rank(y)
         y = node.call("squeeze", [y], axis=tuple(sorted(rank + s for s in squeeze)))
-    return [y]
+    return y
 
 
 def _batched(node: Node, a: Expr, b: Expr, a_shape: tuple[int, ...],

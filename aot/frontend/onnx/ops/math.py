@@ -87,7 +87,7 @@ def convert_mod(node: Node) -> list[Expr]:
     return [node.call("mod" if fmod else "floor_mod", [a, b])]
 
 
-@converter("Pow", (12, 13, 15))
+@converter("Pow", (7, 12, 13, 15))
 def convert_pow(node: Node) -> list[Expr]:
     x, y = node.input(0), node.input(1)
     xt, yt = node.dtype(x), node.dtype(y)

@@ -1,4 +1,4 @@
-"""Normalisation: BatchNormalization (inference), LayerNormalization.
+"""Normalisation: BatchNormalization (inference), LayerNormalization, LRN.
 
 BatchNormalization maps onto ``nn.batch_norm`` on axis 1 (its first
 output); only inference is supported (``training_mode`` 0, and only the
@@ -71,3 +71,36 @@ def convert_layer_norm(node: Node) -> list[Expr]:
     if bias is not None:
         y = node.call("add", [y, bias])
     return [y]
+
+
+@converter("LRN", (1, 13))
+def convert_lrn(node: Node) -> list[Expr]:
+    """``x / (bias + alpha/size * square_sum)^beta`` with ``square_sum``
+    over the channel window ``[c - floor((size-1)/2), c + ceil((size-1)/2)]``:
+    the window mean of ``x*x`` (zeros outside, counted) is an average pool
+    over channels of the ``(N, 1, C, H*W)`` view, and ``alpha/size *
+    square_sum`` is ``alpha`` times that mean."""
+    x = node.input(0)
+    require_float(node, x)
+    shape = node.shape(x)
+    if len(shape) < 3:
+        raise node.error(f"the input must have rank >= 3, got {list(shape)}")
+    size = node.attr("size")
+    if size is None or int(size) < 1:
+        raise node.error(f"size must be a positive integer, got {size}")
+    size = int(size)
+    alpha, beta = float(node.attr("alpha", 1e-4)), float(node.attr("beta", 0.75))
+    bias = float(node.attr("bias", 1.0))
+    n, c = shape[0], shape[1]
+    rest = prod(shape[2:])
+    sq = node.call("multiply", [x, x])
+    view = node.call("reshape", [sq], newshape=(n, 1, c, rest))
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    mean = node.call("nn.avg_pool2d", [view], pool_size=(size, 1),
+                     padding=(before, 0, after, 0), count_include_pad=True)
+    mean = node.call("reshape", [mean], newshape=shape)
+    dt = node.dtype(x)
+    scaled = node.call("multiply", [mean, node.constant(np.asarray(alpha, dt.np))])
+    base = node.call("add", [scaled, node.constant(np.asarray(bias, dt.np))])
+    den = node.call("power", [base, node.constant(np.asarray(beta, dt.np))])
+    return [node.call("divide", [x, den])]
