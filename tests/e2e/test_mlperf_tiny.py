@@ -1,0 +1,153 @@
+"""The MLPerf Tiny models end to end: ONNX -> aot.from_onnx -> C, against
+onnxruntime and the interpreter.
+
+The models are the four reference architectures of
+``examples/mlperf_tiny/models.py`` with seeded random weights.  Each is
+imported, compiled and loaded once (module-scoped fixture); the C result and
+the interpreter's result on seeded random inputs are compared with
+onnxruntime's.
+
+Tolerance (float32): ``rtol = 1e-5`` and ``atol = 1e-5 * max(1, max |expected|)``.
+The three implementations sum the same products in different orders
+(onnxruntime's blocked convolution/GEMM kernels, which also fold
+BatchNormalization into the weights; NumPy; the C loop nests), so results
+are not bit-equal: each layer's dot products of up to 576 terms of size O(1)
+carry a rounding error of a few float32 ulps (eps = 6e-8) of their largest
+term, and 10 to 28 layers compound it.  Measured on x86-64 (AVX-512 ORT
+kernels): 1e-7 on the three classifiers' probabilities and 2e-6 (relative
+to the output's magnitude) on the autoencoder, so 1e-5 leaves 5x room.
+Semantic mistakes land far above it: a BatchNormalization epsilon of 1e-5
+instead of 1e-3 moves the outputs by 4e-4 to 3e-2, dropping one bias by
+2e-3 to 1e-1.  The C is compared with the interpreter under the same
+tolerance: they too sum in different orders.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+import aot  # noqa: E402
+
+MODELS_PY = Path(__file__).resolve().parents[2] / "examples" / "mlperf_tiny" / "models.py"
+RTOL = 1e-5
+ATOL = 1e-5
+SEEDS = (0, 1, 2)
+
+
+def _load_models():
+    spec = importlib.util.spec_from_file_location("mlperf_tiny_models", MODELS_PY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+models = _load_models()
+NAMES = list(models.MODELS)
+
+
+def _inputs(model) -> list[np.ndarray]:
+    shape = models.input_shape(model)
+    return [np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+            for seed in SEEDS]
+
+
+def _ort_run(model, x: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+def _assert_close(got, want, what: str) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    assert got.dtype == np.float32, f"{what}: dtype {got.dtype}"
+    atol = ATOL * max(1.0, float(np.max(np.abs(want))))
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                               rtol=RTOL, atol=atol, err_msg=what)
+
+
+# -- the models themselves -----------------------------------------------------
+
+def test_mac_counts_follow_the_architectures():
+    """MACs counted from the graphs agree with the counts written out from
+    the layer shapes (conv: out pixels x out channels x in channels/group x kernel)."""
+    ds = 25 * 5 * 64 * (10 * 4) + 4 * (25 * 5 * 64 * 9 + 25 * 5 * 64 * 64) + 64 * 12
+    ae = 640 * 128 + 3 * 128 * 128 + 128 * 8 + 8 * 128 + 3 * 128 * 128 + 128 * 640
+    rn = (32 * 32 * 16 * 3 * 9 + 2 * 32 * 32 * 16 * 16 * 9
+          + 16 * 16 * 32 * 16 * 9 + 16 * 16 * 32 * 32 * 9 + 16 * 16 * 32 * 16
+          + 8 * 8 * 64 * 32 * 9 + 8 * 8 * 64 * 64 * 9 + 8 * 8 * 64 * 32
+          + 64 * 10)
+    assert models.macs(models.ds_cnn()) == ds
+    assert models.macs(models.fc_autoencoder()) == ae
+    assert models.macs(models.resnet8()) == rn
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_model_runs_in_onnxruntime(name):
+    model = models.build(name)
+    y = _ort_run(model, _inputs(model)[0])
+    out_dims = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+    assert list(y.shape) == out_dims
+    assert np.all(np.isfinite(y))
+    if name != "fc_autoencoder":          # classifiers end in Softmax
+        np.testing.assert_allclose(y.sum(), 1.0, rtol=1e-5)
+        assert y.max() < 0.999, "saturated softmax: the random weights are badly scaled"
+
+
+def test_models_are_deterministic():
+    for name in NAMES:
+        assert models.build(name).SerializeToString() == models.build(name).SerializeToString()
+
+
+# -- through aot -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """name -> (onnx model, imported module, loaded C callable), built on demand."""
+    cache: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in cache:
+            model = models.build(name)
+            root = tmp_path_factory.mktemp(name)
+            path = root / f"{name}.onnx"
+            onnx.save(model, path)
+            mod = aot.from_onnx(str(path))
+            art = aot.compile(mod, root / "artifact", name=name)
+            cache[name] = (model, mod, aot.load(art), art)
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_c_matches_onnxruntime_and_interpreter(name, compiled):
+    model, mod, fn, _ = compiled(name)
+    for seed, x in zip(SEEDS, _inputs(model)):
+        want = _ort_run(model, x)
+        got_c = fn(x)
+        got_interp = aot.interpret(mod, x)
+        _assert_close(got_interp, want, f"{name} seed {seed}: interpreter vs onnxruntime")
+        _assert_close(got_c, want, f"{name} seed {seed}: C vs onnxruntime")
+        _assert_close(got_c, got_interp, f"{name} seed {seed}: C vs interpreter")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_artifact_memory_and_shapes(name, compiled):
+    model, _, _, art = compiled(name)
+    meta = art.metadata
+    assert meta["inputs"][0]["shape"] == list(models.input_shape(model))
+    out_dims = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+    assert meta["outputs"][0]["shape"] == out_dims
+    assert meta["arena_lower_bound_bytes"] <= meta["arena_bytes"]
+    # every weight is a constant in flash: at least the initializers' bytes
+    # that survive folding BatchNormalization into the layer before it
+    weights = sum(4 * int(np.prod(t.dims)) for t in model.graph.initializer
+                  if t.name.startswith("w_"))
+    assert meta["constant_bytes"] >= weights
