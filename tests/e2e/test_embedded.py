@@ -156,6 +156,18 @@ def test_count_instructions_per_inference(build_dir):
     assert count["stack_bytes"] > 0
 
 
+@needs_make
+@needs_arm
+def test_qemu_mlperf_tiny_ds_cnn(build_dir):
+    """An ONNX model end to end: examples/mlperf_tiny/models.py builds
+    DS-CNN, `aot compile ds_cnn.onnx` compiles it, onnxruntime (or the
+    interpreter) gives the expected outputs."""
+    pytest.importorskip("onnx", reason="the MLPerf Tiny builder needs the onnx package")
+    result = make(build_dir, "qemu", MODEL="ds_cnn")
+    assert_pass(result, "ds_cnn")
+    assert "2656768 MACs per inference" in result.stdout   # the published count
+
+
 # ---------------------------------------------------------------- MAC count
 
 def macs_of(text: str) -> int:
