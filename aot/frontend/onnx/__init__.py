@@ -8,8 +8,11 @@
 graph order, names sanitized to IR identifiers), the initializers and
 Constant nodes become constants, and it returns the single graph output or
 a tuple of the outputs in graph order.  Free dimensions of graph inputs
-(symbolic, or 0/unset) must be fixed by ``input_shapes`` (the CLI's
+(symbolic, or without a value) must be fixed by ``input_shapes`` (the CLI's
 ``--input-shape NAME=1,3,96,96``): the compiler plans memory statically.
+A dimension 0 is taken literally (an empty tensor, as the ONNX test suite
+uses it), but ``input_shapes`` may override it, for exporters that write 0
+for "unknown".
 
 Supported: the default ONNX domain at opsets 11 to 21, and later opsets for
 operators whose newer schemas only widened their types; see
@@ -132,7 +135,7 @@ def _input_type(inp: onnx.ValueInfoProto,
     if tt.HasField("shape"):
         dims = []
         for d in tt.shape.dim:
-            if d.HasField("dim_value") and d.dim_value > 0:
+            if d.HasField("dim_value") and d.dim_value >= 0:
                 dims.append(int(d.dim_value))
             elif d.HasField("dim_param") and d.dim_param:
                 dims.append(d.dim_param)
@@ -149,7 +152,7 @@ def _input_type(inp: onnx.ValueInfoProto,
                 return None, (f"the shape {shape} given for input '{name}' has rank "
                               f"{len(shape)}, but the model declares rank {len(dims)} {shown}")
             for axis, (d, g) in enumerate(zip(dims, shape)):
-                if isinstance(d, int) and d != g:
+                if isinstance(d, int) and d != g and d != 0:
                     return None, (f"the shape {shape} given for input '{name}' conflicts with "
                                   f"the model, which fixes axis {axis} to {d} {shown}")
         return TensorType(shape, dtype), None

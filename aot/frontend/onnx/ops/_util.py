@@ -85,3 +85,13 @@ def require_float(node: Node, e: Expr, what: str = "the input") -> DType:
     if not dt.is_float:
         raise node.error(f"{what} has dtype {dt}; a floating-point tensor is required")
     return dt
+
+
+def reshape_to(node: Node, x: Expr, shape: tuple[int, ...]) -> Expr:
+    """``x`` reshaped to the explicit ``shape`` (``x`` itself when it has
+    that shape already)."""
+    shape = tuple(int(d) for d in shape)
+    if node.shape(x) == shape:
+        return x
+    # explicit extents only: allowzero makes a 0 an extent, not "copy"
+    return node.call("reshape", [x], newshape=shape, allowzero=0 in shape)

@@ -32,7 +32,7 @@ import math
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, prod, require_float, scalar_like
+from ._util import normalize_axis, prod, require_float, reshape_to, scalar_like
 
 
 def _unary(op_name: str):
@@ -65,7 +65,7 @@ def convert_prelu(node: Node) -> list[Expr]:
     if len(varying) == 1 and aligned[varying[0]] == x_shape[varying[0]] \
             and node.dtype(slope) == node.dtype(x):
         axis = varying[0]
-        vec = node.call("reshape", [slope], newshape=(x_shape[axis],))
+        vec = reshape_to(node, slope, (x_shape[axis],))
         return [node.call("nn.prelu", [x, vec], axis=axis)]
     zero = scalar_like(node, 0, x)
     neg = node.call("less", [x, zero])
@@ -199,9 +199,9 @@ def _softmax(node: Node, op_name: str) -> list[Expr]:
     axis = normalize_axis(node, int(node.attr("axis", 1)), max(rank, 1))
     if axis == rank - 1:
         return [node.call(op_name, [x], axis=-1)]
-    flat = node.call("reshape", [x], newshape=(prod(shape[:axis]), prod(shape[axis:])))
+    flat = reshape_to(node, x, (prod(shape[:axis]), prod(shape[axis:])))
     y = node.call(op_name, [flat], axis=-1)
-    return [node.call("reshape", [y], newshape=shape)]
+    return [reshape_to(node, y, shape)]
 
 
 @converter("Softmax", (11, 13))

@@ -18,8 +18,7 @@
   IR's sort is stable in both directions), as ONNX requires; indices are
   int64.
 
-Versions: Slice 11, 13; Gather 11, 13; GatherElements 11, 13; OneHot 9,
-11; ArgMax/ArgMin 11, 12, 13; TopK 11, 24 (bfloat16 only).
+Versions: Slice 11, 13; Gather 11, 13; GatherElements 11, 13; OneHot 11; ArgMax/ArgMin 11, 12, 13; TopK 11, 24 (bfloat16 only).
 """
 
 from __future__ import annotations
@@ -105,11 +104,21 @@ def _non_negative(node: Node, idx: Expr, extent: int) -> Expr:
 def convert_gather_elements(node: Node) -> list[Expr]:
     data, idx = node.input(0), _index_input(node, 1)
     axis = normalize_axis(node, int(node.attr("axis", 0)), node.rank(data))
-    idx = _non_negative(node, idx, node.shape(data)[axis])
+    d_shape, i_shape = node.shape(data), node.shape(idx)
+    if len(d_shape) != len(i_shape) or any(i > d for k, (d, i) in enumerate(zip(d_shape, i_shape))
+                                           if k != axis):
+        raise node.error(f"indices {list(i_shape)} do not fit the data {list(d_shape)} "
+                         f"off axis {axis}")
+    if any(i != d for k, (d, i) in enumerate(zip(d_shape, i_shape)) if k != axis):
+        # only data[..., j < indices.shape[k], ...] is read off the axis
+        ends = tuple(d if k == axis else i for k, (d, i) in enumerate(zip(d_shape, i_shape)))
+        data = node.call("strided_slice", [data], begin=(0,) * len(ends), end=ends,
+                         strides=(1,) * len(ends))
+    idx = _non_negative(node, idx, d_shape[axis])
     return [node.call("gather", [data, idx], axis=axis)]
 
 
-@converter("OneHot", (9, 11))
+@converter("OneHot", (11,))
 def convert_one_hot(node: Node) -> list[Expr]:
     idx, values = node.input(0), node.input(2)
     if node.dtype(idx).is_bool:
@@ -124,8 +133,7 @@ def convert_one_hot(node: Node) -> list[Expr]:
         raise node.error(f"values must have shape [2], got {list(node.shape(values))}")
     if not node.dtype(idx).is_int:
         idx = node.call("cast", [idx], dtype=DType.INT64)
-    if node.version >= 11:
-        idx = _non_negative(node, idx, depth)
+    idx = _non_negative(node, idx, depth)
     off = node.call("take", [values, node.constant(np.asarray(0, np.int64))], axis=0)
     on = node.call("take", [values, node.constant(np.asarray(1, np.int64))], axis=0)
     axis = int(node.attr("axis", -1))

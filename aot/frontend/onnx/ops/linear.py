@@ -21,7 +21,7 @@ import numpy as np
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import broadcast_shape, prod, scalar_like
+from ._util import broadcast_shape, prod, reshape_to, scalar_like
 
 
 @converter("Gemm", (11, 13))
@@ -98,7 +98,7 @@ def _batched(node: Node, a: Expr, b: Expr, a_shape: tuple[int, ...],
     y = node.call("nn.batch_matmul", [a3, b3], transpose_b=False)
     out_shape = batch + (m, n)
     if node.shape(y) != out_shape:
-        y = node.call("reshape", [y], newshape=out_shape)
+        y = reshape_to(node, y, out_shape)
     return y
 
 
@@ -115,5 +115,5 @@ def _as_batch(node: Node, x: Expr, shape: tuple[int, ...], batch: tuple[int, ...
             x = node.call("broadcast_to", [x], shape=batch + (rows, cols))
         target = (prod(batch), rows, cols)
     if shape != target:
-        x = node.call("reshape", [x], newshape=target)
+        x = reshape_to(node, x, target)
     return x

@@ -20,7 +20,7 @@ import numpy as np
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, prod, require_float
+from ._util import normalize_axis, prod, require_float, reshape_to
 
 
 @converter("BatchNormalization", (9, 14, 15))
@@ -61,12 +61,12 @@ def convert_layer_norm(node: Node) -> list[Expr]:
             np.zeros(vec, dtype=node.dtype(x).np))
         return [node.call("nn.layer_norm", [x, scale, beta], axis=-1, epsilon=eps,
                           center=bias is not None)]
-    flat = node.call("reshape", [x], newshape=shape[:axis] + vec)
+    flat = reshape_to(node, x, shape[:axis] + vec)
     ones = node.constant(np.ones(vec, dtype=node.dtype(x).np))
     zeros = node.constant(np.zeros(vec, dtype=node.dtype(x).np))
     y = node.call("nn.layer_norm", [flat, ones, zeros], axis=-1, epsilon=eps, center=False,
                   scale=False)
-    y = node.call("reshape", [y], newshape=shape)
+    y = reshape_to(node, y, shape)
     y = node.call("multiply", [y, scale])
     if bias is not None:
         y = node.call("add", [y, bias])
@@ -94,11 +94,11 @@ def convert_lrn(node: Node) -> list[Expr]:
     n, c = shape[0], shape[1]
     rest = prod(shape[2:])
     sq = node.call("multiply", [x, x])
-    view = node.call("reshape", [sq], newshape=(n, 1, c, rest))
+    view = reshape_to(node, sq, (n, 1, c, rest))
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
     mean = node.call("nn.avg_pool2d", [view], pool_size=(size, 1),
                      padding=(before, 0, after, 0), count_include_pad=True)
-    mean = node.call("reshape", [mean], newshape=shape)
+    mean = reshape_to(node, mean, shape)
     dt = node.dtype(x)
     scaled = node.call("multiply", [mean, node.constant(np.asarray(alpha, dt.np))])
     base = node.call("add", [scaled, node.constant(np.asarray(bias, dt.np))])

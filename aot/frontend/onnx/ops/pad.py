@@ -13,7 +13,7 @@ from __future__ import annotations
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, scalar_like
+from ._util import normalize_axis, reshape_to, scalar_like
 
 _MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect"}
 
@@ -51,7 +51,7 @@ def convert_pad(node: Node) -> list[Expr]:
                 raise node.error(f"constant_value must be a scalar, got shape "
                                  f"{list(node.shape(value))}")
             elif node.shape(value) == (1,):
-                value = node.call("reshape", [value], newshape=())
+                value = reshape_to(node, value, ())
         else:
             value = scalar_like(node, 0, x)
             for axis, (b, e) in enumerate(widths):

@@ -43,7 +43,7 @@ from ....ir.expr import Expr
 from ..dtypes import onnx_type_name, to_dtype
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, spatial_ints, spatial_pads
+from ._util import normalize_axis, reshape_to, spatial_ints, spatial_pads
 from .linear import matmul
 
 _QTYPES = (DType.UINT8, DType.INT8, DType.UINT16, DType.INT16)
@@ -77,11 +77,11 @@ def _broadcastable(node: Node, p: Expr, x_shape: tuple[int, ...], axis: int, blo
     """``p`` reshaped or expanded to broadcast against the input."""
     layout = _param_layout(node, p, x_shape, axis, block, what)
     if layout == "scalar":
-        return p if node.shape(p) == () else node.call("reshape", [p], newshape=())
+        return p if node.shape(p) == () else reshape_to(node, p, ())
     if layout == "axis":
         shape = [1] * len(x_shape)
         shape[axis] = x_shape[axis]
-        return node.call("reshape", [p], newshape=tuple(shape))
+        return reshape_to(node, p, tuple(shape))
     full = node.call("repeat", [p], repeats=block, axis=axis)
     if node.shape(full)[axis] != x_shape[axis]:
         full = node.call("strided_slice", [full], begin=(0,), end=(x_shape[axis],),
@@ -168,9 +168,9 @@ def convert_dequantize(node: Node) -> list[Expr]:
     layout = _param_layout(node, scale, shape, axis, block, "scale")
     if layout != "block" and out is DType.FLOAT32:
         s = scale32 if layout == "axis" or node.shape(scale) == () else \
-            node.call("reshape", [scale32], newshape=())
+            reshape_to(node, scale32, ())
         z = zp32 if layout == "axis" or node.shape(zp32) == () else \
-            node.call("reshape", [zp32], newshape=())
+            reshape_to(node, zp32, ())
         return [node.call("qnn.dequantize", [x, s, z], axis=axis if shape else -1,
                           out_dtype=DType.FLOAT32)]
     s = _broadcastable(node, scale32, shape, axis, block, "scale")

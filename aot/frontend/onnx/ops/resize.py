@@ -1,6 +1,10 @@
-"""Resize (versions 11, 13, 18, 19) and Upsample (version 10, deprecated).
+"""Resize (versions 11, 13, 18, 19).
 
-Both map onto ``image.resize2d`` on NCHW tensors whose N and C are not
+(Upsample is deprecated from opset 10 on and refused by onnxruntime at
+opset 11+, the importer's range; ``onnx.version_converter`` turns an older
+model's Upsample into Resize.)
+
+Resize maps onto ``image.resize2d`` on NCHW tensors whose N and C are not
 resized.  The IR's resize derives source coordinates from the ratio of the
 integer sizes (exactly, as fractions), whereas ONNX uses the ``scales``
 value when scales are given; the two agree when ``in * scale`` is the
@@ -16,8 +20,7 @@ rounding methods of the same names; ``cubic_coeff_a`` and
 ``exclude_outside`` to ``cubic_alpha``/``cubic_exclude``.  Version 18's
 ``axes`` may name only H and W; ``keep_aspect_ratio_policy`` must be
 ``stretch`` when sizes are given; ``antialias`` is accepted where it has no
-effect (no axis shrinks).  Upsample is asymmetric with floor rounding for
-nearest (its definition).
+effect (no axis shrinks).
 """
 
 from __future__ import annotations
@@ -110,8 +113,8 @@ def convert_resize(node: Node) -> list[Expr]:
     if sizes is not None:
         if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
             raise node.unsupported("keep_aspect_ratio_policy")
-        out = [int(v) for v in _expand_axes(node, rank, sizes, None)]
-        out = [d if o is None else o for d, o in zip(shape, out)]
+        given = _expand_axes(node, rank, sizes, None)
+        out = [d if o is None else int(o) for d, o in zip(shape, given)]
     elif scales is not None:
         full = _expand_axes(node, rank, scales, 1.0)
         out = _sizes_from_scales(node, shape, full)
@@ -137,18 +140,3 @@ def convert_resize(node: Node) -> list[Expr]:
             raise node.error(f"roi={r} crops the batch or channel axis")
         roi = (starts[2], starts[3], ends[2], ends[3])
     return [_resize(node, x, out, _METHOD[mode], coord, nearest, roi)]
-
-
-@converter("Upsample", (10,))
-def convert_upsample(node: Node) -> list[Expr]:
-    x = node.input(0)
-    shape = node.shape(x)
-    mode = node.attr("mode", "nearest")
-    if mode not in ("nearest", "linear"):
-        raise node.unsupported("mode")
-    scales = node.const(1, "scales").astype(np.float64).tolist()
-    if len(scales) != len(shape):
-        raise node.error(f"scales={scales} needs one value per axis ({len(shape)})")
-    out = _sizes_from_scales(node, shape, scales)
-    _check_spatial(node, shape, out)
-    return [_resize(node, x, out, _METHOD[mode], "asymmetric", "floor")]

@@ -22,15 +22,9 @@ from ....ir.dtype import DType
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import broadcast_shape, normalize_axis, prod
+from ._util import broadcast_shape, normalize_axis, prod, reshape_to
 
 _LATER = (23, 24, 25)
-
-
-def reshape_to(node: Node, x: Expr, shape: tuple[int, ...]) -> Expr:
-    if node.shape(x) == shape:
-        return x
-    return node.call("reshape", [x], newshape=shape)
 
 
 @converter("Reshape", (5, 13, 14, 19, 21) + _LATER)
@@ -248,14 +242,14 @@ def convert_depth_to_space(node: Node) -> list[Expr]:
         raise node.error(f"{c} channels are not divisible by blocksize^2 = {b * b}")
     mode = node.attr("mode", "DCR")
     if mode == "DCR":
-        y = node.call("reshape", [x], newshape=(n, b, b, c // (b * b), h, w))
+        y = reshape_to(node, x, (n, b, b, c // (b * b), h, w))
         y = node.call("transpose", [y], axes=(0, 3, 4, 1, 5, 2))
     elif mode == "CRD":
-        y = node.call("reshape", [x], newshape=(n, c // (b * b), b, b, h, w))
+        y = reshape_to(node, x, (n, c // (b * b), b, b, h, w))
         y = node.call("transpose", [y], axes=(0, 1, 4, 2, 5, 3))
     else:
         raise node.unsupported("mode")
-    return [node.call("reshape", [y], newshape=(n, c // (b * b), h * b, w * b))]
+    return [reshape_to(node, y, (n, c // (b * b), h * b, w * b))]
 
 
 @converter("SpaceToDepth", (1, 13))
@@ -268,6 +262,6 @@ def convert_space_to_depth(node: Node) -> list[Expr]:
     b = _block_size(node)
     if h % b or w % b:
         raise node.error(f"the spatial size {h}x{w} is not divisible by blocksize={b}")
-    y = node.call("reshape", [x], newshape=(n, c, h // b, b, w // b, b))
+    y = reshape_to(node, x, (n, c, h // b, b, w // b, b))
     y = node.call("transpose", [y], axes=(0, 3, 5, 1, 2, 4))
-    return [node.call("reshape", [y], newshape=(n, c * b * b, h // b, w // b))]
+    return [reshape_to(node, y, (n, c * b * b, h // b, w // b))]
