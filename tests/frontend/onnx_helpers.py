@@ -48,6 +48,10 @@ def model(nodes: Sequence[onnx.NodeProto], inputs: Mapping[str, np.ndarray | tup
     m.ir_version = min(m.ir_version, 10)
     if infer:
         m = onnx.shape_inference.infer_shapes(m)
+        typed = {vi.name: vi for vi in list(m.graph.input) + list(m.graph.value_info)}
+        for out in m.graph.output:
+            if out.type.WhichOneof("value") is None and out.name in typed:
+                out.CopyFrom(typed[out.name])
     return m
 
 

@@ -54,6 +54,8 @@ def _param_layout(node: Node, p: Expr, x_shape: tuple[int, ...], axis: int,
                   block: int, what: str) -> str:
     """``scalar``, ``axis`` (1-D along the axis) or ``block``."""
     shape = node.shape(p)
+    if shape not in ((), (1,)) or block > 0:
+        normalize_axis(node, axis, len(x_shape))
     if block > 0:
         if len(shape) != len(x_shape):
             raise node.error(f"with block_size={block} the {what} must have the input's rank "
@@ -94,8 +96,11 @@ def _axis_and_block(node: Node, x_shape: tuple[int, ...]) -> tuple[int, int]:
     if block < 0:
         raise node.unsupported("block_size", block, "must not be negative")
     axis = int(node.attr("axis", 1)) if node.version >= 13 else 1
-    if x_shape:
-        axis = normalize_axis(node, axis, len(x_shape))
+    rank = len(x_shape)
+    if -rank <= axis < 0:
+        axis += rank
+    # an out-of-range axis only matters for per-axis or blocked parameters
+    # (_param_layout refuses those)
     return axis, block
 
 
