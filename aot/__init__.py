@@ -54,7 +54,7 @@ def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
 def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int = 3,
             params: dict[str, Any] | None = None, arena: str = "caller",
             entry: str = "main", build: bool = True, pool_bytes: int | None = None,
-            max_depth: int | None = None) -> Any:
+            max_depth: int | None = None, tuning: str = "scalar") -> Any:
     """Compile ``@entry`` to a C artifact in ``out_dir`` (``include/<name>.h``,
     ``src/``, ``<name>.mk``, ``metadata.json``) and build
     ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
@@ -62,12 +62,15 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     Programs with control flow, ADTs, closures or references get an object
     pool of ``pool_bytes`` bytes (default 256 KiB) and a bound of
     ``max_depth`` nested calls (default 10,000); tail calls are loops.
+    ``tuning`` shapes convolution and dense loop nests for the target:
+    ``"scalar"`` (default: a microcontroller's scalar FPU) or ``"simd"`` (a
+    host with SIMD units compiled at -O3).
     Returns the :class:`~aot.emit.artifact.Artifact`; DiagnosticError on
     programs the backend cannot compile."""
     from .emit.pipeline import compile_module
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
                           arena=arena, entry=entry, build=build, pool_bytes=pool_bytes,
-                          max_depth=max_depth)
+                          max_depth=max_depth, tuning=tuning)
 
 
 def load(artifact: Any) -> Any:

@@ -94,15 +94,25 @@ def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
 def plan(mod: IRModule, name: str, *, opt_level: int = 3,
          params: Mapping[str, Any] | None = None, arena: str = "caller",
          entry: str = "main", pool_bytes: int | None = None,
-         max_depth: int | None = None) -> ModelPlan:
+         max_depth: int | None = None, tuning: str = "scalar") -> ModelPlan:
     """Everything decided, nothing written.  Static tensor programs go to
     the dataflow backend (one arena planned at compile time); everything
-    else to the program backend (the object pool)."""
+    else to the program backend (the object pool).  ``tuning`` shapes the
+    convolution and dense loop nests for a target (:mod:`.lowering.tuning`)."""
     from .build import check_model_name
+    from .lowering.tuning import using as using_tuning
+
+    check_model_name(name)
+    with using_tuning(tuning):
+        return _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
+                     pool_bytes=pool_bytes, max_depth=max_depth)
+
+
+def _plan(mod: IRModule, name: str, *, opt_level: int, params: Mapping[str, Any] | None,
+          arena: str, entry: str, pool_bytes: int | None, max_depth: int | None) -> ModelPlan:
     from .lower_model import plan_model
     from .program_model import plan_program
 
-    check_model_name(name)
     if arena not in ("caller", "static"):
         raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
     # decided before the optimisations: an operator used as a value
@@ -118,13 +128,14 @@ def plan(mod: IRModule, name: str, *, opt_level: int = 3,
 def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    opt_level: int = 3, params: Mapping[str, Any] | None = None,
                    arena: str = "caller", entry: str = "main", build: bool = True,
-                   pool_bytes: int | None = None, max_depth: int | None = None):
+                   pool_bytes: int | None = None, max_depth: int | None = None,
+                   tuning: str = "scalar"):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.artifact.Artifact`."""
     from .artifact import build_artifact, write_artifact
 
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
-                 pool_bytes=pool_bytes, max_depth=max_depth)
+                 pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning)
     artifact = write_artifact(model, Path(out_dir))
     if build:
         build_artifact(artifact)

@@ -111,11 +111,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Protocol, Sequence
 
+import numpy as np
+
 from ...ir.dtype import DType
 from ...ir.ops._nn_util import padding_1d, padding_2d, pair
 from .. import kernel_ir as K
 from ..te import ArgValue, LowerContext, Sink, TensorValue, anchor_lowering, out_tensor
 from ._util import tensor
+from .tuning import current as current_tuning
 
 __all__ = ["FLOAT32_ACCUMULATOR", "accumulator_dtype", "Axis", "Operand", "idx", "iadd", "isub",
            "imul", "smax", "smin", "decl_index", "merged_range_loop", "clip_runs",
@@ -1011,16 +1014,28 @@ def _setup(args: Sequence[ArgValue], attrs, out_type, rank: int,
     return cv, h, w
 
 
+def _forward(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, weight: np.ndarray | None,
+             sink: Sink) -> K.Stmt:
+    """The tuning's nest (:mod:`.tuning`): the vectorisable one of
+    :mod:`.nn_conv_simd` where it applies, else the scalar register tiles."""
+    if current_tuning().simd:
+        from . import nn_conv_simd
+        if nn_conv_simd.applicable(cv, weight):
+            assert weight is not None
+            return nn_conv_simd.simd_conv(ctx, cv, h, w, sink, weight)
+    return _forward_nest(ctx, cv, h, w, sink)
+
+
 @anchor_lowering("nn.conv2d")
 def _conv2d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
     cv, h, w = _setup(args, attrs, out_type, 2, False)
-    return _forward_nest(ctx, cv, h, w, sinks[0])
+    return _forward(ctx, cv, h, w, tensor(args[1]).constant, sinks[0])
 
 
 @anchor_lowering("nn.conv1d")
 def _conv1d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
     cv, h, w = _setup(args, attrs, out_type, 1, False)
-    return _forward_nest(ctx, cv, h, w, sinks[0])
+    return _forward(ctx, cv, h, w, tensor(args[1]).constant, sinks[0])
 
 
 @anchor_lowering("nn.conv2d_transpose")
