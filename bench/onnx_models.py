@@ -81,7 +81,7 @@ class CBuild:
     commands: tuple[str, ...]
 
 
-def write_bench_header(root: Path, meta: dict[str, Any]) -> Path:
+def write_bench_header(bench_dir: Path, meta: dict[str, Any]) -> Path:
     """``bench_model.h``: the model's header plus the macros the driver uses."""
     name = meta["name"]
     if len(meta["inputs"]) != 1 or len(meta["outputs"]) != 1 or \
@@ -99,15 +99,17 @@ def write_bench_header(root: Path, meta: dict[str, Any]) -> Path:
         f"#define BENCH_ARENA_BYTES {prefix}_ARENA_BYTES",
         f"#define BENCH_ARENA_ALIGN {prefix}_ARENA_ALIGN",
         ""])
-    path = root / "bench" / "bench_model.h"
+    path = bench_dir / "bench_model.h"
     path.parent.mkdir(exist_ok=True)
     path.write_text(text)
     return path
 
 
-def build_driver(root: Path, meta: dict[str, Any], cc: str, opt: list[str]) -> CBuild:
-    """Compile the artifact's sources with ``opt`` and link the driver."""
-    bench_dir = write_bench_header(root, meta).parent
+def build_driver(root: Path, meta: dict[str, Any], cc: str, opt: list[str],
+                 subdir: str = "bench") -> CBuild:
+    """Compile the artifact's sources with ``opt`` and link the driver, in
+    ``root/subdir``."""
+    bench_dir = write_bench_header(root / subdir, meta).parent
     includes = [f"-I{root / 'include'}", f"-I{root / 'runtime_c'}", f"-I{bench_dir}"]
     flags = [*meta["c_flags"], *opt]
     start = time.perf_counter()
@@ -119,8 +121,8 @@ def build_driver(root: Path, meta: dict[str, Any], cc: str, opt: list[str]) -> C
         subprocess.run(cmd, check=True)
         objects.append(obj)
     exe = bench_dir / "timing_driver"
-    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-O2", *includes, str(DRIVER), *map(str, objects), "-o", str(exe),
-           "-lm"]
+    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-O2", *includes, str(DRIVER),
+           *map(str, objects), "-o", str(exe), "-lm"]
     commands.append(shlex.join(cmd))
     subprocess.run(cmd, check=True)
     return CBuild(exe, tuple(objects), time.perf_counter() - start, tuple(commands))
@@ -140,15 +142,61 @@ def text_bytes(objects: tuple[Path, ...]) -> int:
 
 
 def time_c(build: CBuild, x: np.ndarray, out_shape: tuple[int, ...], runs: int,
-           warmup: int) -> tuple[dict[str, Any], np.ndarray]:
+           warmup: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every call's time in ns (timed inside C) and the output."""
     work = build.executable.parent
     x.astype(np.float32).tofile(work / "input.bin")
-    proc = subprocess.run([str(build.executable), str(work / "input.bin"),
-                           str(work / "output.bin"), str(runs), str(warmup)],
-                          check=True, capture_output=True, text=True)
-    stats = json.loads(proc.stdout)
+    subprocess.run([str(build.executable), str(work / "input.bin"), str(work / "output.bin"),
+                    str(runs), str(warmup), str(work / "times.bin")],
+                   check=True, capture_output=True, text=True)
+    times = np.fromfile(work / "times.bin", dtype=np.int64)
     y = np.fromfile(work / "output.bin", dtype=np.float32).reshape(out_shape)
-    return stats, y
+    return times, y
+
+
+#: Extra flags of the profiling build: kernels (plain ``static`` functions)
+#: stay out of line, so perf can tell them apart, while the runtime's
+#: ``static inline`` helpers are still inlined.
+PROFILE_FLAGS = ("-fno-inline-functions", "-fno-inline-small-functions",
+                 "-fno-inline-functions-called-once")
+
+
+def profile_c(root: Path, meta: dict[str, Any], args, x: np.ndarray,
+              runs: int) -> list[dict[str, Any]]:
+    """Where the generated C spends its time: ``perf record`` over ``runs``
+    calls of a build that keeps kernels out of line; one row per symbol
+    with at least 0.5 % of the samples, each kernel with the operators it
+    came from (gcc's clone suffixes such as ``.constprop.0`` removed)."""
+    build = build_driver(root, meta, args.cc, [*shlex.split(args.opt), *PROFILE_FLAGS],
+                         subdir="bench_profile")
+    work = build.executable.parent
+    x.astype(np.float32).tofile(work / "input.bin")
+    data = work / "perf.data"
+    subprocess.run(["perf", "record", "-q", "-o", str(data), "--", str(build.executable),
+                    str(work / "input.bin"), str(work / "output.bin"), str(runs), "0"],
+                   check=True, capture_output=True)
+    report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children",
+                             "--sort", "symbol", "--percent-limit", "0.5", "-q"],
+                            check=True, capture_output=True, text=True).stdout
+    kernels = {k["name"]: k for k in meta["kernels"]}
+    rows = []
+    for line in report.splitlines():
+        found = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(\S+)", line)
+        if found:
+            symbol = found.group(2).split(".")[0]
+            kernel = kernels.get(symbol, {})
+            first = kernel.get("source", "").split("\n")[0]
+            rows.append({"symbol": symbol, "percent": float(found.group(1)),
+                         "ops": kernel.get("ops", []), "first_ir": first})
+    return rows
+
+
+def print_profile(row: dict[str, Any]) -> None:
+    print(f"\n{row['model']}: time by symbol (perf, {' '.join(PROFILE_FLAGS)})")
+    for p in row["profile"]:
+        print(f"  {p['percent']:6.2f}%  {p['symbol']:<24} {' + '.join(p['ops'])}")
+        if p["first_ir"]:
+            print(f"  {'':32} {p['first_ir']}")
 
 
 # -- onnxruntime ---------------------------------------------------------------
@@ -164,7 +212,8 @@ def ort_session(model_bytes: bytes):
 
 
 def time_ort(session, feeds: dict[str, np.ndarray], runs: int,
-             warmup: int) -> tuple[dict[str, Any], np.ndarray]:
+             warmup: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``session.run``'s time in ns and the output."""
     for _ in range(warmup):
         session.run(None, feeds)
     times = np.empty(runs, dtype=np.int64)
@@ -172,15 +221,17 @@ def time_ort(session, feeds: dict[str, np.ndarray], runs: int,
         start = time.perf_counter_ns()
         y = session.run(None, feeds)[0]
         times[i] = time.perf_counter_ns() - start
-    return summarise(times, runs, warmup), y
+    return times, y
 
 
-def summarise(times: np.ndarray, runs: int, warmup: int) -> dict[str, Any]:
-    """The driver's statistics, computed the same way (upper median)."""
-    t = np.sort(times)
-    return {"runs": runs, "warmup": warmup, "median_ns": int(t[runs // 2]),
-            "min_ns": int(t[0]), "p90_ns": int(t[min(runs * 9 // 10, runs - 1)]),
-            "mean_ns": float(t.mean())}
+def summarise(times: list[np.ndarray]) -> dict[str, Any]:
+    """Statistics over all rounds' samples, computed as the driver computes
+    them (upper median)."""
+    t = np.sort(np.concatenate(times))
+    n = len(t)
+    return {"runs": n, "median_ns": int(t[n // 2]), "min_ns": int(t[0]),
+            "p90_ns": int(t[min(n * 9 // 10, n - 1)]), "mean_ns": float(t.mean()),
+            "round_medians_ns": [int(np.median(r)) for r in times]}
 
 
 def ort_call_overhead_ns(runs: int) -> int:
@@ -192,9 +243,9 @@ def ort_call_overhead_ns(runs: int) -> int:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
-    stats, _ = time_ort(ort_session(model.SerializeToString()),
+    times, _ = time_ort(ort_session(model.SerializeToString()),
                         {"x": np.zeros(1, np.float32)}, runs, 20)
-    return stats["median_ns"]
+    return summarise([times])["median_ns"]
 
 
 # -- one model -----------------------------------------------------------------
@@ -206,14 +257,12 @@ def measure(name: str, models, work: Path, args) -> dict[str, Any]:
     onnx.save(model, path)
     shape = models.input_shape(model)
     x = np.random.default_rng(args.seed).standard_normal(shape).astype(np.float32)
+    out_shape = tuple(d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim)
     row: dict[str, Any] = {"model": name, "input_shape": list(shape),
                            "params": models.param_count(model), "macs": models.macs(model)}
 
     session = ort_session(model.SerializeToString())
-    ort_stats, y_ort = time_ort(session, {session.get_inputs()[0].name: x}, args.runs,
-                                args.warmup)
-    row["ort"] = ort_stats
-
+    feeds = {session.get_inputs()[0].name: x}
     try:
         start = time.perf_counter()
         mod = aot.from_onnx(str(path))
@@ -222,17 +271,36 @@ def measure(name: str, models, work: Path, args) -> dict[str, Any]:
         row["compile_s"] = time.perf_counter() - start
     except Exception as err:  # recorded in the table and JSON; the other models still run
         row["error"] = f"aot: {type(err).__name__}: {err}"
+        row["ort"] = summarise([time_ort(session, feeds, args.runs, args.warmup)[0]])
         return row
     meta = dict(art.metadata)
     build = build_driver(art.root, meta, args.cc, shlex.split(args.opt))
     row["build_s"] = build.build_s
     row["build_commands"] = list(build.commands)
-    ours, y_ours = time_c(build, x, tuple(y_ort.shape), args.runs, args.warmup)
-    row["ours"] = ours
+
+    # Alternate the two runtimes in rounds so that load from other jobs
+    # (a shared machine) falls on both alike.
+    ours_t, ort_t = [], []
+    for k in range(args.rounds):
+        n = args.runs // args.rounds + (k < args.runs % args.rounds)
+        t, y_ours = time_c(build, x, out_shape, n, args.warmup)
+        ours_t.append(t)
+        t, y_ort = time_ort(session, feeds, n, args.warmup)
+        ort_t.append(t)
+    ours, ort_stats = summarise(ours_t), summarise(ort_t)
+    row["ours"], row["ort"] = ours, ort_stats
     row["ratio"] = ours["median_ns"] / ort_stats["median_ns"]
+    row["ratio_min"] = ours["min_ns"] / ort_stats["min_ns"]
     row["max_abs_diff"] = float(np.max(np.abs(y_ours.astype(np.float64) - y_ort)))
     row["gmacs_ours"] = row["macs"] / ours["median_ns"]
     row["gmacs_ort"] = row["macs"] / ort_stats["median_ns"]
+    if args.profile:
+        try:
+            # about a second of calls: enough samples at perf's default rate
+            runs = int(np.clip(1e9 / ours["median_ns"], 50, 20000))
+            row["profile"] = profile_c(art.root, meta, args, x, runs)
+        except (OSError, subprocess.CalledProcessError) as err:
+            row["profile_error"] = str(err)
     row["arena_bytes"] = meta["arena_bytes"]
     row["arena_lower_bound_bytes"] = meta["arena_lower_bound_bytes"]
     row["constant_bytes"] = meta["constant_bytes"]
@@ -289,24 +357,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default=",".join(models.MODELS),
                     help="comma-separated (default: all)")
     ap.add_argument("--runs", type=int, default=200, help="timed calls per model and runtime")
-    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="alternate ours and onnxruntime this many times (runs are split)")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed calls before each round")
     ap.add_argument("--seed", type=int, default=0, help="of the benchmark input")
     ap.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "onnx_models.json")
     ap.add_argument("--cc", default="gcc")
     ap.add_argument("--opt", default=DEFAULT_OPT,
                     help=f"optimisation flags for the model's C (default {DEFAULT_OPT!r})")
+    ap.add_argument("--profile", action="store_true",
+                    help="also profile the generated C with perf (time per kernel)")
     ap.add_argument("--build-dir", type=Path, help="keep the build here (default: a temp dir)")
     args = ap.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in models.MODELS]
     if unknown:
         ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(models.MODELS)}")
-    if args.runs < 1:
-        ap.error("--runs must be at least 1")
+    if args.rounds < 1 or args.runs < args.rounds:
+        ap.error("need 1 <= --rounds <= --runs")
 
     report: dict[str, Any] = {
         "machine": machine(), "cc": compiler_version(args.cc), "opt": args.opt,
-        "runs": args.runs, "warmup": args.warmup, "seed": args.seed,
+        "runs": args.runs, "rounds": args.rounds, "warmup": args.warmup, "seed": args.seed,
         "loadavg_before": list(os.getloadavg()),
         "ort_call_overhead_us": ort_call_overhead_ns(args.runs) / 1e3,
     }
@@ -324,6 +396,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.opt}; onnxruntime {report['machine']['onnxruntime']} "
           f"(session.run overhead ~{report['ort_call_overhead_us']:.1f} us included)")
     print_table(rows)
+    for row in rows:
+        if "profile" in row:
+            print_profile(row)
+        elif "profile_error" in row:
+            print(f"\n{row['model']}: no profile: {row['profile_error']}")
     print(f"load average before/after: {report['loadavg_before'][0]:.2f} / "
           f"{report['loadavg_after'][0]:.2f} on {report['machine']['cores']} cores "
           "(numbers under load are noisy)")

@@ -12,12 +12,14 @@
  *   BENCH_ARENA_BYTES          scratch memory of one call
  *   BENCH_ARENA_ALIGN          its required alignment
  *
- * Usage: timing_driver INPUT.bin OUTPUT.bin RUNS WARMUP
+ * Usage: timing_driver INPUT.bin OUTPUT.bin RUNS WARMUP [TIMES.bin]
  *
  * Reads the input as raw float32, calls the model WARMUP times, then RUNS
  * times each timed with clock_gettime(CLOCK_MONOTONIC), writes the output of
- * the last call as raw float32 and prints one JSON object with the median,
- * minimum, 90th percentile and mean in nanoseconds.  One thread.
+ * the last call as raw float32 (and every call's time as raw int64
+ * nanoseconds to TIMES.bin, in call order) and prints one JSON object with
+ * the median (the upper one for an even count), minimum, 90th percentile
+ * and mean in nanoseconds.  One thread.
  */
 #define _POSIX_C_SOURCE 199309L
 
@@ -84,8 +86,8 @@ int main(int argc, char **argv)
     double mean = 0.0;
     int32_t status;
 
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s INPUT.bin OUTPUT.bin RUNS WARMUP\n", argv[0]);
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: %s INPUT.bin OUTPUT.bin RUNS WARMUP [TIMES.bin]\n", argv[0]);
         return 2;
     }
     runs = strtol(argv[3], NULL, 10);
@@ -128,6 +130,14 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (argc == 6) {
+        FILE *f = fopen(argv[5], "wb");
+        size_t put = f == NULL ? 0 : fwrite(times, sizeof(int64_t), (size_t)runs, f);
+        if (f == NULL || fclose(f) != 0 || put != (size_t)runs) {
+            fprintf(stderr, "cannot write %s\n", argv[5]);
+            return 1;
+        }
+    }
     for (i = 0; i < runs; i++) {
         mean += (double)times[i];
     }
