@@ -35,6 +35,7 @@ LAYERS = [
     ((1, 40), (37, 40), None, "relu"),                          # dense
     ((3, 9), (70, 9), None, None),                              # dense, batch 3
     ((1, 130), (8, 130), None, "relu"),
+    ((2, 33), (129, 33), None, "relu"),                         # dense, a 1-unit tail tile
 ]
 
 

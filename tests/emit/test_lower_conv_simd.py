@@ -1,4 +1,5 @@
 """The ``simd`` tuning of the convolutions (aot/emit/lowering/nn_conv_simd.py)
+and of nn.dense (aot/emit/lowering/nn.py)
 against the interpreter, through the kernel-IR evaluator: weights bound as
 constants (the nest needs them), over strides, dilation, asymmetric
 padding, groups and depthwise, odd channel counts, layouts, conv1d, a
@@ -147,3 +148,27 @@ def test_unknown_tuning_is_a_diagnostic():
     with pytest.raises(aot.DiagnosticError, match="unknown tuning"):
         with using("avx9000"):
             pass
+
+
+DENSE = [((1, 40), (37, 40)), ((3, 9), (70, 9)), ((2, 5), (64, 5)), ((1, 7), (130, 7))]
+
+
+@pytest.mark.parametrize("xs,ws", DENSE, ids=[f"{x}-{w}" for x, w in DENSE])
+def test_dense_simd(xs, ws):
+    text = (f"def @main(%x: Tensor[{xs}, float32], %w: Tensor[{ws}, float32]) {{\n"
+            f"  nn.relu(nn.dense(%x, %w))\n}}\n")
+    assert is_simd(check(text, sample(xs), {"w": sample(ws)}))
+
+
+def test_dense_simd_with_prologue_and_float16_input():
+    xs, ws = (2, 6), (33, 6)
+    text = (f"def @main(%x: Tensor[{xs}, float16], %w: Tensor[{ws}, float32]) {{\n"
+            f"  nn.dense(cast(%x, dtype=\"float32\"), %w)\n}}\n")
+    assert is_simd(check(text, sample(xs, "float16"), {"w": sample(ws)}))
+
+
+def test_small_dense_stays_scalar():
+    xs, ws = (1, 16), (12, 16)
+    text = (f"def @main(%x: Tensor[{xs}, float32], %w: Tensor[{ws}, float32]) {{\n"
+            f"  nn.dense(%x, %w)\n}}\n")
+    assert not is_simd(check(text, sample(xs), {"w": sample(ws)}))
