@@ -94,11 +94,13 @@ def test_host_detects_a_wrong_expected_value(build_dir):
 
 
 @needs_make
-def test_host_static_arena(tmp_path):
-    """--arena static: the entry function takes no arena argument."""
-    result = make(tmp_path, "host", ARENA="static")
+def test_host_static_arena(build_dir):
+    """--arena static: the entry function takes no arena argument (a
+    directory of its own beside the caller-arena build)."""
+    result = make(build_dir, "host", ARENA="static")
     assert_pass(result)
-    header = (tmp_path / "tiny_cnn" / "artifact" / "include" / "tiny_cnn.h").read_text()
+    header = (build_dir / "tiny_cnn-static-arena" / "artifact" / "include" / "tiny_cnn.h")
+    header = header.read_text()
     assert "int32_t tiny_cnn_run(const float *input, float *out);" in header
 
 
