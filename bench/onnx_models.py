@@ -24,7 +24,12 @@ input:
   model's objects, from ``size -A``; constants live in ``.rodata``);
 * compile time: ``from_onnx`` + ``compile`` (rendering the C, without
   building it) and the C build (compiles + link) separately;
-* MACs (Conv/Gemm, from ONNX shape inference) and the achieved GMAC/s.
+* MACs (Conv/Gemm, from ONNX shape inference) and the achieved GMAC/s,
+  against a rough single-thread peak from ``bench/peak.c``, with fused
+  multiply-add and without (aot's C is compiled with ``-ffp-contract=off``).
+
+``--profile`` adds a ``perf`` profile of the generated C: the share of time
+of each kernel, with the IR it came from.
 
 Numbers on a machine shared with other jobs are noisy; the load average
 before and after is written into the JSON.  Usage::
@@ -54,6 +59,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "timing_driver.c"
+PEAK = Path(__file__).resolve().parent / "peak.c"
 MODELS_PY = ROOT / "examples" / "mlperf_tiny" / "models.py"
 DEFAULT_OPT = "-O3 -march=native"
 
@@ -197,6 +203,19 @@ def print_profile(row: dict[str, Any]) -> None:
         print(f"  {p['percent']:6.2f}%  {p['symbol']:<24} {' + '.join(p['ops'])}")
         if p["first_ir"]:
             print(f"  {'':32} {p['first_ir']}")
+
+
+def peak_gmacs(cc: str, opt: list[str], work: Path) -> dict[str, float]:
+    """The machine's rough single-thread float32 MAC peak (bench/peak.c),
+    with fused multiply-add and without (``-ffp-contract=off``, as aot's C)."""
+    peaks = {}
+    for label, contract in (("fma", "fast"), ("no_fma", "off")):
+        exe = work / f"peak_{label}"
+        subprocess.run([cc, "-std=gnu99", *opt, f"-ffp-contract={contract}", str(PEAK),
+                        "-o", str(exe)], check=True)
+        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+        peaks[label] = json.loads(out)["gmacs"]
+    return peaks
 
 
 # -- onnxruntime ---------------------------------------------------------------
@@ -386,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aot-bench-") as tmp:
         work = args.build_dir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
+        report["peak_gmacs"] = peak_gmacs(args.cc, shlex.split(args.opt), work)
         for name in names:
             print(f"[{name}] ...", file=sys.stderr, flush=True)
             rows.append(measure(name, models, work, args))
@@ -396,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.opt}; onnxruntime {report['machine']['onnxruntime']} "
           f"(session.run overhead ~{report['ort_call_overhead_us']:.1f} us included)")
     print_table(rows)
+    peak = report["peak_gmacs"]
+    print(f"machine peak (bench/peak.c, one thread): {peak['fma']:.1f} GMAC/s with FMA, "
+          f"{peak['no_fma']:.1f} without (aot's C is built with -ffp-contract=off)")
     for row in rows:
         if "profile" in row:
             print_profile(row)
