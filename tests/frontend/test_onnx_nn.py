@@ -53,6 +53,8 @@ CONV_T_CASES = [
     ((1, 2, 4, 4), (2, 3, 3, 3), {"dilations": [2, 2]}),
     ((1, 2, 4, 4), (2, 3, 3, 3), {"strides": [2, 2], "output_shape": [8, 8]}),
     ((1, 2, 4, 4), (2, 3, 3, 3), {"strides": [2, 2], "output_shape": [9, 9]}),
+    ((1, 2, 4, 4), (2, 3, 3, 3), {"strides": [2, 2], "output_shape": [7, 8],
+                                  "auto_pad": "SAME_UPPER"}),
     ((1, 2, 4, 4), (2, 3, 4, 4), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
     ((1, 2, 4, 4), (2, 3, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
     ((1, 2, 6), (2, 3, 3), {"strides": [2], "pads": [1, 0]}),
@@ -237,6 +239,13 @@ def test_layer_norm(shape, axis, scale_shape, bias):
         inits["b"] = rand(scale_shape, seed=2)
     check_single("LayerNormalization", {"x": rand(shape)}, opset=17, inits=inits, axis=axis,
                  epsilon=1e-4, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_layer_norm_mean_and_inv_std_dev(axis):
+    inits = {"s": rand((3, 8)[axis:] if axis == 1 else (8,), seed=1), "b": None}
+    check_single("LayerNormalization", {"x": rand((2, 3, 8))}, opset=17, inits=inits, axis=axis,
+                 n_outputs=3, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("size", [1, 3, 5])

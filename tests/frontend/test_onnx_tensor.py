@@ -219,15 +219,27 @@ def test_size():
     check_single("Size", {"x": rand((2, 3, 4))})
 
 
+def _range_model(start, limit, delta, dtype, opset=13):
+    return model([node("Range", ["a", "b", "c"], ["r"]), node("Identity", ["r"], ["y"])],
+                 {"x": rand((1,))}, ["y"],
+                 {"a": np.asarray(start, dtype), "b": np.asarray(limit, dtype),
+                  "c": np.asarray(delta, dtype)}, opset=opset)
+
+
 @pytest.mark.parametrize("start,limit,delta,dtype", [
-    (0, 5, 1, np.int64), (10, 2, -3, np.int32), (0.5, 2.0, 0.1, np.float32),
+    (0, 5, 1, np.int64), (10, 2, -3, np.int32), (0.5, 2.0, 0.25, np.float32),
     (1.0, 1.0, 1.0, np.float32)])
 def test_range(start, limit, delta, dtype):
-    m = model([node("Range", ["a", "b", "c"], ["r"]), node("Identity", ["r"], ["y"])],
-              {"x": rand((1,))}, ["y"],
-              {"a": np.asarray(start, dtype), "b": np.asarray(limit, dtype),
-               "c": np.asarray(delta, dtype)})
-    check(m, {"x": rand((1,))}, rtol=0, atol=0)
+    check(_range_model(start, limit, delta, dtype), {"x": rand((1,))}, rtol=0, atol=0)
+
+
+def test_range_is_start_plus_i_times_delta():
+    """The specification's formula, which the ONNX test suite follows
+    (onnxruntime accumulates the delta instead: 0.5 + 0.1 + 0.1 ...)."""
+    import aot
+    got = aot.interpret(aot.from_onnx(_range_model(0.5, 2.0, 0.1, np.float32)), rand((1,)))
+    want = np.float32(0.5) + np.arange(15, dtype=np.float32) * np.float32(0.1)
+    np.testing.assert_array_equal(got, want)
 
 
 CASTS = [(np.float32, TensorProto.INT32), (np.float32, TensorProto.UINT8),
@@ -261,12 +273,15 @@ PAD_CASES = [
     ("constant", [-1, 1, 0, -2], None, None),
     ("constant", [1, 2], np.float32(-3.0), [1]),
     ("reflect", [2, 1], None, [-2]),
+    ("wrap", [1, 2, 3, 1], None, None),
+    ("wrap", [5, 0, 0, 9], None, None),            # wider than the axis
+    ("wrap", [-1, 2, 1, -2], None, None),
 ]
 
 
 @pytest.mark.parametrize("mode,pads,value,axes", PAD_CASES)
 def test_pad(mode, pads, value, axes):
-    opset = 18 if axes is not None else 13
+    opset = 19 if mode == "wrap" else 18 if axes is not None else 13
     inits = {"p": i64(pads)}
     if value is not None or axes is not None:
         inits["v"] = None if value is None else np.asarray(value)
@@ -334,3 +349,12 @@ def test_helper_make_tensor_value():
     m = model([node("Constant", [], ["c"], value=t), node("Identity", ["c"], ["y"])],
               {"x": rand((1,))}, ["y"])
     check(m, {"x": rand((1,))})
+
+
+def test_range_float16_at_opset_27():
+    import aot
+    m = _range_model(1000, 1010, 0.7, np.float16, opset=27)
+    got = aot.interpret(aot.from_onnx(m), rand((1,)))
+    a, c = np.float32(np.float16(1000)), np.float32(np.float16(0.7))
+    want = (a + np.arange(15, dtype=np.float32) * c).astype(np.float16)
+    np.testing.assert_array_equal(got, want)

@@ -73,8 +73,9 @@ def _transpose_pads(node: Node, in_sizes: tuple[int, ...], kernel: list[int],
     """(begin, end) cropping of the full transposed-convolution output per
     spatial axis.  With ``output_shape`` (or ``auto_pad=SAME_*``, whose
     target size is ``in * stride``) the total is what makes the output
-    that size, split as onnxruntime splits it: the odd unit at the end for
-    ``SAME_UPPER``, at the beginning otherwise."""
+    that size, split as the specification says: ``total // 2`` at the
+    beginning for ``SAME_UPPER``, at the end otherwise (floor division,
+    so a negative total extends the end; the ONNX test suite agrees)."""
     n = len(in_sizes)
     auto_pad = node.attr("auto_pad", "NOTSET")
     output_shape = node.attr("output_shape")
@@ -93,9 +94,6 @@ def _transpose_pads(node: Node, in_sizes: tuple[int, ...], kernel: list[int],
     out = []
     for size, k, s, d, op, target in zip(in_sizes, kernel, strides, dilations, out_pad, targets):
         total = s * (size - 1) + op + (k - 1) * d + 1 - target
-        if total < 0:
-            raise node.error(f"output_shape={list(output_shape or targets)} is larger than the "
-                             "transposed convolution produces")
         small, big = total // 2, total - total // 2
         out.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
     return out
@@ -116,6 +114,13 @@ def convert_conv_transpose(node: Node) -> list[Expr]:
     if len(out_pad) != n or any(v < 0 for v in out_pad):
         raise node.unsupported("output_padding", out_pad)
     pads = _transpose_pads(node, x_shape[2:], kernel, strides, dilations, out_pad)
+    # a negative end padding (an output_shape larger than the full result)
+    # extends the end with zeros, which is what output_padding does
+    if any(b < 0 for b, _ in pads):
+        raise node.error(f"an output larger than the transposed convolution at the beginning "
+                         f"(pads {pads}) is not supported")
+    out_pad = [op - min(e, 0) for op, (_, e) in zip(out_pad, pads)]
+    pads = [(b, max(e, 0)) for b, e in pads]
     groups = int(node.attr("group", 1))
     if n == 1:
         x = node.call("expand_dims", [x], axis=2)

@@ -7,11 +7,12 @@ inputs must be constants and it becomes a constant too (its length decides
 its type).  Cast follows the IR's ``cast`` (float -> integer truncates
 toward zero, as ONNX; out-of-range values, undefined in ONNX, saturate).
 
-Versions (opset 11+; later ones only widen the types, the Cast/CastLike
-``round_mode`` of 24 and the Range ``stash_type`` of 27 only concern types
-the IR does not have): Constant 11, 12, 13, 19, 21; ConstantOfShape 9, 20,
-21; Shape 1, 13, 15, 19, 21; Size 1, 13, 19, 21; Range 11; Cast 9, 13, 19,
-21; CastLike 15, 19, 21; plus 23, 24, 25 where they exist.
+Versions (opset 11+; the later ones only widen the types, and the
+Cast/CastLike ``round_mode`` of 24 only concerns float8e8m0): Constant 11,
+12, 13, 19, 21; ConstantOfShape 9, 20, 21; Shape 1, 13, 15, 19, 21; Size
+1, 13, 19, 21; Cast 9, 13, 19, 21; CastLike 15, 19, 21; plus 23, 24, 25
+where they exist; Range 11 and 27 (float16, computed in float32 as its
+``stash_type`` says).
 """
 
 from __future__ import annotations
@@ -88,28 +89,31 @@ def convert_size(node: Node) -> list[Expr]:
     return [node.constant(np.asarray(int(np.prod(node.shape(node.input(0)))), dtype=np.int64))]
 
 
-@converter("Range", (11,))
+@converter("Range", (11, 27))
 def convert_range(node: Node) -> list[Expr]:
     start, limit, delta = (node.const(i, name) for i, name in
                            enumerate(("start", "limit", "delta")))
     for v, name in ((start, "start"), (limit, "limit"), (delta, "delta")):
         if v.shape != ():
             raise node.error(f"{name} must be a scalar, got shape {list(v.shape)}")
-    if delta == 0:
-        raise node.error("delta must not be 0")
     dtype = start.dtype
     if limit.dtype != dtype or delta.dtype != dtype:
         raise node.error(f"start, limit and delta must have one dtype, got {start.dtype}, "
                          f"{limit.dtype} and {delta.dtype}")
-    n = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
-    # element i is start + delta added i times, accumulated in the dtype
-    # (the specification's loop, and onnxruntime's)
-    values = np.empty(n, dtype=dtype)
-    acc = start[()]
+    if delta == 0:
+        raise node.error("delta must not be 0")
+    # element i is start + i * delta in the dtype: the specification's
+    # formula, which the ONNX test suite follows (onnxruntime accumulates
+    # the delta, which differs in the last bits for inexact floats);
+    # float16 computes in float32 (version 27's stash_type=1; version 11
+    # has no float16)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    if dtype == np.float16 and int(node.attr("stash_type", 1)) != 1:
+        raise node.unsupported("stash_type")
+    s, lim, d = (np.asarray(v).astype(work) for v in (start, limit, delta))
+    n = max(int(np.ceil((float(lim) - float(s)) / float(d))), 0)
     with np.errstate(all="ignore"):
-        for i in range(n):
-            values[i] = acc
-            acc = dtype.type(acc + delta[()])
+        values = (s + np.arange(n).astype(work) * d).astype(dtype)
     return [node.constant(values)]
 
 

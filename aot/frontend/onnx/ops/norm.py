@@ -9,14 +9,16 @@ LayerNormalization (17) normalises over the axes ``[axis, rank)``: when
 that is the last axis alone and Scale/B are vectors of its length,
 ``nn.layer_norm``; otherwise the normalised axes are flattened into one
 for ``nn.layer_norm`` without scale and centre, the result reshaped back,
-and Scale/B applied with broadcasting.  The Mean and InvStdDev outputs are
-not supported.
+and Scale/B applied with broadcasting.  The optional Mean and InvStdDev
+outputs are computed apart (``mean``, ``variance``, ``rsqrt``) in float32
+(``stash_type`` 1, the default and only one supported).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ....ir.dtype import DType
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
@@ -47,11 +49,33 @@ def convert_batch_norm(node: Node) -> list[Expr]:
 def convert_layer_norm(node: Node) -> list[Expr]:
     x, scale, bias = node.input(0), node.input(1), node.optional(2)
     require_float(node, x)
-    if len([o for o in node.proto.output if o]) > 1:
-        raise node.error("the Mean and InvStdDev outputs are not supported")
     shape = node.shape(x)
     axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape))
     eps = float(node.attr("epsilon", 1e-5))
+    y = _layer_norm(node, x, scale, bias, axis, eps)
+    if len(node.proto.output) == 1:
+        return [y]
+    return [y, *_layer_norm_statistics(node, x, axis, eps)]
+
+
+def _layer_norm_statistics(node: Node, x: Expr, axis: int, eps: float) -> list[Expr]:
+    """The Mean and InvStdDev outputs: keepdims statistics over the
+    normalised axes in the stash type (float32 by default)."""
+    stash = int(node.attr("stash_type", 1))
+    if stash != 1:
+        raise node.unsupported("stash_type")
+    xf = x if node.dtype(x) is DType.FLOAT32 else node.call("cast", [x], dtype=DType.FLOAT32)
+    axes = tuple(range(axis, node.rank(x)))
+    mean = node.call("mean", [xf], axis=axes, keepdims=True)
+    var = node.call("variance", [xf, mean], axis=axes, keepdims=True)
+    eps_c = node.constant(np.asarray(eps, np.float32))
+    inv = node.call("rsqrt", [node.call("add", [var, eps_c])])
+    return [mean, inv]
+
+
+def _layer_norm(node: Node, x: Expr, scale: Expr, bias: Expr | None, axis: int,
+                eps: float) -> Expr:
+    shape = node.shape(x)
     norm_shape = shape[axis:]
     vec = (prod(norm_shape),)
     simple = axis == len(shape) - 1 and node.shape(scale) == vec \
@@ -59,8 +83,8 @@ def convert_layer_norm(node: Node) -> list[Expr]:
     if simple:
         beta = bias if bias is not None else node.constant(
             np.zeros(vec, dtype=node.dtype(x).np))
-        return [node.call("nn.layer_norm", [x, scale, beta], axis=-1, epsilon=eps,
-                          center=bias is not None)]
+        return node.call("nn.layer_norm", [x, scale, beta], axis=-1, epsilon=eps,
+                         center=bias is not None)
     flat = reshape_to(node, x, shape[:axis] + vec)
     ones = node.constant(np.ones(vec, dtype=node.dtype(x).np))
     zeros = node.constant(np.zeros(vec, dtype=node.dtype(x).np))
@@ -70,7 +94,7 @@ def convert_layer_norm(node: Node) -> list[Expr]:
     y = node.call("multiply", [y, scale])
     if bias is not None:
         y = node.call("add", [y, bias])
-    return [y]
+    return y
 
 
 @converter("LRN", (1, 13))

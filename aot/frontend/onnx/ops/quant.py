@@ -29,9 +29,15 @@ no 4-bit or float8 types; those are refused by dtype).  A QDQ graph
 (DequantizeLinear -> float operators -> QuantizeLinear) imports node by
 node with exactly those meanings.
 
+Precision: QuantizeLinear divides in the scale's type (``precision``
+from 23), DequantizeLinear multiplies in its output type (the scale's, or
+``output_dtype`` from 23); float32 is the common case.
+
 Versions: QuantizeLinear/DequantizeLinear 10, 13 (axis), 19 (float16
 scales; ``saturate`` only concerns float8), 21 (blocked, int16,
-``output_dtype``); QLinearConv 10; QLinearMatMul 10, 21 (float16 scales).
+``output_dtype``), 23 (``precision``; DequantizeLinear ``output_dtype``),
+24 and 25 (float8e8m0, int2 and uint2 only); QLinearConv 10; QLinearMatMul
+10, 21 (float16 scales).
 """
 
 from __future__ import annotations
@@ -137,24 +143,48 @@ def _output_dtype(node: Node, zp: Expr | None) -> DType:
     return dt
 
 
-@converter("QuantizeLinear", (10, 13, 19, 21))
+def _float_attr(node: Node, name: str, default: DType) -> DType:
+    """A float dtype from an ``output_dtype``/``precision`` attribute (0 or
+    absent: ``default``)."""
+    code = int(node.attr(name, 0) or 0)
+    if code == 0:
+        return default
+    dt = to_dtype(code)
+    if dt is None or not dt.is_float:
+        raise node.error(f"{name}={onnx_type_name(code)} is not supported")
+    return dt
+
+
+def _as(node: Node, e: Expr, dt: DType) -> Expr:
+    return e if node.dtype(e) is dt else node.call("cast", [e], dtype=dt)
+
+
+_LATER = (23, 24, 25)
+
+
+@converter("QuantizeLinear", (10, 13, 19, 21) + _LATER)
 def convert_quantize(node: Node) -> list[Expr]:
     x, scale, zp = node.input(0), node.input(1), node.optional(2)
-    if not node.dtype(x).is_float:
-        raise node.error(f"quantizing {node.dtype(x)} tensors is not supported")
+    if not node.dtype(x).is_float or not node.dtype(scale).is_float:
+        raise node.error(f"quantizing {node.dtype(x)} tensors with {node.dtype(scale)} scales "
+                         "is not supported")
     if zp is not None and node.version >= 21 and node.attr("output_dtype", 0) not in (0, None):
         if to_dtype(int(node.attr("output_dtype"))) != node.dtype(zp):
             raise node.error("output_dtype differs from the zero point's dtype")
     out = _output_dtype(node, zp)
     shape = node.shape(x)
     axis, block = _axis_and_block(node, shape)
-    s = _broadcastable(node, _as_float32(node, scale), shape, axis, block, "scale")
-    q = node.call("round", [node.call("divide", [_as_float32(node, x), s])])
+    # the division is done in the scale's type (or ``precision``, 23+)
+    precision = _float_attr(node, "precision", node.dtype(scale)) if node.version >= 23 \
+        else node.dtype(scale)
+    s = _broadcastable(node, _as(node, scale, precision), shape, axis, block, "scale")
+    ratio = node.call("divide", [_as(node, x, precision), s])
+    q = node.call("round", [_as_float32(node, ratio)])
     zp_b = None if zp is None else _broadcastable(node, zp, shape, axis, block, "zero point")
     return [_saturate(node, q, zp_b, out)]
 
 
-@converter("DequantizeLinear", (10, 13, 19, 21))
+@converter("DequantizeLinear", (10, 13, 19, 21) + _LATER)
 def convert_dequantize(node: Node) -> list[Expr]:
     x, scale, zp = node.input(0), node.input(1), node.optional(2)
     dt = node.dtype(x)
@@ -162,27 +192,29 @@ def convert_dequantize(node: Node) -> list[Expr]:
         raise node.error(f"dequantizing {dt} tensors is not supported")
     if zp is not None and node.dtype(zp) != dt:
         raise node.error(f"the zero point has dtype {node.dtype(zp)} but the input {dt}")
-    out = node.dtype(scale)
-    if not out.is_float:
-        raise node.error(f"the scale must be a float tensor, got {out}")
+    if not node.dtype(scale).is_float:
+        raise node.error(f"the scale must be a float tensor, got {node.dtype(scale)}")
+    # the output type (the scale's, or ``output_dtype``, 23+) is also the
+    # precision of the multiplication
+    out = _float_attr(node, "output_dtype", node.dtype(scale)) if node.version >= 23 \
+        else node.dtype(scale)
     shape = node.shape(x)
     axis, block = _axis_and_block(node, shape)
-    scale32 = _as_float32(node, scale)
     zp32 = node.call("cast", [zp], dtype=DType.INT32) if zp is not None else \
         node.constant(np.zeros(node.shape(scale), np.int32))
     layout = _param_layout(node, scale, shape, axis, block, "scale")
     if layout != "block" and out is DType.FLOAT32:
+        scale32 = _as_float32(node, scale)
         s = scale32 if layout == "axis" or node.shape(scale) == () else \
             reshape_to(node, scale32, ())
         z = zp32 if layout == "axis" or node.shape(zp32) == () else \
             reshape_to(node, zp32, ())
         return [node.call("qnn.dequantize", [x, s, z], axis=axis if shape else -1,
                           out_dtype=DType.FLOAT32)]
-    s = _broadcastable(node, scale32, shape, axis, block, "scale")
+    s = _broadcastable(node, _as(node, scale, out), shape, axis, block, "scale")
     z = _broadcastable(node, zp32, shape, axis, block, "zero point")
     diff = node.call("subtract", [node.call("cast", [x], dtype=DType.INT32), z])
-    y = node.call("multiply", [node.call("cast", [diff], dtype=DType.FLOAT32), s])
-    return [y if out is DType.FLOAT32 else node.call("cast", [y], dtype=out)]
+    return [node.call("multiply", [node.call("cast", [diff], dtype=out), s])]
 
 
 # ------------------------------------------------------ QLinearConv/MatMul
