@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import aot
@@ -221,7 +222,7 @@ def test_c_literals_are_exact():
     """Expected values are written as C99 hexadecimal floats: exact."""
     gen = load_gen()
     for v in (0.1, -3.0e-39, 1.0 / 3.0, 65504.0):
-        f32 = float(__import__("numpy").float32(v))
+        f32 = float(np.float32(v))
         text = gen.c_literal(f32, "float32")
         assert text.endswith("f") and float.fromhex(text[:-1]) == f32
     assert gen.c_literal(math.inf, "float32") == "INFINITY"
