@@ -71,8 +71,17 @@ def run_ort(m: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndar
 def run_aot(m: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
             input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> list[np.ndarray]:
     mod = aot.from_onnx(m, input_shapes=dict(input_shapes or {}))
+    assert_round_trip(mod)
     result = aot.interpret(mod, *feeds.values())
     return list(result) if isinstance(result, tuple) else [result]
+
+
+def assert_round_trip(mod: aot.IRModule) -> None:
+    """The imported module prints and parses back to itself."""
+    from aot.ir.structural import structural_equal
+    text = str(mod)
+    again = aot.infer_types(aot.parse(text, source_name="imported.relay"))
+    assert structural_equal(mod["main"], again["main"]), text
 
 
 def check(m: onnx.ModelProto, feeds: Mapping[str, np.ndarray], rtol: float = 1e-5,
