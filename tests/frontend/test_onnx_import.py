@@ -9,7 +9,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 
 import numpy as np  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 import aot  # noqa: E402
 from aot.diagnostics import DiagnosticError  # noqa: E402

@@ -134,3 +134,12 @@ def test_qdq_graph():
              "ss": f32(0.05), "sz": np.asarray(10, np.uint8)}
     x = rand((1, 3, 5, 5), low=-2, high=2)
     check(model(nodes, {"x": x}, ["y"], inits), {"x": x}, rtol=0, atol=0)
+
+
+def test_qlinear_conv_1d():
+    x = rand((1, 3, 9), np.uint8, low=0, high=255)
+    inits = {"xs": f32(0.03), "xz": np.asarray(128, np.uint8),
+             "w": rand((4, 3, 3), np.uint8, seed=1, low=0, high=255), "ws": f32(0.004),
+             "wz": np.asarray(120, np.uint8), "ys": f32(0.2), "yz": np.asarray(100, np.uint8)}
+    check_single("QLinearConv", {"x": x}, inits=inits, rtol=0, atol=0, pads=[1, 1],
+                 strides=[2])

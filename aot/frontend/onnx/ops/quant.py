@@ -237,7 +237,7 @@ def _multiplier(node: Node, a_scale: np.ndarray, b_scale: np.ndarray,
 
 def _requantize(node: Node, acc: Expr, mult: np.ndarray, mult_shape: tuple[int, ...],
                 y_zp: np.ndarray) -> Expr:
-    out = to_dtype_of(y_zp)
+    out = DType.from_numpy(y_zp.dtype)
     if out not in (DType.UINT8, DType.INT8):
         raise node.error(f"the output zero point has dtype {out}; uint8 or int8 is required")
     if y_zp.size != 1:
@@ -247,10 +247,6 @@ def _requantize(node: Node, acc: Expr, mult: np.ndarray, mult_shape: tuple[int, 
     f = node.call("multiply", [f, node.constant(m.astype(np.float32))])
     r = node.call("round", [f])
     return _saturate(node, r, node.constant(y_zp.reshape(()).astype(np.float32)), out)
-
-
-def to_dtype_of(a: np.ndarray) -> DType:
-    return DType.from_numpy(a.dtype)
 
 
 @converter("QLinearConv", (10,))
