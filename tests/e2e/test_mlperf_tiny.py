@@ -3,9 +3,10 @@ onnxruntime and the interpreter.
 
 The models are the four reference architectures of
 ``examples/mlperf_tiny/models.py`` with seeded random weights.  Each is
-imported, compiled and loaded once (module-scoped fixture); the C result and
-the interpreter's result on seeded random inputs are compared with
-onnxruntime's.
+imported once and compiled and loaded once per tuning (``scalar``, the
+microcontroller loop nests, and ``simd``, the host ones; module-scoped
+fixtures); the C result and the interpreter's result on seeded random
+inputs are compared with onnxruntime's and with each other.
 
 Tolerance (float32): ``rtol = 1e-5`` and ``atol = 1e-5 * max(1, max |expected|)``.
 The three implementations sum the same products in different orders
@@ -39,6 +40,8 @@ MODELS_PY = Path(__file__).resolve().parents[2] / "examples" / "mlperf_tiny" / "
 RTOL = 1e-5
 ATOL = 1e-5
 SEEDS = (0, 1, 2)
+#: aot.compile's loop-nest tunings: the microcontroller form and the host SIMD form
+TUNINGS = ("scalar", "simd")
 
 
 def _load_models():
@@ -108,39 +111,60 @@ def test_models_are_deterministic():
 # -- through aot -----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """name -> (onnx model, imported module, loaded C callable), built on demand."""
+def imported(tmp_path_factory):
+    """name -> (onnx model, aot.from_onnx of its file), built on demand."""
     cache: dict[str, tuple] = {}
 
     def get(name: str):
         if name not in cache:
             model = models.build(name)
-            root = tmp_path_factory.mktemp(name)
-            path = root / f"{name}.onnx"
+            path = tmp_path_factory.mktemp(name) / f"{name}.onnx"
             onnx.save(model, path)
-            mod = aot.from_onnx(str(path))
-            art = aot.compile(mod, root / "artifact", name=name)
-            cache[name] = (model, mod, aot.load(art), art)
+            cache[name] = (model, aot.from_onnx(str(path)))
         return cache[name]
 
     return get
 
 
+@pytest.fixture(scope="module")
+def compiled(imported, tmp_path_factory):
+    """(name, tuning) -> (onnx model, module, loaded C callable, artifact)."""
+    cache: dict[tuple[str, str], tuple] = {}
+
+    def get(name: str, tuning: str):
+        if (name, tuning) not in cache:
+            model, mod = imported(name)
+            art = aot.compile(mod, tmp_path_factory.mktemp(f"{name}-{tuning}"), name=name,
+                              tuning=tuning)
+            cache[name, tuning] = (model, mod, aot.load(art), art)
+        return cache[name, tuning]
+
+    return get
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_c_matches_onnxruntime_and_interpreter(name, compiled):
-    model, mod, fn, _ = compiled(name)
+def test_interpreter_matches_onnxruntime(name, imported):
+    model, mod = imported(name)
     for seed, x in zip(SEEDS, _inputs(model)):
-        want = _ort_run(model, x)
-        got_c = fn(x)
-        got_interp = aot.interpret(mod, x)
-        _assert_close(got_interp, want, f"{name} seed {seed}: interpreter vs onnxruntime")
-        _assert_close(got_c, want, f"{name} seed {seed}: C vs onnxruntime")
-        _assert_close(got_c, got_interp, f"{name} seed {seed}: C vs interpreter")
+        _assert_close(aot.interpret(mod, x), _ort_run(model, x),
+                      f"{name} seed {seed}: interpreter vs onnxruntime")
 
 
+@pytest.mark.parametrize("tuning", TUNINGS)
 @pytest.mark.parametrize("name", NAMES)
-def test_artifact_memory_and_shapes(name, compiled):
-    model, _, _, art = compiled(name)
+def test_c_matches_onnxruntime_and_interpreter(name, tuning, compiled):
+    model, mod, fn, _ = compiled(name, tuning)
+    for seed, x in zip(SEEDS, _inputs(model)):
+        got_c = fn(x)
+        what = f"{name} ({tuning}) seed {seed}"
+        _assert_close(got_c, _ort_run(model, x), f"{what}: C vs onnxruntime")
+        _assert_close(got_c, aot.interpret(mod, x), f"{what}: C vs interpreter")
+
+
+@pytest.mark.parametrize("tuning", TUNINGS)
+@pytest.mark.parametrize("name", NAMES)
+def test_artifact_memory_and_shapes(name, tuning, compiled):
+    model, _, _, art = compiled(name, tuning)
     meta = art.metadata
     assert meta["inputs"][0]["shape"] == list(models.input_shape(model))
     out_dims = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
