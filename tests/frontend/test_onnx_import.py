@@ -234,6 +234,15 @@ def test_unsupported_attribute_value_of_mode():
                                "=half_pixel_symmetric is not supported")
 
 
+def test_integer_linear_resize_is_refused():
+    m = model([node("Resize", ["x", "", "", "s"], ["y"], name="up", mode="linear")],
+              {"x": rand((1, 1, 3, 3), np.uint8)}, ["y"],
+              {"s": np.asarray([1, 1, 6, 6], np.int64)})
+    assert import_error(m) == ("m.onnx: error: node 'up' (Resize): mode=linear on uint8 tensors "
+                               "is not supported (ONNX does not say how interpolated integers "
+                               "round)")
+
+
 def test_unsupported_input_dtype():
     m = model([node("Identity", ["x"], ["y"])], {}, ["y"], infer=False)
     m.graph.input.append(helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2]))

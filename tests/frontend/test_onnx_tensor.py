@@ -358,3 +358,9 @@ def test_range_float16_at_opset_27():
     a, c = np.float32(np.float16(1000)), np.float32(np.float16(0.7))
     want = (a + np.arange(15, dtype=np.float32) * c).astype(np.float16)
     np.testing.assert_array_equal(got, want)
+
+
+def test_resize_nearest_uint8():
+    inits = {"roi": np.zeros((0,), np.float32), "scales": None, "sizes": i64([1, 2, 7, 5])}
+    check_single("Resize", {"x": rand((1, 2, 3, 3), np.uint8, low=0, high=255)}, opset=13,
+                 inits=inits, mode="nearest")

@@ -18,7 +18,9 @@ modes of the same names (half_pixel_symmetric, added in 19, is refused);
 ``nearest_mode`` round_prefer_floor/round_prefer_ceil/floor/ceil to the
 rounding methods of the same names; ``cubic_coeff_a`` and
 ``exclude_outside`` to ``cubic_alpha``/``cubic_exclude``.  Version 18's
-``axes`` may name only H and W; ``keep_aspect_ratio_policy`` must be
+``axes`` may name only H and W; linear and cubic resizing of integer
+tensors are refused (ONNX leaves their rounding open and onnxruntime's is
+not reproducible from the float result); ``keep_aspect_ratio_policy`` must be
 ``stretch`` when sizes are given; ``antialias`` is accepted where it has no
 effect (no axis shrinks).
 """
@@ -101,6 +103,9 @@ def convert_resize(node: Node) -> list[Expr]:
     mode = node.attr("mode", "nearest")
     if mode not in _METHOD:
         raise node.unsupported("mode")
+    if mode != "nearest" and not node.dtype(x).is_float:
+        raise node.unsupported("mode", why=f"on {node.dtype(x)} tensors is not supported (ONNX "
+                               "does not say how interpolated integers round)")
     coord = node.attr("coordinate_transformation_mode", "half_pixel")
     if coord not in _COORD or (coord == "tf_half_pixel_for_nn" and node.version >= 13):
         raise node.unsupported("coordinate_transformation_mode")
