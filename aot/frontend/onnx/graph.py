@@ -32,10 +32,13 @@ constants.  The context records, per expression, whether it depends on
 constants only (one flag per node, set when the node is built); when a
 converter asks for the value of such an expression (:meth:`Context.const_value`),
 the reference interpreter evaluates it (the operators' NumPy references:
-nothing is re-implemented) and the array is cached.  Nothing else is
-folded here: an expression only used as an attribute disappears from the
-program (nothing refers to it), and constant subgraphs that stay in the
-program are left to the FoldConstant pass of the compiler.
+nothing is re-implemented) and the array is cached.  Nothing is folded
+behind the converters' backs: an expression only used as an attribute
+disappears from the program (nothing refers to it), and constant subgraphs
+that stay in the program (a DequantizeLinear of int8 weights, say) are
+left to the compiler's FoldConstant pass, which may or may not want them
+folded.  (Shape, Size and Range produce constants directly: their values
+decide types.)
 
 *Errors.*  Before converting anything, every node's operator, domain and
 schema version are checked and all unsupported nodes are reported
