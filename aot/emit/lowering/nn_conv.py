@@ -140,6 +140,11 @@ FLOAT32_ACCUMULATOR = DType.FLOAT32
 #: loaded values still fit in the general registers.
 TILE_BUDGET = {DType.FLOAT32: 16, I32: 8, DType.FLOAT64: 4, DType.INT64: 4}
 MAX_TILE_CHANNELS = {DType.FLOAT32: 4, I32: 2, DType.FLOAT64: 2, DType.INT64: 2}
+#: columns of a channels-first depthwise float32 tile (one channel): 16
+#: accumulators leave too few registers for the 18 input values of a 3x3
+#: window row (MobileNet 3x3 depthwise layers, Cortex-M4F -O2: 3.9-4.4
+#: -> 3.5-3.9 instructions per MAC with 6 columns; 4 and 8 are close)
+DEPTHWISE_COLUMNS = 6
 #: border positions are computed with constant tap ranges (one copy of the
 #: tile per run of equal ranges) when there are at most this many runs;
 #: otherwise by one loop that computes the range per position
@@ -858,6 +863,8 @@ def _nest(ctx: LowerContext, cv: _Conv, spatial: Callable[[Callable], K.Stmt],
 
 
 def _max_columns(cv: _Conv) -> int:
+    if cv.depthwise and _tile_channels(cv) == 1 and cv.acc is DType.FLOAT32:
+        return DEPTHWISE_COLUMNS
     return max(1, TILE_BUDGET.get(cv.acc, 4) // _tile_channels(cv))
 
 
