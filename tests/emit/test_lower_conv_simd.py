@@ -172,3 +172,17 @@ def test_small_dense_stays_scalar():
     text = (f"def @main(%x: Tensor[{xs}, float32], %w: Tensor[{ws}, float32]) {{\n"
             f"  nn.dense(%x, %w)\n}}\n")
     assert not is_simd(check(text, sample(xs), {"w": sample(ws)}))
+
+
+SCALAR_DENSE = [((1, 8), (4, 8)), ((2, 7), (5, 7)), ((1, 1), (9, 1)), ((3, 10), (37, 10))]
+
+
+@pytest.mark.parametrize("xs,ws", SCALAR_DENSE, ids=[f"{x}-{w}" for x, w in SCALAR_DENSE])
+def test_dense_scalar_tiles_with_a_constant_weight(xs, ws):
+    """The scalar tuning's dense with a constant weight: packed 4-unit tiles
+    (a remainder tile, odd and single-step reductions, a fused prologue)."""
+    text = (f"def @main(%x: Tensor[{xs}, float32], %w: Tensor[{ws}, float32]) {{\n"
+            f"  nn.relu(nn.dense(negative(%x), %w))\n}}\n")
+    group = check(text, sample(xs), {"w": sample(ws)}, tuning="scalar")
+    assert not is_simd(group)
+    assert any(b.name.startswith("tab") for b, _ in group.constants)
