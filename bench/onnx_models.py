@@ -352,7 +352,7 @@ def compiler_version(cc: str) -> str:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = (f"{'model':<17} {'MMAC':>6} {'ours us':>9} {'(min/p90)':>15} {'ORT us':>9} "
-            f"{'ratio':>6} {'GMAC/s':>11} {'max|diff|':>9} {'arena/LB KiB':>14} "
+            f"{'ratio':>6} {'(min)':>5} {'GMAC/s':>11} {'max|diff|':>9} {'arena/LB KiB':>14} "
             f"{'const KiB':>9} {'code KiB':>8} {'compile s':>9} {'build s':>7}")
     print(head)
     print("-" * len(head))
@@ -365,7 +365,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         o = r["ours"]
         print(f"{r['model']:<17} {r['macs'] / 1e6:>6.2f} {o['median_ns'] / 1e3:>9.1f} "
               f"{o['min_ns'] / 1e3:>7.1f}/{o['p90_ns'] / 1e3:<7.1f} {ort_us:>9.1f} "
-              f"{r['ratio']:>6.2f} {r['gmacs_ours']:>5.2f}/{r['gmacs_ort']:<5.2f} "
+              f"{r['ratio']:>6.2f} {r['ratio_min']:>5.2f} {r['gmacs_ours']:>5.2f}/{r['gmacs_ort']:<5.2f} "
               f"{r['max_abs_diff']:>9.2e} "
               f"{r['arena_bytes'] / 1024:>6.1f}/{r['arena_lower_bound_bytes'] / 1024:<7.1f} "
               f"{r['constant_bytes'] / 1024:>9.1f} {r['code_bytes'] / 1024:>8.1f} "
@@ -433,7 +433,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{row['model']}: no profile: {row['profile_error']}")
     print(f"load average before/after: {report['loadavg_before'][0]:.2f} / "
           f"{report['loadavg_after'][0]:.2f} on {report['machine']['cores']} cores "
-          "(numbers under load are noisy)")
+          "(numbers under load are noisy: a call longer than a scheduler slice is more\n"
+          "often preempted than a short one, so under load the medians of slow models are\n"
+          "inflated; the minima and per-round medians in the JSON are steadier)")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.json}")
