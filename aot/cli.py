@@ -186,7 +186,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     params = _parse_params(args.param)
     artifact = compile_model(mod, args.output, name=args.name, opt_level=args.opt_level,
                              params=params, arena=args.arena, build=not args.no_build,
-                             pool_bytes=args.pool_bytes, max_depth=args.max_depth)
+                             pool_bytes=args.pool_bytes, max_depth=args.max_depth,
+                             tuning=args.tuning)
     meta = artifact.metadata
     if meta.get("backend") == "program":
         print(f"{artifact.root}: program, {len(meta['kernels'])} kernels, object pool "
@@ -242,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 262144)")
     p.add_argument("--max-depth", type=int, default=None, metavar="N",
                    help="bound on nested non-tail calls of such programs (default 10000)")
+    p.add_argument("--tuning", choices=["scalar", "simd"], default="scalar",
+                   help="convolution and dense loop nests for a scalar FPU (microcontrollers) "
+                        "or for SIMD hosts compiled at -O3")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
     _add_input_shape(p)
     p.set_defaults(func=cmd_compile)

@@ -87,3 +87,21 @@ def test_simd_tuning_is_clean_under_clang():
                     "-ffp-contract=off", f"-I{out / 'include'}", f"-I{out / 'runtime_c'}",
                     "-c", str(out / "src" / "simd.c"), "-o", str(out / "simd.o")],
                    check=True, capture_output=True, text=True)
+
+
+def test_cli_tuning_option(tmp_path):
+    from aot.cli import main
+
+    src = tmp_path / "dense.relay"
+    src.write_text("def @main(%x: Tensor[(1, 8), float32], %w: Tensor[(64, 8), float32]) {\n"
+                   "  nn.dense(%x, %w)\n}\n")
+    w = tmp_path / "w.npy"
+    np.save(w, RNG.standard_normal((64, 8)).astype(np.float32))
+    sources = {}
+    for tuning in ("scalar", "simd"):
+        out = tmp_path / tuning
+        assert main(["compile", str(src), "-o", str(out), "--name", "net", "--param", f"w={w}",
+                     "--tuning", tuning, "--no-build"]) == 0
+        sources[tuning] = (out / "src" / "net.c").read_text()
+    assert "acc" in sources["simd"] and "[64]" in sources["simd"]
+    assert "[64]" not in sources["scalar"]

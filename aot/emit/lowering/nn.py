@@ -427,11 +427,9 @@ def _dense(ctx: LowerContext, args: Sequence, attrs: DenseAttrs, out_type: objec
             and w.ndim == 2 and x.shape[-1] > 0 and w.shape[0] >= DENSE_SIMD_MIN_UNITS):
         return _dense_simd(ctx, x, np.asarray(w.constant, dtype=np.float32), shape, dtype,
                            sinks[0])
-    if (w.constant is not None and dtype is DType.FLOAT32 and x.dtype is DType.FLOAT32
-            and w.dtype is DType.FLOAT32 and w.ndim == 2 and x.shape[-1] > 0
-            and w.shape[0] >= DENSE_SCALAR_UNITS):
-        return _dense_scalar_tiles(ctx, x, np.asarray(w.constant, dtype=np.float32), shape,
-                                   sinks[0])
+    if (dtype is DType.FLOAT32 and x.dtype is DType.FLOAT32 and w.dtype is DType.FLOAT32
+            and x.shape[-1] > 0 and w.shape[0] >= DENSE_SCALAR_UNITS):
+        return _dense_scalar_tiles(ctx, x, w, shape, sinks[0])
     p = _matmul_product(x, w, shape, False, True)
     return _product_nest(ctx, p, dtype, sinks[0])
 
@@ -440,35 +438,27 @@ def _dense(ctx: LowerContext, args: Sequence, attrs: DenseAttrs, out_type: objec
 DENSE_SCALAR_UNITS = 4
 
 
-def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, weight: np.ndarray,
+def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, w: TensorValue,
                         shape: tuple[int, ...], sink: Sink) -> K.Stmt:
-    """The ``scalar`` tuning's dense with a constant float32 weight: tiles
-    of ``BJ`` units in scalar accumulators, the weight packed at compile
-    time as ``[units/BJ][K][BJ]`` (zero units pad the last tile) so each
-    ``x[k]`` is loaded once per tile and the tile's weights are one
-    contiguous run; ``k`` unrolled twice.  Each output sums its products in
+    """The ``scalar`` tuning's float32 dense: tiles of ``BJ`` units in
+    scalar accumulators, so each ``x[k]`` is loaded once per tile; ``k``
+    unrolled twice.  The weight is read in place (a packed copy would
+    double the flash the weights take).  Each output sums its products in
     ``k`` order in float32, as :func:`_product_nest` does."""
-    units, reduce = weight.shape
+    units, reduce = w.shape
     bj = DENSE_SCALAR_UNITS
-    tiles = -(-units // bj)
-    packed = np.zeros((tiles * bj, reduce), dtype=np.float32)
-    packed[:units] = weight
-    packed = packed.reshape(tiles, bj, reduce).transpose(0, 2, 1)
-    wbuf = ctx.constant_table(np.ascontiguousarray(packed).reshape(-1), DType.FLOAT32).buffer
-    assert wbuf is not None
 
     def row_body(row: Index) -> K.Stmt:
         def tile(jt: K.Expr, valid: int) -> list[K.Stmt]:
             accs = [ctx.scalar("acc", DType.FLOAT32) for _ in range(valid)]
             stmts: list[K.Stmt] = [K.Decl(a, _zero(DType.FLOAT32)) for a in accs]
-            base = K.mul(jt, _idx(reduce * bj), no_wrap=True)
+            base = K.mul(jt, _idx(bj), no_wrap=True)
 
             def step(k: K.Expr) -> list[K.Stmt]:
                 xv = ctx.scalar("xv", DType.FLOAT32)
-                wk = K.add(base, K.mul(k, _idx(bj), no_wrap=True), no_wrap=True)
                 return [K.Decl(xv, x.read((*row, k)))] + [
-                    K.Assign(a, K.add(a, K.mul(xv, K.load(wbuf, K.add(wk, _idx(i), no_wrap=True)
-                                                          if i else wk))))
+                    K.Assign(a, K.add(a, K.mul(xv, w.read((K.add(base, _idx(i), no_wrap=True)
+                                                           if i else base, k)))))
                     for i, a in enumerate(accs)]
             k = ctx.index_var("k")
             pairs, odd = divmod(reduce, 2)
