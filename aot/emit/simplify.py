@@ -34,6 +34,15 @@ the original for every input, NaN and wrap-around included:
 * **Logic and selects**: ``x && 1`` -> ``x``, ``x || 1`` -> ``1`` (clang
   warns about constant logical operands), ``!!x`` -> ``x``, a select on a
   constant condition or with equal arms.
+* **Float min / max with a constant** (``float32``/``float64``, the
+  constant not NaN): the NaN-propagating helper needs two comparisons
+  (``(a > b || a != a) ? a : b``); against a constant one suffices --
+  ``max(x, c)`` is ``x <= c ? c : x`` (NaN compares false and stays),
+  ``max(c, x)`` is ``c > x ? c : x``, ``min(x, c)`` is ``x >= c ? c : x``,
+  ``min(c, x)`` is ``c < x ? c : x``, ties resolving to the same operand as
+  the helper (so signed zeros come out the same).  ReLU and ReLU6 are
+  these; on a Cortex-M4F each saves a compare and a flag transfer per
+  element.
 
 Statements (:func:`simplify_stmt`): loops of extent 0 vanish, loops of
 extent 1 become their body with the variable replaced by the start; a
@@ -45,6 +54,8 @@ warnings).
 """
 
 from __future__ import annotations
+
+import math
 
 from ..ir.dtype import DType
 from .kernel_eval import evaluate
@@ -101,6 +112,25 @@ def _rewrite(e: Expr) -> Expr:
             return _comparison(e)
         if e.a.dtype.is_int:
             return _integer(e)
+        if e.op in (_O.MIN, _O.MAX) and e.a.dtype in (DType.FLOAT32, DType.FLOAT64):
+            return _float_extremum(e)
+    return e
+
+
+def _not_nan_const(e: Expr) -> bool:
+    return isinstance(e, Const) and not math.isnan(float(e.value))
+
+
+def _float_extremum(e: BinOp) -> Expr:
+    """``min``/``max`` of a float and a non-NaN constant as one select
+    (exact; see the module note)."""
+    a, b = e.a, e.b
+    if _not_nan_const(b):               # op(x, c): c when x <= c (max) / x >= c (min)
+        cond = BinOp(_O.LE if e.op is _O.MAX else _O.GE, a, b)
+        return Select(cond, b, a)
+    if _not_nan_const(a):               # op(c, x): c when c > x (max) / c < x (min)
+        cond = BinOp(_O.GT if e.op is _O.MAX else _O.LT, a, b)
+        return Select(cond, a, b)
     return e
 
 

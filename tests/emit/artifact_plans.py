@@ -81,14 +81,14 @@ SCALE = np.array([0.5, -1.0, 2.0, 0.25, -0.0, 3.0], dtype=np.float32)
 
 def addscale_plan(name: str = "addscale", arena_mode: str = "caller",
                   scale: np.ndarray = SCALE) -> ModelPlan:
-    """``out = max((x + y) * scale, 0)`` on (2, 3) float32; ``x + y`` goes
-    through the arena, ``scale`` is a constant table, ``max`` a runtime
-    helper (aot_max_f32)."""
+    """``out = max((x + y) * scale, x + y)`` on (2, 3) float32; ``x + y``
+    goes through the arena, ``scale`` is a constant table, ``max`` a
+    runtime helper (aot_max_f32; against a constant it would be a select)."""
     n = 6
     k0 = map_kernel(f"{name}_k0", [(D.FLOAT32, S.INPUT), (D.FLOAT32, S.INPUT)], D.FLOAT32, n,
                     K.add)
     k1 = map_kernel(f"{name}_k1", [(D.FLOAT32, S.ARENA), (D.FLOAT32, S.CONST)], D.FLOAT32, n,
-                    lambda t, c: K.maximum(K.mul(t, c), K.const(0.0, D.FLOAT32)))
+                    lambda t, c: K.maximum(K.mul(t, c), t))
     return ModelPlan(
         name=name,
         inputs=(TensorSpec("x", (2, 3), D.FLOAT32, "x"), TensorSpec("y", (2, 3), D.FLOAT32, "y")),
@@ -97,7 +97,7 @@ def addscale_plan(name: str = "addscale", arena_mode: str = "caller",
         kernels=(k0, k1),
         kernel_info=(info(k0, "%0 = add(%x, %y) : Tensor[(2, 3), float32]", ["add"]),
                      info(k1, "%1 = multiply(%0, meta[relay.Constant][0])\n"
-                              "%2 = maximum(%1, 0f) /* relu */", ["multiply", "maximum"])),
+                              "%2 = maximum(%1, %0) /* max */", ["multiply", "maximum"])),
         calls=(KernelCall(k0.name, (inp(0, D.FLOAT32, n), inp(1, D.FLOAT32, n),
                                     arena(16, D.FLOAT32, n))),
                KernelCall(k1.name, (arena(16, D.FLOAT32, n), const_ref("c0", D.FLOAT32, n),
@@ -108,7 +108,8 @@ def addscale_plan(name: str = "addscale", arena_mode: str = "caller",
 
 
 def addscale_expected(x: np.ndarray, y: np.ndarray, scale: np.ndarray = SCALE) -> np.ndarray:
-    return np.maximum((x + y) * scale.reshape(2, 3), np.float32(0))
+    t = x + y
+    return np.maximum(t * scale.reshape(2, 3), t)
 
 
 def tuple_plan(name: str = "tuples") -> ModelPlan:

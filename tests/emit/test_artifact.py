@@ -205,7 +205,7 @@ def test_source_shape():
     assert re.search(r"/\*\n \* addscale_k0: from\n \*     %0 = add\(%x, %y\).*?\*/\n"
                      r"static void addscale_k0\(", text, re.S)
     # the nested comment in the IR text is defused
-    assert "maximum(%1, 0f) / * relu * /" in text
+    assert "maximum(%1, %0) / * max * /" in text
     assert "if (x == NULL || y == NULL || out == NULL || arena == NULL) {" in text
     assert "return ADDSCALE_ERR_NULL;" in text and "return ADDSCALE_OK;" in text
     assert "addscale_k0(x, y, (float *)((unsigned char *)arena + 16));" in text

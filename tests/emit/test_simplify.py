@@ -81,7 +81,32 @@ RULES = [
     ("select on a constant", K.select(c(1, D.BOOL), x, K.neg(x)), "x"),
     ("select with equal arms", K.select(p, x, x), "x"),
     ("calls are never folded", K.math_call("sqrt", c(4.0, D.FLOAT32)), "sqrtf(4.0f)"),
+    ("max(x, c) is one compare", K.maximum(x, c(0.0, D.FLOAT32)), "x <= 0.0f ? 0.0f : x"),
+    ("max(c, x) is one compare", K.maximum(c(0.0, D.FLOAT32), x), "0.0f > x ? 0.0f : x"),
+    ("min(x, c) is one compare", K.minimum(x, c(6.0, D.FLOAT32)), "x >= 6.0f ? 6.0f : x"),
+    ("min(c, x) is one compare", K.minimum(c(6.0, D.FLOAT32), x), "6.0f < x ? 6.0f : x"),
+    ("max with NaN stays", K.maximum(x, c(math.nan, D.FLOAT32)), "aot_max_f32(x, AOT_NAN_F32)"),
 ]
+
+
+@pytest.mark.parametrize("op", [K.maximum, K.minimum])
+@pytest.mark.parametrize("const_first", [False, True])
+def test_float_extremum_with_constant_is_exact(op, const_first):
+    """min/max against every interesting constant, on every interesting
+    float: the one-compare select equals the NaN-propagating helper bit for
+    bit (signed zeros and NaN included)."""
+    specials = [0.0, -0.0, 1.0, -1.0, 6.0, math.inf, -math.inf, math.nan, 1e-45, -3.5]
+    for dtype in (D.FLOAT32, D.FLOAT64):
+        v = K.Var("v", dtype)
+        for const in [s for s in specials if not math.isnan(s)]:
+            expr = op(K.Const(const, dtype), v) if const_first else op(v, K.Const(const, dtype))
+            simple = simplify_expr(expr)
+            assert isinstance(simple, K.Select)
+            for value in specials:
+                before = evaluate(expr, {"v": value}, {})
+                after = evaluate(simple, {"v": value}, {})
+                assert bits_equal(np.array([after]), np.array([before])).all(), (
+                    print_expr(expr), value, before, after)
 
 
 @pytest.mark.parametrize("expr, text", [(e, t) for _, e, t in RULES], ids=[n for n, _, _ in RULES])
