@@ -170,6 +170,7 @@ class RenderContext:
     entry_body: tuple[str, ...]           # statements, without indentation
     mk_sources: tuple[str, ...]           # artifact-relative
     mk_cflags: str
+    mk_memory: tuple[tuple[str, int], ...]  # (suffix, bytes) for <NAME>_<suffix> in the .mk
     runtime_files: tuple[str, ...]
     #: whole-language programs (None for dataflow models): see program_view
     program: Any = None
@@ -668,6 +669,8 @@ def build_context(plan: ModelPlan) -> RenderContext:
         entry_body=_entry_body(plan, NAME) if plan.program is None else plan.program.entry_body,
         mk_sources=(f"src/{name}.c",),
         mk_cflags=" ".join(MODEL_CFLAGS),
+        mk_memory=(("ARENA_BYTES", plan.arena_bytes), ("ARENA_ALIGN", ARENA_ALIGNMENT),
+                   ("POOL_BYTES", plan.pool_bytes), ("CONSTANT_BYTES", plan.constant_bytes)),
         runtime_files=RUNTIME_FILES if plan.program is None else PROGRAM_RUNTIME_FILES,
         program=None if plan.program is None else program_view(plan))
 

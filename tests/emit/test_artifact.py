@@ -245,6 +245,12 @@ def test_makefile_fragment_variables():
     assert "-std=c99" in cflags and "-ffp-contract=off" in cflags
     assert "ADDSCALE_LIB := $(ADDSCALE_DIR)/lib/libaddscale.a" in text
     assert "FMA" in text   # the comment says why -ffp-contract=off
+    assert ("ADDSCALE_HEADERS := $(ADDSCALE_DIR)/include/addscale.h\n"
+            "ADDSCALE_HEADERS += $(ADDSCALE_DIR)/runtime_c/aot_kernel_helpers.h\n") in text
+    plan = addscale_plan()
+    for var, value in (("ARENA_BYTES", plan.arena_bytes), ("ARENA_ALIGN", 16),
+                       ("POOL_BYTES", plan.pool_bytes), ("CONSTANT_BYTES", plan.constant_bytes)):
+        assert f"\nADDSCALE_{var} := {value}\n" in text, var
 
 
 def test_generated_lines_are_not_too_long():

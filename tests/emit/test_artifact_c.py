@@ -270,6 +270,13 @@ app_prebuilt: build/main.o $(M1_LIB) $(M2_LIB)
 build/%.o: %.c | build
 \t$(CC) $(CFLAGS) -c $< -o $@
 
+$(OBJS): $(M1_HEADERS) $(M2_HEADERS)
+
+# a budget check from the fragments' memory figures
+ifneq ($(shell test $(M1_ARENA_BYTES) -le 48 && echo ok),ok)
+$(error m1 needs $(M1_ARENA_BYTES) bytes of arena)
+endif
+
 build:
 \tmkdir -p build
 """
