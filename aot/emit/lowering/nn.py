@@ -28,6 +28,13 @@ vector of ``reduce`` elements, reused for every ``j``, so the inner loop
 reads it contiguously (and the fused prologue of ``lhs`` runs once per
 element instead of once per ``j``).
 
+Float32 ``nn.dense`` has nests of its own: under the ``scalar`` tuning
+(:mod:`.tuning`, the default) tiles of 4 units in scalar accumulators
+(:func:`_dense_scalar_tiles`: each ``x[k]`` loaded once per 4 MACs), under
+``simd`` with a constant weight a weight packed at compile time and a
+vectorisable accumulator array (:func:`_dense_simd`).  Both keep each
+output's summation order.
+
 The accumulator follows the reference (``_nn_util.accumulator``): integer
 results accumulate in the output dtype with wrapping arithmetic -- the
 same value as the reference's exact int64 sum wrapped once, because

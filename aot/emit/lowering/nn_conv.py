@@ -69,6 +69,11 @@ instruction counts on a Cortex-M4F: float32 4x4, int32 2x4).
   tile's weights stay in place while the image streams by), innermost for
   channels-last outputs (whose channels are contiguous).
 
+**Tuning.**  These are the ``scalar`` tuning's nests (the default, for a
+scalar FPU such as a Cortex-M4F).  Under the ``simd`` tuning
+(:mod:`.tuning`) forward float32 convolutions with a constant, finite
+weight take the vectorisable nests of :mod:`.nn_conv_simd` instead.
+
 **Padding.**  There is no bounds test in any reduction loop.  Per spatial
 axis, output position ``o`` reads input ``i0 + k*dil`` with
 ``i0 = o*stride - pad``; the valid taps are ``k`` in
