@@ -13,7 +13,9 @@ the group's body once, in dependency order, giving every node a value
   parameter is one buffer per tensor leaf);
 * a constant whose elements are all equal is a literal; any other constant
   becomes a ``CONST`` kernel parameter (the model's ``static const``
-  table);
+  table) -- unless the body never reads it (an anchor that repacks a weight
+  into a table of its own layout reads only the table), so flash holds
+  each weight once;
 * an operator with an index lowering composes its arguments' reads;
 * the anchor's value is a *placeholder*: a read that returns the scalar
   variable ``acc``.  The epilogue after the anchor reads the anchor's
@@ -49,6 +51,7 @@ from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import post_order
 from . import kernel_ir as K
 from .cse import hoist
+from .kernel_walk import buffers_in
 from .te import (ArgValue, LowerContext, LoweringError, TensorValue, check_index_range,
                  constant_value, from_buffer, is_splat, loop_nest, lookup_lowering)
 
@@ -202,7 +205,10 @@ def lower_group(fn: Function, name: str, *, source: str = "") -> LoweredGroup:
         body = _lower_anchor(state, root, out_bufs)
     inplace = tuple(i for i, b in enumerate(state.inputs) if not b.restrict)
 
-    state.constants.extend(ctx.tables)
+    # a constant the body never reads (a weight the anchor repacked into a
+    # table of its own) is neither passed nor stored in flash
+    read = {b.name for b in buffers_in(body)}
+    state.constants = [(b, d) for b, d in (*state.constants, *ctx.tables) if b.name in read]
     params = (*state.inputs, *(b for b, _ in state.constants), *out_bufs,
               *ctx.scratch_buffers)
     kernel = K.Kernel(name, params, body, comment=source)

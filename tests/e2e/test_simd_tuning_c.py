@@ -78,6 +78,19 @@ def test_simd_tuning_matches_the_interpreter():
     assert (again / "src" / "simd.c").read_text() == source
 
 
+def test_repacked_weights_are_stored_once():
+    """The simd kernels read weights repacked into tables of their own
+    layout; the original constants are then neither passed nor emitted, so
+    flash holds each weight once (plus the packing's padding)."""
+    text, params, _ = program()
+    mod = aot.parse(text)
+    weights = sum(w.nbytes for w in params.values())
+    out = Path(tempfile.mkdtemp(prefix="aot-simd-"))
+    art = aot.compile(mod, out, name="simd", params=params, tuning="simd", build=False)
+    constant_bytes = art.metadata["constant_bytes"]
+    assert weights <= constant_bytes < 1.6 * weights, (constant_bytes, weights)
+
+
 @pytest.mark.skipif(shutil.which("clang") is None, reason="clang is not installed")
 def test_simd_tuning_is_clean_under_clang():
     text, params, _ = program()
