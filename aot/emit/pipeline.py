@@ -36,14 +36,18 @@ def graph_form(mod: IRModule, *, params: Mapping[str, Any] | None = None,
 
 
 def dataflow_passes(mod: IRModule, *, opt_level: int = 3) -> IRModule:
-    """SimplifyInference -> FoldConstant -> FuseOps on a module in graph form."""
+    """SimplifyInference -> FoldConstant (opt 1) -> FoldScaleAxis (opt 2) ->
+    FuseOps on a module in graph form."""
     from ..passes.fold_constant import fold_constant
+    from ..passes.fold_scale_axis import fold_scale_axis
     from ..passes.fuse_ops import fuse_ops
     from ..passes.simplify_inference import simplify_inference
 
     mod = simplify_inference(mod)
     if opt_level >= 1:
         mod = fold_constant(mod)
+    if opt_level >= 2:
+        mod = fold_scale_axis(mod)
     return fuse_ops(mod, max_depth=256 if opt_level >= 1 else 1)
 
 
