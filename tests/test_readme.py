@@ -42,3 +42,26 @@ def test_python_api_block_runs(tmp_path):
     np.testing.assert_array_equal(env["value"], np.full((2, 3), 2, dtype=np.float32))
     assert (tmp_path / "out" / "net" / "lib" / "libnet.a").is_file()
     assert "main" in env["mod"]
+
+
+def test_onnx_block_runs(tmp_path):
+    """The ONNX section's block, on a small model with a free batch
+    dimension that ``input_shapes`` fixes."""
+    onnx = __import__("pytest").importorskip("onnx")
+    from onnx import TensorProto, helper
+    block = next(b for b in code_blocks("python") if "aot.from_onnx(" in b)
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["input"], ["output"])], "g",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 49, 10])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 1, 49, 10])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              str(tmp_path / "model.onnx"))
+    env: dict = {}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(block, env)  # noqa: S102 - our own README
+    finally:
+        os.chdir(cwd)
+    x = np.linspace(-1, 1, 490, dtype=np.float32).reshape(1, 1, 49, 10)
+    np.testing.assert_array_equal(aot.load(env["art"])(x), np.maximum(x, 0))
