@@ -11,6 +11,8 @@ and 22 (adds bfloat16 only).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
@@ -42,17 +44,37 @@ def _add_bias(node: Node, y: Expr, index: int) -> Expr:
     return node.call("nn.bias_add", [y, b], axis=1)
 
 
-@converter("Conv", _VERSIONS)
-def convert_conv(node: Node) -> list[Expr]:
+@dataclass(frozen=True)
+class _ConvOperands:
+    """What Conv and ConvTranspose read alike: data, weight, the number of
+    spatial axes, shapes, kernel, strides and dilations."""
+    x: Expr
+    w: Expr
+    n: int
+    x_shape: tuple[int, ...]
+    w_shape: tuple[int, ...]
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+
+
+def _operands(node: Node) -> _ConvOperands:
     x, w = node.input(0), node.input(1)
     require_float(node, x)
     n = _spatial_rank(node, x)
     x_shape, w_shape = node.shape(x), node.shape(w)
     if len(w_shape) != n + 2:
         raise node.error(f"the weight has shape {list(w_shape)}; rank {n + 2} is needed")
-    kernel = _kernel(node, w_shape, n)
-    strides = spatial_ints(node, "strides", n, 1)
-    dilations = spatial_ints(node, "dilations", n, 1)
+    return _ConvOperands(x, w, n, x_shape, w_shape, _kernel(node, w_shape, n),
+                         spatial_ints(node, "strides", n, 1),
+                         spatial_ints(node, "dilations", n, 1))
+
+
+@converter("Conv", _VERSIONS)
+def convert_conv(node: Node) -> list[Expr]:
+    c = _operands(node)
+    x, w, n, x_shape, w_shape = c.x, c.w, c.n, c.x_shape, c.w_shape
+    kernel, strides, dilations = c.kernel, c.strides, c.dilations
     pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations)
     groups = int(node.attr("group", 1))
     if n == 1:
@@ -101,15 +123,9 @@ def _transpose_pads(node: Node, in_sizes: tuple[int, ...], kernel: list[int],
 
 @converter("ConvTranspose", _VERSIONS)
 def convert_conv_transpose(node: Node) -> list[Expr]:
-    x, w = node.input(0), node.input(1)
-    require_float(node, x)
-    n = _spatial_rank(node, x)
-    x_shape, w_shape = node.shape(x), node.shape(w)
-    if len(w_shape) != n + 2:
-        raise node.error(f"the weight has shape {list(w_shape)}; rank {n + 2} is needed")
-    kernel = _kernel(node, w_shape, n)
-    strides = spatial_ints(node, "strides", n, 1)
-    dilations = spatial_ints(node, "dilations", n, 1)
+    c = _operands(node)
+    x, w, n, x_shape, w_shape = c.x, c.w, c.n, c.x_shape, c.w_shape
+    kernel, strides, dilations = c.kernel, c.strides, c.dilations
     out_pad = [int(v) for v in node.attr("output_padding", [0] * n)]
     if len(out_pad) != n or any(v < 0 for v in out_pad):
         raise node.unsupported("output_padding", out_pad)
