@@ -51,7 +51,7 @@ def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
     return run(mod, *args, entry=entry)
 
 
-def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int = 3,
+def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int | None = None,
             params: dict[str, Any] | None = None, arena: str = "caller",
             entry: str = "main", build: bool = True, pool_bytes: int | None = None,
             max_depth: int | None = None, tuning: str = "scalar") -> Any:

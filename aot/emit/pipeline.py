@@ -1,15 +1,17 @@
-"""The compilation pipeline of the dataflow C backend, in order.
+"""The compilation pipeline, in order.
 
 ::
 
-    BindParams -> InferType -> ToGraphNormalForm -> SimplifyInference -> FoldConstant -> FuseOps
-      -> lower (kernels, slots, memory plan: aot.emit.lower_model)
+    BindParams -> GRAPH_FORM -> (static tensor program?)
+      yes: DATAFLOW                    -> lower (kernels, slots, arena: aot.emit.lower_model)
+      no:  PROGRAM -> DATAFLOW         -> lower (object pool: aot.emit.program_model)
       -> render (aot.emit.artifact) -> build (gcc/clang + ar)
 
-``opt_level`` 0 skips FoldConstant and fuses nothing (every operator is its
-own kernel: useful to tell a fusion bug from a lowering bug); 1 and above
-run the whole list.  The pass manager of the optimizer (issue 7) will take
-this list over; until then it is this one readable function.
+The pass lists are :mod:`aot.passes.pipelines`; which passes run is up to
+the current :class:`~aot.passes.manager.PassContext` (opt level, disabled
+and required passes, instruments, verification).  ``opt_level`` given
+here overrides the context's.  At opt level 0 FuseOps puts every operator
+in its own kernel (useful to tell a fusion bug from a lowering bug).
 """
 
 from __future__ import annotations
@@ -19,56 +21,56 @@ from typing import Any, Mapping
 
 from ..diagnostics import DiagnosticError
 from ..ir.module import IRModule
+from ..passes.manager import PassContext, current
 from .model_plan import ModelPlan
 
 __all__ = ["optimize_for_c", "plan", "compile_module"]
 
 
+def _context(opt_level: int | None, entry: str) -> PassContext:
+    """The current pass context with ``opt_level`` (when given) and the
+    entry function as the option of the passes that need one."""
+    ctx = current()
+    if opt_level is not None:
+        ctx = ctx.replace(opt_level=opt_level)
+    options = dict(ctx.options)
+    options["Specialize"] = {**options.get("Specialize", {}), "entry": entry}
+    return ctx.replace(options=options)
+
+
 def graph_form(mod: IRModule, *, params: Mapping[str, Any] | None = None,
-               entry: str = "main") -> IRModule:
-    """BindParams -> InferType -> ToGraphNormalForm: the module both the
-    backend choice and the dataflow passes start from."""
+               entry: str = "main", ctx: PassContext | None = None) -> IRModule:
+    """BindParams, then :data:`~aot.passes.pipelines.GRAPH_FORM`: the module
+    both the backend choice and the dataflow passes start from."""
     from ..passes.bind_params import bind_params
-    from ..passes.to_graph_normal_form import to_graph_normal_form
-    from ..passes.type_infer import infer_types
+    from ..passes.pipelines import GRAPH_FORM
 
-    return to_graph_normal_form(infer_types(bind_params(mod, params or {}, entry)))
-
-
-def dataflow_passes(mod: IRModule, *, opt_level: int = 3) -> IRModule:
-    """SimplifyInference -> FoldConstant (opt 1) -> FoldScaleAxis (opt 2) ->
-    FuseOps on a module in graph form."""
-    from ..passes.fold_constant import fold_constant
-    from ..passes.fold_scale_axis import fold_scale_axis
-    from ..passes.fuse_ops import fuse_ops
-    from ..passes.simplify_inference import simplify_inference
-
-    mod = simplify_inference(mod)
-    if opt_level >= 1:
-        mod = fold_constant(mod)
-    if opt_level >= 2:
-        mod = fold_scale_axis(mod)
-    return fuse_ops(mod, max_depth=256 if opt_level >= 1 else 1)
+    return GRAPH_FORM(bind_params(mod, params or {}, entry), ctx or _context(None, entry))
 
 
-def optimize_for_c(mod: IRModule, *, opt_level: int = 3,
+def dataflow_passes(mod: IRModule, *, opt_level: int | None = None,
+                    ctx: PassContext | None = None) -> IRModule:
+    """:data:`~aot.passes.pipelines.DATAFLOW` on a module in graph form."""
+    from ..passes.pipelines import DATAFLOW
+
+    return DATAFLOW(mod, ctx or _context(opt_level, "main"))
+
+
+def optimize_for_c(mod: IRModule, *, opt_level: int | None = None,
                    params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
     """The typed, fused module the lowering takes."""
-    return dataflow_passes(graph_form(mod, params=params, entry=entry), opt_level=opt_level)
+    ctx = _context(opt_level, entry)
+    return dataflow_passes(graph_form(mod, params=params, entry=entry, ctx=ctx), ctx=ctx)
 
 
-def optimize_program(mod: IRModule, *, opt_level: int = 3,
+def optimize_program(mod: IRModule, *, opt_level: int | None = None,
                      params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
     """The typed, monomorphic, fused module the program backend takes."""
     from ..passes.bind_params import bind_params
-    from ..passes.eta_expand import eta_expand_ops
-    from ..passes.specialize import specialize
-    from ..passes.type_infer import infer_types
+    from ..passes.pipelines import DATAFLOW, PROGRAM
 
-    mod = infer_types(bind_params(mod, params or {}, entry))
-    mod = specialize(mod, entry)
-    mod = eta_expand_ops(mod)
-    return optimize_for_c(mod, opt_level=opt_level, entry=entry)
+    ctx = _context(opt_level, entry)
+    return DATAFLOW(PROGRAM(bind_params(mod, params or {}, entry), ctx), ctx)
 
 
 def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
@@ -95,7 +97,7 @@ def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
     return True
 
 
-def plan(mod: IRModule, name: str, *, opt_level: int = 3,
+def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
          params: Mapping[str, Any] | None = None, arena: str = "caller",
          entry: str = "main", pool_bytes: int | None = None,
          max_depth: int | None = None, tuning: str = "scalar") -> ModelPlan:
@@ -112,7 +114,7 @@ def plan(mod: IRModule, name: str, *, opt_level: int = 3,
                      pool_bytes=pool_bytes, max_depth=max_depth)
 
 
-def _plan(mod: IRModule, name: str, *, opt_level: int, params: Mapping[str, Any] | None,
+def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[str, Any] | None,
           arena: str, entry: str, pool_bytes: int | None, max_depth: int | None) -> ModelPlan:
     from .lower_model import plan_model
     from .program_model import plan_program
@@ -121,16 +123,17 @@ def _plan(mod: IRModule, name: str, *, opt_level: int, params: Mapping[str, Any]
         raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
     # decided before the optimisations: an operator used as a value
     # (program backend only) must be eta-expanded before they re-infer types
-    typed = graph_form(mod, params=params, entry=entry)
+    ctx = _context(opt_level, entry)
+    typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
     if is_dataflow(typed, entry):
-        fused = dataflow_passes(typed, opt_level=opt_level)
+        fused = dataflow_passes(typed, ctx=ctx)
         return plan_model(fused, name, arena=arena, entry=entry)
     program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry)
     return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)
 
 
 def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
-                   opt_level: int = 3, params: Mapping[str, Any] | None = None,
+                   opt_level: int | None = None, params: Mapping[str, Any] | None = None,
                    arena: str = "caller", entry: str = "main", build: bool = True,
                    pool_bytes: int | None = None, max_depth: int | None = None,
                    tuning: str = "scalar"):

@@ -22,6 +22,7 @@ from ..ir.expr import (Call, Expr, Function, GlobalVar, If, Let, Match, Op, RefC
 from ..ir.module import IRModule
 from ..ir.types import FuncType, RefType, TupleType, Type
 from ..ir.visitor import ExprMutator, Visit, rebuild
+from .manager import register_pass
 
 __all__ = ["eta_expand_ops"]
 
@@ -121,3 +122,6 @@ def eta_expand_ops(mod: IRModule) -> IRModule:
         changed |= new is not func
         out.add(gv, new)
     return infer_types(out) if changed else mod
+
+
+register_pass("EtaExpandOps", opt_level=0)(eta_expand_ops)

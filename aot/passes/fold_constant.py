@@ -54,6 +54,7 @@ from ..ir.dtype import DType
 from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import ExprMutator, Visit, rebuild
 from ..values import Value
+from .manager import register_pass
 
 __all__ = ["fold_constant"]
 
@@ -137,3 +138,6 @@ class _Folder(ExprMutator):
                                         if i != node.index):
             return t.fields[node.index]
         return rebuild(node, tuple_value=t)
+
+
+register_pass("FoldConstant", opt_level=1)(fold_constant)

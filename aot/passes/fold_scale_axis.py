@@ -38,6 +38,7 @@ from ..ir.module import IRModule
 from ..ir.ops.nn import BiasAddAttrs
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, Visit, children, post_order
+from .manager import register_pass
 
 __all__ = ["fold_scale_axis"]
 
@@ -168,3 +169,6 @@ def _channel_vector(c: np.ndarray, out_t: TensorType, axis: int) -> np.ndarray |
     if any(d != 1 for i, d in enumerate(shape) if i != axis) or shape[axis] not in (1, channels):
         return None
     return np.broadcast_to(c.reshape(-1), (channels,)).copy()
+
+
+register_pass("FoldScaleAxis", opt_level=2)(fold_scale_axis)

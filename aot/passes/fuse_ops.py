@@ -147,6 +147,7 @@ from ..ir.registry import PatternKind
 from ..ir.types import FuncType, TensorType, TupleType, Type
 from ..ir.visitor import ExprMutator, ExprVisitor, Visit, post_order, rebuild
 from .dominators import ForwardGraph, PostDomTree, nodes_between
+from .manager import current, register_pass
 
 __all__ = ["fuse_ops", "fuse_expr", "primitive_groups", "is_primitive", "PRIMITIVE_ATTRS"]
 
@@ -591,3 +592,18 @@ class _FuseMutator(ExprMutator):
         if is_primitive(node):
             return node
         return (yield from super().visit_function(node))
+
+
+@dataclass(frozen=True)
+class FuseOpsOptions:
+    """``max_depth``: most operators in one fused kernel (default 256, or
+    1 -- no fusion -- at opt level 0)."""
+
+    max_depth: int | None = None
+
+
+@register_pass("FuseOps", opt_level=0, options=FuseOpsOptions)
+def fuse_ops_pass(mod: IRModule, opts: FuseOpsOptions) -> IRModule:
+    """FuseOps: dataflow operators into primitive functions, one kernel each."""
+    depth = opts.max_depth if opts.max_depth is not None else (256 if current().opt_level >= 1 else 1)
+    return fuse_ops(mod, max_depth=depth)

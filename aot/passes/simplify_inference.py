@@ -57,6 +57,7 @@ from ..ir.ops.reduce import ReduceAttrs, VarianceAttrs
 from ..ir.ops.transform import ExpandDimsAttrs
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, Visit, rebuild
+from .manager import register_pass
 
 __all__ = ["simplify_inference"]
 
@@ -178,3 +179,6 @@ class _Simplifier(ExprMutator):
             assert isinstance(t, Tuple)
             return t.fields[node.index]
         return rebuild(node, tuple_value=t)
+
+
+register_pass("SimplifyInference", opt_level=0)(simplify_inference)

@@ -83,6 +83,7 @@ from ..ir.types import (ANY, BOOL_SCALAR, UNIT, FuncType, GlobalTypeVar, Incompl
                         substitute, type_children)
 from ..ir.visitor import ExprMutator, Visit, rebuild
 from .type_infer import infer_types
+from .manager import register_pass
 
 #: Most copies one global may get before we call it polymorphic recursion.
 MAX_COPIES = 256
@@ -774,3 +775,16 @@ class _Specializer(ExprMutator):
 
 __all__ = ["specialize", "mangle_type", "mangle_args", "MAX_COPIES", "MAX_TYPE_SIZE",
            "MAX_TYPE_DEPTH"]
+
+
+@dataclass(frozen=True)
+class SpecializeOptions:
+    """``entry``: the function specialisation starts from."""
+
+    entry: str = "main"
+
+
+@register_pass("Specialize", opt_level=0, options=SpecializeOptions)
+def specialize_pass(mod: IRModule, opts: SpecializeOptions) -> IRModule:
+    """Specialize: the monomorphic instances reachable from the entry."""
+    return specialize(mod, opts.entry)

@@ -21,6 +21,7 @@ from ..ir.adt import Constructor
 from ..ir.expr import Call, Expr, Function, Let, Op, RefCreate, RefRead, RefWrite
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator, Visit, post_order
+from .manager import register_pass
 
 __all__ = ["to_graph_normal_form", "graph_normal_form_expr"]
 
@@ -56,3 +57,6 @@ def to_graph_normal_form(mod: IRModule) -> IRModule:
     for gv, fn in mod.functions.items():
         out.functions[gv] = graph_normal_form_expr(fn)
     return out
+
+
+register_pass("ToGraphNormalForm", opt_level=0)(to_graph_normal_form)

@@ -46,6 +46,7 @@ from ..ir.types import (BOOL_SCALAR, UNIT, FuncType, GlobalTypeVar, IncompleteTy
 from ..ir.visitor import _METHOD, ExprFunctor, ExprMutator, Visit
 from .match_check import unmatched_cases
 from .type_solver import Deferred, TypeSolver
+from .manager import register_pass
 
 
 def infer_types(mod: IRModule) -> IRModule:
@@ -552,3 +553,6 @@ for _m in set(_METHOD.values()):
     setattr(_Annotate, _m, _wrap(_m))
 
 __all__ = ["infer_types", "op_value_type", "DiagnosticError", "TypeKind", "free_type_vars"]
+
+
+register_pass("InferType", opt_level=0)(infer_types)
