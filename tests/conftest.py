@@ -4,6 +4,10 @@ import os
 
 import pytest
 
+# Every pass run through the pass manager is verified: the module after it
+# must be well formed and well typed (aot.passes.manager.verify_module).
+os.environ.setdefault("AOT_VERIFY_PASSES", "1")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _aot_cache_dir(tmp_path_factory):
