@@ -5,9 +5,12 @@
                                    print the result of @main
     aot compile FILE -o DIR [--name NAME] [--opt-level N] [--arena caller|static]
                 [--pool-bytes N] [--max-depth N]
+                [--disable-pass NAME ...] [--enable-pass NAME ...]
+                [--dump-ir DIR] [--pass-timing]
                      [--param NAME=FILE.npy ...] [--no-build]
                                    write the C artifact and build lib<NAME>.a
     aot ops                        list the operator catalogue
+    aot passes [--opt-level N]     list the passes, their levels and the default pipelines
 
 FILE is Relay text (``.relay``) or an ONNX model (``.onnx``, imported by
 :func:`aot.from_onnx`).  For ONNX models, check/run/compile take
@@ -180,14 +183,35 @@ def _parse_params(specs: Sequence[str]) -> dict[str, np.ndarray]:
     return params
 
 
+def _pass_names(specs: Sequence[str]) -> list[str]:
+    return [n.strip() for spec in specs for n in spec.split(",") if n.strip()]
+
+
+def _pass_context(args: argparse.Namespace):
+    from .passes.manager import DumpIR, PassContext, PassTiming
+    instruments = []
+    if args.dump_ir:
+        instruments.append(DumpIR(args.dump_ir))
+    timing = PassTiming() if args.pass_timing else None
+    if timing:
+        instruments.append(timing)
+    ctx = PassContext(opt_level=args.opt_level, disabled=_pass_names(args.disable_pass),
+                      required=_pass_names(args.enable_pass), instruments=instruments)
+    return ctx, timing
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from . import compile as compile_model
     mod = _load_module(args.file, args.input_shape)
     params = _parse_params(args.param)
-    artifact = compile_model(mod, args.output, name=args.name, opt_level=args.opt_level,
-                             params=params, arena=args.arena, build=not args.no_build,
-                             pool_bytes=args.pool_bytes, max_depth=args.max_depth,
-                             tuning=args.tuning)
+    ctx, timing = _pass_context(args)
+    with ctx:
+        artifact = compile_model(mod, args.output, name=args.name, params=params,
+                                 arena=args.arena, build=not args.no_build,
+                                 pool_bytes=args.pool_bytes, max_depth=args.max_depth,
+                                 tuning=args.tuning)
+    if timing:
+        print(timing.render(), file=sys.stderr)
     meta = artifact.metadata
     if meta.get("backend") == "program":
         print(f"{artifact.root}: program, {len(meta['kernels'])} kernels, object pool "
@@ -197,6 +221,19 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} "
               f"bytes (lower bound {meta['arena_lower_bound_bytes']}), constants "
               f"{meta['constant_bytes']} bytes")
+    return 0
+
+
+def cmd_passes(args: argparse.Namespace) -> int:
+    from .passes import pipelines
+    from .passes.manager import PassContext, all_passes
+    for p in all_passes():
+        print(f"{p.name:28} {p.opt_level}  {p.doc}")
+    ctx = PassContext(opt_level=args.opt_level)
+    for label in ("GRAPH_FORM", "PROGRAM", "DATAFLOW"):
+        seq = getattr(pipelines, label)
+        print(f"\n{label} at opt level {args.opt_level}: "
+              + " -> ".join(p.name for p in seq.passes(ctx)))
     return 0
 
 
@@ -247,10 +284,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="convolution and dense loop nests for a scalar FPU (microcontrollers) "
                         "or for SIMD hosts compiled at -O3")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
+    p.add_argument("--disable-pass", action="append", default=[], metavar="NAME[,NAME]",
+                   help="do not run this pass (repeatable; `aot passes` lists them)")
+    p.add_argument("--enable-pass", action="append", default=[], metavar="NAME[,NAME]",
+                   help="run this pass of the pipelines even above its opt level")
+    p.add_argument("--dump-ir", metavar="DIR",
+                   help="write the module as Relay text before the first and after every pass")
+    p.add_argument("--pass-timing", action="store_true",
+                   help="print the time spent in each pass (to stderr)")
     _add_input_shape(p)
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")
     p.set_defaults(func=cmd_ops)
+    p = sub.add_parser("passes", help="list the passes and the default pipelines")
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4))
+    p.set_defaults(func=cmd_passes)
     return parser
 
 

@@ -124,4 +124,5 @@ def eta_expand_ops(mod: IRModule) -> IRModule:
     return infer_types(out) if changed else mod
 
 
-register_pass("EtaExpandOps", opt_level=0)(eta_expand_ops)
+register_pass("EtaExpandOps", opt_level=0,
+              doc="Operators used as values become functions calling them.")(eta_expand_ops)

@@ -118,18 +118,20 @@ _REGISTRY: dict[str, Pass] = {}
 _LOADED = False
 
 
-def register_pass(name: str, *, opt_level: int,
-                  options: type | None = None) -> Callable[[Callable[..., IRModule]], Callable[..., IRModule]]:
+def register_pass(name: str, *, opt_level: int, options: type | None = None,
+                  doc: str | None = None) -> Callable[[Callable[..., IRModule]], Callable[..., IRModule]]:
     """Decorator registering ``fn`` as the pass ``name``, enabled from
     ``opt_level`` on.  ``fn(mod)`` or, with ``options``, ``fn(mod, opts)``.
+    ``doc`` (default: the first paragraph of ``fn``'s docstring) is what
+    ``aot passes`` prints.
     Returns ``fn`` unchanged, so the module's function stays callable."""
     assert 0 <= opt_level <= MAX_OPT_LEVEL + 1, opt_level
     assert options is None or dataclasses.is_dataclass(options), options
 
     def wrap(fn: Callable[..., IRModule]) -> Callable[..., IRModule]:
         assert name not in _REGISTRY or _REGISTRY[name].fn is fn, f"pass {name} registered twice"
-        doc = (fn.__doc__ or "").strip().split("\n\n")[0]
-        _REGISTRY[name] = Pass(name, opt_level, fn, options, " ".join(doc.split()))
+        text = doc if doc is not None else (fn.__doc__ or "").strip().split("\n\n")[0]
+        _REGISTRY[name] = Pass(name, opt_level, fn, options, " ".join(text.split()))
         return fn
     return wrap
 

@@ -555,4 +555,5 @@ for _m in set(_METHOD.values()):
 __all__ = ["infer_types", "op_value_type", "DiagnosticError", "TypeKind", "free_type_vars"]
 
 
-register_pass("InferType", opt_level=0)(infer_types)
+register_pass("InferType", opt_level=0,
+              doc="Infers and checks the type of every expression.")(infer_types)
