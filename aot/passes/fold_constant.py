@@ -17,21 +17,50 @@ node's children:
   is folded, qnn included (Relay folds qnn only on request, because its qnn
   operators have no compute before legalisation; ours do).  Not folded:
 
-  - calls without arguments (``zeros``/``ones`` of a static shape): Relay's
-    heuristic, folding them only trades a loop for a constant in flash;
+  - calls without arguments (``zeros``/``ones`` of a static shape) and
+    the calls that only expand a value into a shape (``full``,
+    ``full_like``, ``ones_like``, ``zeros_like``): Relay's heuristic and
+    skip list, folding them only trades a loop for a constant in flash;
   - calls whose evaluation fails on the data (an index out of range): the
     call stays and fails at run time, where the program would have;
-  - calls of anything but an operator (globals, closures, constructors),
-    which may recurse or have effects.
+  - calls of anything but an operator (globals, closures, constructors):
+    a function may recurse forever or have effects, and inlining is not
+    this pass's job.
 
 * ``let %x = <constant>; body`` -> ``body`` with ``%x`` replaced by the
   constant node (one shared node: a graph binding, not a copy).
 * ``(a, b, ...).i`` of a Tuple node -> its field ``i`` when the other
   fields are *inert*: constants, variables, globals, operators,
-  constructors, function literals or tuples of these, whose evaluation
-  has no effect and cannot fail, so dropping them changes nothing.  This
-  covers tuples of constants; Relay drops any field unconditionally.
+  constructors, function literals, constructor applications and tuples
+  of these, whose evaluation has no effect and cannot fail, so dropping
+  them changes nothing.  This covers tuples of constants; Relay drops any
+  field unconditionally (it has no effects to lose).
 
+Beyond Relay's FoldConstant (which leaves control flow to PartialEval),
+the walk also resolves control flow whose outcome is known:
+
+* ``if (True) { a } else { b }`` -> ``a`` (the condition is folded first,
+  so ``if (less(1, 2))`` counts); the branch not taken is never evaluated
+  by the program either, so dropping it drops no effect.
+* ``match`` whose scrutinee is a *known value* -- a constructor
+  application, tuple or constant, directly or through a let-bound
+  variable (``let %l = Cons(1, %n); ... match (%l) { ... }``) -- to the
+  first clause whose pattern matches, with the pattern's variables bound
+  to the matched parts: an *atom* (constant, variable, global, operator,
+  constructor) is substituted, anything else is let-bound in evaluation
+  order, so each part is still evaluated exactly once.  The fold happens
+  only when it is decidable and loses nothing: a clause whose pattern
+  meets a part of unknown shape (a parameter, a call) stops the search;
+  a part that is not inert must be bound by a variable of the chosen
+  clause (else its evaluation would be lost); a let-bound scrutinee is
+  looked through, but only its atoms are bound again (binding a computed
+  part would compute it again); when no clause matches, the ``match`` stays
+  and fails at run time as before.
+* ``%t.i`` where ``%t`` is let-bound to a Tuple whose field ``i`` is an
+  atom -> that atom.
+
+Effects are never folded: ``ref``/``ref_read``/``ref_write`` are kept
+(their operands are folded), and a let whose value has an effect stays.
 Function parameters are variables, so nothing is folded *through* them;
 function bodies are folded inside, as Relay does.  The catalogue has no
 ``shape_of``/``ndarray_size``, so there is nothing to fold from types
@@ -42,21 +71,24 @@ the constant's exact shape).
 
 from __future__ import annotations
 
+from typing import Any, Generator
+
 import numpy as np
 
 from ..diagnostics import DiagnosticError, Span
 from ..interpreter import Interpreter
-from ..ir.adt import Constructor
-from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, Let, Op, Tuple, TupleGetItem,
-                       Var)
-from ..ir.module import IRModule
+from ..ir.adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
+                      PatternWildcard)
 from ..ir.dtype import DType
+from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, Tuple,
+                       TupleGetItem, Var)
+from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import ExprMutator, Visit, rebuild
 from ..values import Value
 from .manager import register_pass
 
-__all__ = ["fold_constant"]
+__all__ = ["fold_constant", "is_constant"]
 
 
 def fold_constant(mod: IRModule) -> IRModule:
@@ -81,6 +113,21 @@ def is_constant(e: Expr) -> bool:
     return True
 
 
+#: Operators that only expand a value into a shape: folding them would
+#: trade a loop for a constant in flash (Relay's skip list).
+_EXPANDING = frozenset({"full", "full_like", "ones_like", "zeros_like"})
+
+
+def _is_atom(e: Expr) -> bool:
+    """A value that may be referenced again instead of being bound: its
+    evaluation is free, has no effect, and a second reference computes
+    nothing again (a nullary constructor application such as ``Nil``
+    counts: it has no fields to compute)."""
+    if isinstance(e, Call):
+        return isinstance(e.op, Constructor) and not e.args
+    return isinstance(e, (Constant, Var, GlobalVar, Op, Constructor)) or is_constant(e)
+
+
 def _is_inert(e: Expr) -> bool:
     """Evaluating ``e`` has no effect and cannot fail."""
     stack = [e]
@@ -88,9 +135,20 @@ def _is_inert(e: Expr) -> bool:
         node = stack.pop()
         if isinstance(node, Tuple):
             stack.extend(node.fields)
+        elif isinstance(node, Call) and isinstance(node.op, Constructor):
+            stack.extend(node.args)
         elif not isinstance(node, (Constant, Var, GlobalVar, Op, Constructor, Function)):
             return False
     return True
+
+
+def _is_known_value(e: Expr) -> bool:
+    """A Tuple or constructor application: what a let-bound variable is
+    looked through to (its parts were evaluated at the let, so only atoms
+    among them are ever referenced again)."""
+    if isinstance(e, Call):
+        return isinstance(e.op, Constructor)
+    return isinstance(e, Tuple)
 
 
 def _to_expr(value: Value, span: Span | None) -> Expr:
@@ -106,14 +164,24 @@ def _to_expr(value: Value, span: Span | None) -> Expr:
                     checked_type=TensorType(tuple(int(d) for d in value.shape), dtype))
 
 
+class _Unknown(Exception):
+    """Whether a pattern matches cannot be decided at compile time (or the
+    match cannot be resolved without losing an evaluation)."""
+
+
 class _Folder(ExprMutator):
     def __init__(self, evaluator: Interpreter) -> None:
         super().__init__()
         self.evaluator = evaluator
+        #: let-bound variable -> its (folded) value, when that value is a
+        #: Tuple or constructor application
+        self.known: dict[Var, Expr] = {}
+
+    # ------------------------------------------------------------ operators
 
     def visit_call(self, node: Call) -> Visit:
         new = yield from super().visit_call(node)
-        if not isinstance(new.op, Op) or not new.args:
+        if not isinstance(new.op, Op) or not new.args or new.op.name in _EXPANDING:
             return new
         if not all(is_constant(a) for a in new.args):
             return new
@@ -123,12 +191,16 @@ class _Folder(ExprMutator):
             return new
         return _to_expr(value, node.span)
 
+    # ----------------------------------------------------- lets and tuples
+
     def visit_let(self, node: Let) -> Visit:
         value = yield node.value
         if is_constant(value):
             self.memo[node.var] = value
             return (yield node.body)
         var = yield node.var
+        if isinstance(var, Var) and _is_known_value(value):
+            self.known[var] = value
         body = yield node.body
         return rebuild(node, var=var, value=value, body=body)
 
@@ -137,7 +209,122 @@ class _Folder(ExprMutator):
         if isinstance(t, Tuple) and all(_is_inert(f) for i, f in enumerate(t.fields)
                                         if i != node.index):
             return t.fields[node.index]
+        bound = self.known.get(t) if isinstance(t, Var) else None
+        if isinstance(bound, Tuple) and _is_atom(bound.fields[node.index]):
+            return bound.fields[node.index]
         return rebuild(node, tuple_value=t)
+
+    # --------------------------------------------------------- control flow
+
+    def visit_if(self, node: If) -> Visit:
+        cond = yield node.cond
+        if isinstance(cond, Constant) and cond.data.shape == () and cond.data.dtype == np.bool_:
+            return (yield node.true_branch if bool(cond.data) else node.false_branch)
+        t = yield node.true_branch
+        f = yield node.false_branch
+        return rebuild(node, cond=cond, true_branch=t, false_branch=f)
+
+    def visit_match(self, node: Match) -> Visit:
+        data = yield node.data
+        chosen = self._select(data, node.clauses)
+        if chosen is None:
+            clauses = []
+            for clause in node.clauses:
+                lhs = yield from self.visit_pattern(clause.lhs)
+                rhs = yield clause.rhs
+                clauses.append(rebuild(clause, lhs=lhs, rhs=rhs))
+            return rebuild(node, data=data, clauses=tuple(clauses))
+        clause, bindings = chosen
+        lets: list[tuple[Var, Expr]] = []
+        for var, part in bindings:
+            if _is_atom(part):
+                self.memo[var] = part
+            else:
+                lets.append((var, part))
+        body = yield clause.rhs
+        for var, part in reversed(lets):
+            body = Let(var, part, body, span=clause.span or node.span)
+        return body
+
+    def _select(self, data: Expr, clauses: tuple[Clause, ...]
+                ) -> tuple[Clause, list[tuple[Var, Expr]]] | None:
+        """The clause a known scrutinee selects and its bindings (in
+        evaluation order), or None when that is not decidable or the fold
+        would lose an evaluation."""
+        direct = not isinstance(data, Var)
+        value = data if direct else self.known.get(data)
+        if value is None or (direct and not isinstance(value, (Tuple, Call, Constant))):
+            return None
+        for clause in clauses:
+            try:
+                bindings = self._match(clause.lhs, data, shared=not direct)
+            except _Unknown:
+                return None
+            if bindings is None:
+                continue
+            if direct and not self._loses_nothing(data, bindings):
+                return None
+            return clause, bindings
+        return None
+
+    def _resolve(self, e: Expr) -> Expr:
+        """``e``, or the known value of the let-bound variable ``e``."""
+        if isinstance(e, Var) and e in self.known:
+            return self.known[e]
+        return e
+
+    def _match(self, pattern: Pattern, e: Expr, shared: bool
+               ) -> list[tuple[Var, Expr]] | None:
+        """Bindings of ``pattern`` against the expression ``e`` (None: no
+        match; _Unknown: undecidable).  ``shared``: ``e`` is part of a
+        let-bound value, already evaluated, so only an atom may be bound
+        (binding more would evaluate it again).  Patterns are shallow, so
+        this recursion is bounded by the pattern's depth."""
+        if isinstance(pattern, PatternWildcard):
+            return []
+        if isinstance(pattern, PatternVar):
+            if shared and not _is_atom(e):
+                raise _Unknown
+            return [(pattern.var, e)]
+        value = self._resolve(e)
+        shared = shared or value is not e
+        if isinstance(pattern, PatternConstructor):
+            if not (isinstance(value, Call) and isinstance(value.op, Constructor)):
+                raise _Unknown
+            if value.op is not pattern.constructor:
+                return None
+            parts = value.args
+        else:
+            assert isinstance(pattern, PatternTuple), pattern
+            if not isinstance(value, Tuple):
+                raise _Unknown
+            parts = value.fields
+        assert len(parts) == len(pattern.patterns), (pattern, value)
+        out: list[tuple[Var, Expr]] = []
+        for sub, part in zip(pattern.patterns, parts):
+            got = self._match(sub, part, shared)
+            if got is None:
+                return None
+            out.extend(got)
+        return out
+
+    def _loses_nothing(self, data: Expr, bindings: list[tuple[Var, Expr]]) -> bool:
+        """Every part of the scrutinee expression ``data`` that is not
+        inert is bound (so evaluated once by the lets) by the chosen
+        clause."""
+        bound = {id(part) for _, part in bindings}
+        stack = [data]
+        while stack:
+            e = stack.pop()
+            if id(e) in bound or _is_inert(e):
+                continue
+            if isinstance(e, Tuple):
+                stack.extend(e.fields)
+            elif isinstance(e, Call) and isinstance(e.op, Constructor):
+                stack.extend(e.args)
+            else:
+                return False
+        return True
 
 
 register_pass("FoldConstant", opt_level=1)(fold_constant)
