@@ -1,0 +1,113 @@
+"""The indexed dataflow graph of an expression, with its post-dominator tree.
+
+Design note
+-----------
+Dominator patterns and the grouping of matches (partition, rewrite) need
+more than the expression tree: the *users* of each node and its
+post-dominators.  This is Relay's ``IndexedGraph<Expr>``:
+
+* nodes are numbered in post-order (:func:`aot.ir.visitor.post_order`,
+  function bodies included), so every input has a lower number than its
+  users and the root is last;
+* ``inputs[i]`` lists the operands of node ``i`` in Relay's order (a call's
+  callee then its arguments; a function's parameters then its body; a
+  let's value, variable, body; a match's scrutinee then the clause bodies),
+  one entry per use; ``outputs[i]`` the reverse edges;
+* the root is *external* (its value leaves the graph), and the
+  post-dominator tree comes from :class:`aot.passes.dominators.PostDomTree`
+  (one reverse pass with least common ancestors).
+
+Everything is iterative; building is linear in the size of the expression.
+"""
+
+from __future__ import annotations
+
+from ...passes.dominators import ForwardGraph, PostDomTree
+from ..expr import (Call, Expr, Function, If, Let, Match, RefCreate, RefRead, RefWrite, Tuple,
+                    TupleGetItem)
+from ..visitor import post_order
+
+
+def dataflow_inputs(e: Expr) -> tuple[Expr, ...]:
+    """The operands of ``e`` as edges of the dataflow graph."""
+    if isinstance(e, Call):
+        return (e.op, *e.args)
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    if isinstance(e, Function):
+        return (*e.params, e.body)
+    if isinstance(e, Let):
+        return (e.value, e.var, e.body)
+    if isinstance(e, If):
+        return (e.cond, e.true_branch, e.false_branch)
+    if isinstance(e, Match):
+        return (e.data, *(c.rhs for c in e.clauses))
+    if isinstance(e, RefCreate):
+        return (e.value,)
+    if isinstance(e, RefRead):
+        return (e.ref,)
+    if isinstance(e, RefWrite):
+        return (e.ref, e.value)
+    return ()
+
+
+class ExprGraph:
+    """Nodes, use edges and post-dominators of one expression."""
+
+    def __init__(self, root: Expr) -> None:
+        self.root = root
+        self.nodes: list[Expr] = post_order(root)
+        self.index: dict[Expr, int] = {e: i for i, e in enumerate(self.nodes)}
+        forward = ForwardGraph()
+        for _ in self.nodes:
+            forward.add_node()
+        self.inputs: list[list[int]] = [[] for _ in self.nodes]
+        for i, e in enumerate(self.nodes):
+            for operand in dataflow_inputs(e):
+                j = self.index[operand]
+                self.inputs[i].append(j)
+                forward.add_edge(j, i)
+        forward.extern[self.index[root]] = True
+        self.outputs: list[list[int]] = forward.outputs
+        self.postdom = PostDomTree.build(forward)
+        self.dom_children: list[list[int]] = [[] for _ in self.nodes]
+        for i, parent in enumerate(self.postdom.parent):
+            if parent >= 0:
+                self.dom_children[parent].append(i)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __contains__(self, e: Expr) -> bool:
+        return e in self.index
+
+    def inputs_of(self, e: Expr) -> list[Expr]:
+        return [self.nodes[j] for j in self.inputs[self.index[e]]]
+
+    def outputs_of(self, e: Expr) -> list[Expr]:
+        return [self.nodes[j] for j in self.outputs[self.index[e]]]
+
+    def dominator_subtree(self, e: Expr) -> list[Expr]:
+        """Every node that ``e`` post-dominates (strictly), nearest first
+        in depth-first order."""
+        out: list[Expr] = []
+        stack = list(reversed(self.dom_children[self.index[e]]))
+        while stack:
+            i = stack.pop()
+            out.append(self.nodes[i])
+            stack.extend(reversed(self.dom_children[i]))
+        return out
+
+    def post_dominates(self, a: Expr, b: Expr) -> bool:
+        """``a`` strictly post-dominates ``b``: every path from ``b`` to the
+        root goes through ``a``."""
+        ia = self.index[a]
+        parent = self.postdom.parent
+        i = parent[self.index[b]]
+        while i >= 0:
+            if i == ia:
+                return True
+            i = parent[i]
+        return False
