@@ -132,7 +132,8 @@ class ExprPattern(DFPattern):
     expr: Expr
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.expr, Expr), f"is_expr needs an expression, got {self.expr!r}")
+        if not isinstance(self.expr, Expr):
+            raise PatternError(f"is_expr needs an expression, got {self.expr!r}")
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
@@ -228,7 +229,8 @@ class TypePattern(DFPattern):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pattern", as_pattern(self.pattern))
-        _check(isinstance(self.type, Type), f"has_type needs a type, got {self.type!r}")
+        if not isinstance(self.type, Type):
+            raise PatternError(f"has_type needs a type, got {self.type!r}")
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
@@ -303,14 +305,14 @@ def as_pattern(p: PatternLike) -> DFPattern:
         return p
     if isinstance(p, Expr):
         return ExprPattern(p)
-    raise PatternError(f"expected a pattern or an expression, got {p!r}")
+    raise PatternError(f"expected a pattern or an expression, got {type(p).__name__} {p!r}")
 
 
 def _pattern_tuple(items: Sequence[PatternLike] | None) -> tuple[DFPattern, ...] | None:
     if items is None:
         return None
-    _check(not isinstance(items, (DFPattern, Expr, str)),
-           f"expected a list of patterns or None, got {items!r}")
+    if isinstance(items, (DFPattern, Expr, str)):
+        raise PatternError(f"expected a list of patterns or None, got {type(items).__name__}")
     return tuple(as_pattern(p) for p in items)
 
 
