@@ -1,0 +1,150 @@
+"""PartialEvaluate: run at compile time what the known values allow.
+
+Design note
+-----------
+An *online* partial evaluator over the typed IR, after Relay's
+``PartialEvaluate`` (``src/relay/transforms/partial_eval.cc``).  It is the
+reference interpreter run on *partially static* values
+(:mod:`.static`): each expression evaluates to what is known of its value
+at compile time, if anything (a tensor, a tuple, an ADT cell, a reference,
+a closure), together with an atom of the *residual* program that computes
+it at run time.  The residual program is written as it goes, in A-normal
+form (:mod:`.residual`): every computation that cannot be done now becomes
+one ``let`` binding, in evaluation order, so nothing is duplicated or
+reordered.
+
+Per construct (:mod:`.evaluator`):
+
+* an operator whose arguments are all static tensors (or tuples of them)
+  is evaluated by the interpreter's ``apply_op`` (the registry's NumPy
+  reference, as FoldConstant does); an evaluation that fails on the data
+  stays in the program, where it fails at run time;
+* tuples, projections and constructor calls build static structures (and
+  their residual bindings); a projection of a static tuple is its field;
+* ``let`` binds the variable to the value's PStatic: uses of the variable
+  see the static value;
+* a function literal becomes a static closure over the PStatics of its
+  free variables; its residual function (the body evaluated with dynamic
+  parameters and an empty store) is bound at once in case it escapes;
+* a call of a static closure (a literal, a global, a recursive ``let``) is
+  *unfolded*: its body is evaluated in a new activation with the argument
+  PStatics, inline into the caller's residual code -- when the
+  termination rule below allows; otherwise it is a residual call of the
+  closure's residual function (or global);
+* ``if`` on a static condition takes its branch; ``match`` on a
+  constructor (or tuple) known far enough takes the first clause that
+  certainly matches; otherwise each branch is evaluated into a block of
+  its own and the ``if``/``match`` is residualised;
+* references: ``ref(v)`` makes a static cell whose contents the *store*
+  records; reading a cell with known contents gives them; a write updates
+  the store (and stays in the program).  The store forgets everything at
+  an unknown effect: a write through an unknown reference, a residual call
+  of a function value (it may write any cell it can reach).  Each branch
+  of a residualised ``if``/``match`` starts from a copy of the store;
+  afterwards only the entries no branch changed are kept.  A residual
+  function body starts from an empty store.  A dynamic read of a static
+  cell is remembered until the next write.
+* A node with several parents (a graph binding) is evaluated once per
+  activation, as the interpreter does; its value is reused while its
+  residual binding is in scope (memo entries are dropped when their block
+  closes).
+
+Every global function is residualised with dynamic parameters; its type
+parameters stay.  Inlined polymorphic code keeps type annotations (on the
+parameters of residual functions) under the substitution of the call's
+type arguments; an annotation that would still name a type variable the
+residual function does not bind is dropped, and type inference, run on
+the result, works the type out.
+
+Termination
+-----------
+Unfolding is the only source of non-termination (everything else walks
+the program once), so it is bounded by three rules, checked at every call
+of a static closure:
+
+1. *Progress*, Relay's fuel: a function is identified by its Function
+   node (copies of it share the fuel).  Along the chain of its unfoldings
+   in progress (those that are still being evaluated, nested), we keep,
+   per argument position, the minimum (creation time, integer value) of
+   the arguments seen.  A nested call unfolds only if some argument is
+   strictly *older* than every one seen at its position (a part of a
+   static structure is always created before the structure, so walking
+   down a static list or a Peano number goes back in time), or is a
+   static 0-d integer strictly *smaller* than every one seen (counting
+   down ``n - 1``).  Both components are natural numbers that only
+   decrease along a chain, so no chain is infinite.  The entry point of a
+   function's own residualisation counts as an unfolding (its dynamic
+   parameters are the newest values, so a recursive call with dynamic
+   arguments is a residual call, never an unfolding): ``fact(n)`` with
+   ``n`` dynamic unfolds once, then calls.
+2. *Depth*: a chain is at most ``max_depth`` unfoldings of one function
+   (the progress measure alone would unroll ``count_down(1000000)``).
+3. *Budget*: at most ``max_unfold`` unfoldings per global function
+   residualised (bounds the total work when unfoldings are not nested,
+   e.g. tree recursion).
+
+Exhausted fuel only means a call stays a call: the residual program is
+still the program.  Residual function bodies are entered without the
+progress check (each literal must have one residual body), which keeps
+termination: a literal is entered only when the evaluation reaches it,
+inside a body that is itself a root, a checked unfolding or an enclosing
+literal.
+
+Output and cleanup
+------------------
+The residual code is in let form; dead bindings, write-only references
+and ``let %x = e; %x`` tails are removed by the pass itself
+(:func:`.residual.clean`, dead-code-elimination semantics: no separate
+DCE pass is needed).  Single-use bindings are *not* inlined (the graph
+normal form pass does that).  The result is type-checked again.
+
+Limits of this design (sound, conservative): the store forgets
+everything at an unknown effect (no escape analysis); a residualised
+``match`` binds its pattern variables to unknown values even when the
+scrutinee is partly static; a node shared between a branch and the code
+after it is evaluated again after the branch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...diagnostics import DiagnosticError
+from ...ir.module import IRModule
+from ..manager import register_pass
+from .evaluator import Evaluator, Limits
+from .residual import clean
+
+__all__ = ["PartialEvalOptions", "partial_evaluate"]
+
+
+@dataclass(frozen=True)
+class PartialEvalOptions:
+    """Typed options of PartialEvaluate (see the termination rule)."""
+
+    #: nested unfoldings of one function
+    max_depth: int = 64
+    #: unfoldings per global function residualised
+    max_unfold: int = 1000
+
+
+def partial_evaluate(mod: IRModule, opts: PartialEvalOptions | None = None) -> IRModule:
+    """Evaluate at compile time what static values allow: fold operators
+    on constants, inline calls of known functions, take known branches,
+    match known constructors, track references."""
+    from ..type_infer import infer_types
+    opts = opts or PartialEvalOptions()
+    for name in ("max_depth", "max_unfold"):
+        if getattr(opts, name) < 0:
+            raise DiagnosticError(f"option PartialEvaluate.{name} must be >= 0, "
+                                  f"not {getattr(opts, name)}")
+    if not mod.is_typed:
+        mod = infer_types(mod)
+    evaluator = Evaluator(mod, Limits(opts.max_depth, opts.max_unfold))
+    out = mod.copy()
+    for gv, func in mod.functions.items():
+        out.add(gv, clean(evaluator.residualise(func)))
+    return infer_types(out)
+
+
+register_pass("PartialEvaluate", opt_level=3, options=PartialEvalOptions)(partial_evaluate)
