@@ -335,7 +335,10 @@ class _Defunc:
             fields = tuple(Var(f"c{i}", ft) for i, ft in enumerate(ctor.inputs))
             pattern = PatternConstructor(ctor, tuple(PatternVar(v) for v in fields))
             clauses.append(Clause(pattern, Call(target, (*fields, *ys))))
-        return Function((f, *ys), Match(f, tuple(clauses)), self.encode(t.ret_type))
+        # A type no value of which is made has no constructors: its apply
+        # is never reached, and a partial match with no clause says so.
+        match = Match(f, tuple(clauses), complete=bool(clauses))
+        return Function((f, *ys), match, self.encode(t.ret_type))
 
 
 class _Convert(ExprMutator):
