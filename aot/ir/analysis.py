@@ -1,12 +1,30 @@
-"""Small analyses over expressions: free and bound variables, global
-references.  All are linear, iterative walks built on :mod:`aot.ir.visitor`.
+"""Small analyses over expressions: free and bound variables, type
+variables, global references, local recursion.  All are linear, iterative
+walks built on :mod:`aot.ir.visitor` (Relay's names: ``free_vars``,
+``bound_vars``, ``all_vars``, ``free_type_vars``, ``bound_type_vars``,
+``all_type_vars``).
+
+Type variables are read where an expression *states* types: variable
+annotations, a function's type parameters (which bind) and return type,
+a call's type arguments, and -- given the module -- the type parameters of
+the data type a constructor belongs to (bound there, as in Relay).
+Checked types are not read: after type inference every variable's
+annotation is its checked type anyway.
 """
 
 from __future__ import annotations
 
-from .adt import pattern_vars
-from .expr import Expr, Function, GlobalVar, Let, Match, Var
-from .visitor import post_order
+from .adt import Constructor, pattern_vars
+from .expr import Call, Expr, Function, GlobalVar, Let, Match, Var
+from .module import IRModule
+from .types import FuncType, Type, TypeVar, type_children
+from .visitor import ExprVisitor, Visit, children, post_order
+
+__all__ = [
+    "bound_vars", "free_vars", "all_vars", "global_refs",
+    "free_type_vars", "bound_type_vars", "all_type_vars",
+    "let_function_refs", "recursive_lets",
+]
 
 
 def bound_vars(expr: Expr) -> list[Var]:
@@ -31,6 +49,145 @@ def free_vars(expr: Expr) -> list[Var]:
     return [n for n in post_order(expr) if isinstance(n, Var) and n not in bound]
 
 
+def all_vars(expr: Expr) -> list[Var]:
+    """Every variable of ``expr``, bound or free, each once, in post-order
+    (a binder's variable comes before the expression it scopes over)."""
+    return [n for n in post_order(expr) if isinstance(n, Var)]
+
+
 def global_refs(expr: Expr) -> list[GlobalVar]:
     """Global functions referenced from ``expr``, in order of first use."""
     return [n for n in post_order(expr) if isinstance(n, GlobalVar)]
+
+
+# ------------------------------------------------------------ type variables
+
+def _type_occurrences(t: Type | None, out: list[TypeVar], bound: list[TypeVar]) -> None:
+    """Append every TypeVar of ``t`` to ``out`` and those bound by a
+    function type inside it to ``bound`` (types are shallow: an explicit
+    stack, no recursion)."""
+    if t is None:
+        return
+    stack: list[Type] = [t]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, TypeVar):
+            out.append(node)
+            continue
+        if isinstance(node, FuncType):
+            out.extend(node.type_params)
+            bound.extend(node.type_params)
+        stack.extend(reversed(type_children(node)))
+
+
+def _type_vars(x: Expr | Type, mod: IRModule | None) -> tuple[list[TypeVar], list[TypeVar]]:
+    """(every occurrence, bound occurrences) of type variables in ``x``."""
+    out: list[TypeVar] = []
+    bound: list[TypeVar] = []
+    if isinstance(x, Type):
+        _type_occurrences(x, out, bound)
+        return out, bound
+    for node in post_order(x):
+        if isinstance(node, Var):
+            _type_occurrences(node.type_annotation, out, bound)
+        elif isinstance(node, Function):
+            out.extend(node.type_params)
+            bound.extend(node.type_params)
+            _type_occurrences(node.ret_type, out, bound)
+        elif isinstance(node, Call):
+            for t in node.type_args:
+                _type_occurrences(t, out, bound)
+        elif isinstance(node, Constructor) and mod is not None \
+                and node.belong_to in mod.type_definitions:
+            data = mod.type_definitions[node.belong_to]
+            out.extend(data.type_vars)
+            bound.extend(data.type_vars)
+    return out, bound
+
+
+def _unique(tvs: list[TypeVar]) -> list[TypeVar]:
+    return list(dict.fromkeys(tvs))
+
+
+def all_type_vars(x: Expr | Type, mod: IRModule | None = None) -> list[TypeVar]:
+    """Every type variable occurring in ``x`` (an expression or a type),
+    bound or free, each once, in order of first occurrence."""
+    return _unique(_type_vars(x, mod)[0])
+
+
+def bound_type_vars(x: Expr | Type, mod: IRModule | None = None) -> list[TypeVar]:
+    """Type variables bound in ``x``: a function's type parameters, a
+    function type's parameters and (with ``mod``) the parameters of the
+    data types whose constructors ``x`` uses."""
+    return _unique(_type_vars(x, mod)[1])
+
+
+def free_type_vars(x: Expr | Type, mod: IRModule | None = None) -> list[TypeVar]:
+    """Type variables occurring in ``x`` but bound nowhere in it.  (Like
+    Relay, binding is by variable, not by position: a variable bound
+    anywhere in ``x`` is not free anywhere in it.)"""
+    occurrences, bound = _type_vars(x, mod)
+    skip = set(bound)
+    return [tv for tv in _unique(occurrences) if tv not in skip]
+
+
+# ------------------------------------------------------------ local recursion
+
+_NONE: frozenset[Var] = frozenset()
+
+
+class _LetFunctionRefs(ExprVisitor):
+    """memo[node] = variables of let-bound functions that ``node`` refers
+    to outside the let binding them.  Only lets whose value is a function
+    are tracked: they are the only ones that may refer to themselves, and
+    keeping the sets that small keeps a 10,000-deep let chain linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tracked: set[Var] = set()
+
+    def visit_var(self, node: Var) -> frozenset[Var]:
+        return frozenset((node,)) if node in self.tracked else _NONE
+
+    def _leaf(self, node: Expr) -> frozenset[Var]:
+        return _NONE
+
+    visit_global_var = visit_constant = visit_op = visit_constructor = _leaf
+
+    def _union(self, node: Expr) -> Visit:
+        out = _NONE
+        for c in children(node):
+            refs = yield c
+            if refs:
+                out = out | refs
+        return out
+
+    visit_tuple = visit_tuple_getitem = visit_call = visit_if = visit_function = _union
+    visit_match = visit_ref_create = visit_ref_read = visit_ref_write = _union
+
+    def visit_let(self, node: Let) -> Visit:
+        if isinstance(node.value, Function):
+            self.tracked.add(node.var)
+        value = yield node.value
+        body = yield node.body
+        out = value | body if value and body else value or body
+        return out - {node.var} if node.var in out else out
+
+
+def let_function_refs(expr: Expr) -> dict[Expr, frozenset[Var]]:
+    """For each node of ``expr`` that refers to the variable of a
+    let-bound function (``let %f = fn ...``) from outside that let, the set
+    of such variables (nodes that refer to none are left out).  A let whose
+    function refers to its own variable is a local recursion."""
+    v = _LetFunctionRefs()
+    v.visit(expr)
+    return {node: refs for node, refs in v.memo.items() if refs}
+
+
+def recursive_lets(expr: Expr) -> list[Let]:
+    """The lets of ``expr`` binding a function that calls itself through
+    the let's variable (``let %f = fn (...) { ... %f ... }``), in
+    post-order."""
+    refs = let_function_refs(expr)
+    return [n for n in post_order(expr)
+            if isinstance(n, Let) and n.var in refs.get(n.value, _NONE)]
