@@ -12,19 +12,41 @@ module is monomorphic: :mod:`aot.passes.specialize` runs first), the type
 of the ``let`` variable, tuple field, branch, clause, function result or
 reference it flows into.  Called operators are left alone.  The module
 must be typed; the result is re-typed.
+
+``EtaExpand`` is Relay's pass of that name
+(``src/relay/transforms/eta_expand.cc``) for the two other kinds of
+callee that can stand as values, each behind an option:
+
+* ``expand_constructor``: a constructor not in the callee position of a
+  call, ``Cons``, becomes ``fn [A](%x0: A, %x1: List[A]) -> List[A] {
+  Cons(%x0, %x1) }`` -- polymorphic over fresh copies of its type's
+  parameters, so no use-site type is needed;
+* ``expand_global_var``: a global function not in callee position,
+  ``@aux``, becomes ``fn (%x0: T0, ...) -> R { @aux(%x0, ...) }`` with the
+  global's parameter and result types (and fresh copies of its type
+  parameters when it is polymorphic).
+
+Constructors in match patterns, called ones and nullary ones (a bare
+``Nil`` is a value of its type, not a function) are left alone; each use
+gets its own function (its parameters are bound once).  With both options
+false (Relay's defaults, where Relay refuses to run) the pass changes
+nothing.  The result is re-typed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..diagnostics import DiagnosticError
+from ..ir.adt import Constructor
 from ..ir.expr import (Call, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate, RefWrite,
                        Tuple, Var)
 from ..ir.module import IRModule
-from ..ir.types import FuncType, RefType, TupleType, Type
+from ..ir.types import FuncType, RefType, TupleType, Type, TypeVar, substitute
 from ..ir.visitor import ExprMutator, Visit, rebuild
 from .manager import register_pass
 
-__all__ = ["eta_expand_ops"]
+__all__ = ["eta_expand_ops", "eta_expand", "EtaExpandOptions"]
 
 
 def _expand(op: Op, t: Type | None) -> Expr:
@@ -126,3 +148,92 @@ def eta_expand_ops(mod: IRModule) -> IRModule:
 
 register_pass("EtaExpandOps", opt_level=0,
               doc="Operators used as values become functions calling them.")(eta_expand_ops)
+
+
+# ------------------------------------------------------------- EtaExpand
+
+@dataclass(frozen=True)
+class EtaExpandOptions:
+    """Which values to expand: constructors, global functions (Relay's
+    ``EtaExpand(expand_constructor, expand_global_var)``)."""
+
+    expand_constructor: bool = False
+    expand_global_var: bool = False
+
+
+def _fresh_type_params(tps: tuple[TypeVar, ...]) -> tuple[tuple[TypeVar, ...], dict[Type, Type]]:
+    fresh = tuple(TypeVar(tv.name, tv.kind) for tv in tps)
+    return fresh, dict(zip(tps, fresh))
+
+
+class _EtaExpand(ExprMutator):
+    #: every use of a constructor or global gets its own function
+    no_memo = (Constructor, GlobalVar)
+
+    def __init__(self, mod: IRModule, opts: EtaExpandOptions) -> None:
+        super().__init__()
+        self.mod = mod
+        self.opts = opts
+
+    def visit_call(self, node: Call) -> Visit:
+        if isinstance(node.op, (Constructor, GlobalVar)):
+            args = yield from self._many(node.args)
+            return rebuild(node, args=args)
+        return (yield from super().visit_call(node))
+
+    def visit_match(self, node: Match) -> Visit:
+        data = yield node.data
+        clauses = []
+        for clause in node.clauses:
+            rhs = yield clause.rhs
+            clauses.append(rebuild(clause, rhs=rhs))
+        return rebuild(node, data=data, clauses=tuple(clauses))
+
+    def visit_constructor(self, node: Constructor) -> Expr:
+        if not self.opts.expand_constructor or not node.inputs:
+            return node             # a bare nullary constructor is a value, not a function
+        data = self.mod.lookup_type(node.belong_to)
+        tps, mapping = _fresh_type_params(data.type_vars)
+        params = tuple(Var(f"x{i}", substitute(t, mapping), span=node.span)
+                       for i, t in enumerate(node.inputs))
+        ret = substitute(data.self_type, mapping)
+        return Function(params, Call(node, params, span=node.span), ret, tps, span=node.span)
+
+    def visit_global_var(self, node: GlobalVar) -> Expr:
+        if not self.opts.expand_global_var or node not in self.mod:
+            return node
+        func = self.mod[node]
+        tps, mapping = _fresh_type_params(func.type_params)
+        params = []
+        for i, p in enumerate(func.params):
+            t = p.type_annotation if p.type_annotation is not None else p.checked_type
+            params.append(Var(f"x{i}", None if t is None else substitute(t, mapping),
+                              span=node.span))
+        ret = func.ret_type
+        if ret is None and isinstance(func.checked_type, FuncType):
+            ret = func.checked_type.ret_type
+        body = Call(node, tuple(params), span=node.span)
+        return Function(tuple(params), body, None if ret is None else substitute(ret, mapping),
+                        tps, span=node.span)
+
+
+def eta_expand(mod: IRModule, opts: EtaExpandOptions = EtaExpandOptions()) -> IRModule:
+    """``mod`` with constructors and/or globals used as values expanded
+    into functions that call them (re-typed; unchanged when neither
+    option is set)."""
+    from .type_infer import infer_types
+    if not (opts.expand_constructor or opts.expand_global_var):
+        return mod
+    out = mod.copy()
+    changed = False
+    for gv, func in mod.functions.items():
+        new = _EtaExpand(mod, opts).visit(func)
+        changed |= new is not func
+        out.add(gv, new)
+    return infer_types(out) if changed else mod
+
+
+@register_pass("EtaExpand", opt_level=1, options=EtaExpandOptions)
+def eta_expand_pass(mod: IRModule, opts: EtaExpandOptions) -> IRModule:
+    """EtaExpand: constructors and globals used as values become functions."""
+    return eta_expand(mod, opts)
