@@ -55,13 +55,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Generator
 
-from ..ir.adt import Constructor, pattern_vars
+from ..ir.adt import pattern_vars
 from ..ir.analysis import let_function_refs
-from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op,
-                       RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var)
+from ..ir.expr import (Call, Constant, Expr, Function, If, Let, Match, RefCreate, RefRead,
+                       RefWrite, Tuple, TupleGetItem, Var)
+from ..ir.normal_form import SAME_BLOCK, block_edges
+from ..ir.normal_form import is_atom as _is_atom
 from ..ir.types import Type
 from ..ir.visitor import ExprFunctor, ExprMutator, ExprVisitor, Visit, rebuild
-from .fuse_ops import is_primitive
+from ..ir.normal_form import is_primitive_function as is_primitive
 
 __all__ = ["Scope", "ScopeTree", "ScopedRebuild", "separate_recursive_functions", "is_atom"]
 
@@ -119,41 +121,11 @@ def lca(a: Scope, b: Scope) -> Scope:
 
 
 def is_atom(e: Expr, constants_atomic: bool) -> bool:
-    if isinstance(e, (Var, GlobalVar, Op, Constructor)):
-        return True
-    if isinstance(e, Constant):
-        return constants_atomic
-    return isinstance(e, Function) and is_primitive(e)
-
-
-#: Edge kinds: SAME = the user's scope; k >= 0 = the user's k-th sub-scope.
-SAME = -1
+    return _is_atom(e, constants=constants_atomic)
 
 
 def _edges(node: Expr, let_scopes: bool) -> list[tuple[Expr, int]]:
-    """The children of ``node`` that are evaluated (binding variables are
-    not), in evaluation order, with the scope each is used from."""
-    if isinstance(node, Call):
-        return [(node.op, SAME)] + [(a, SAME) for a in node.args]
-    if isinstance(node, Tuple):
-        return [(f, SAME) for f in node.fields]
-    if isinstance(node, TupleGetItem):
-        return [(node.tuple_value, SAME)]
-    if isinstance(node, Function):
-        return [(node.body, 0)]
-    if isinstance(node, Let):
-        return [(node.value, SAME), (node.body, 0 if let_scopes else SAME)]
-    if isinstance(node, If):
-        return [(node.cond, SAME), (node.true_branch, 0), (node.false_branch, 1)]
-    if isinstance(node, Match):
-        return [(node.data, SAME)] + [(c.rhs, i) for i, c in enumerate(node.clauses)]
-    if isinstance(node, RefCreate):
-        return [(node.value, SAME)]
-    if isinstance(node, RefRead):
-        return [(node.ref, SAME)]
-    if isinstance(node, RefWrite):
-        return [(node.ref, SAME), (node.value, SAME)]
-    return []
+    return block_edges(node, let_body_scope=let_scopes)
 
 
 def _sub_scopes(node: Expr, scope: Scope, let_scopes: bool) -> tuple[Scope, ...]:
@@ -243,7 +215,7 @@ class ScopeTree:
             for child, kind in _edges(node, let_scopes):
                 if is_atom(child, constants_atomic):
                     continue
-                edge = s if kind == SAME else sub[kind]
+                edge = s if kind == SAME_BLOCK else sub[kind]
                 seen = incoming.get(child)
                 incoming[child] = edge if seen is None else lca(seen, edge)
                 block = first_block.setdefault(child, edge.block)

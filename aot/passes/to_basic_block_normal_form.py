@@ -41,7 +41,7 @@ from __future__ import annotations
 from ..ir.expr import Expr, Function, Let
 from ..ir.module import IRModule
 from ..ir.visitor import Visit, rebuild
-from .fuse_ops import is_primitive
+from ..ir.normal_form import is_primitive_function as is_primitive
 from .manager import register_pass
 from .scope_tree import ScopedRebuild, build_scope_tree
 
