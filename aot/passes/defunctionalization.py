@@ -168,7 +168,10 @@ def _check_input(mod: IRModule, entry: str) -> None:
 class _EtaValues(ExprMutator):
     """``Cons`` or ``add`` used as a value -> ``fn (%x0, ..) { Cons(%x0, ..) }``
     with unannotated parameters (type inference finds their types from the
-    context, the module being monomorphic)."""
+    context, the module being monomorphic).  Operator nodes are shared by
+    every use, so each occurrence gets its own function."""
+
+    no_memo = (Op, Constructor)
 
     def visit_call(self, node: Call) -> Visit:
         callee = node.op

@@ -45,8 +45,9 @@ call.
   Globals with a ``Compiler`` attribute (external code) are skipped, as in
   Relay.  The code function directly under a ``Closure=1`` global is the
   lifted form itself, so the pass is idempotent.
-* **Names.**  ``@<enclosing global>_<let variable>`` for a let-bound
-  function, ``@<enclosing global>_lambda`` for an anonymous one, with
+* **Names.**  ``@<enclosing>_<let variable>`` for a let-bound function,
+  ``@<enclosing>_lambda`` for an anonymous one, where ``<enclosing>`` is
+  the name of the global the enclosing function became, with
   ``_1``, ``_2``, .. when taken (deterministic: globals in module order,
   functions in the order they are met).  The lifted globals follow their
   enclosing global in the module.
@@ -221,7 +222,7 @@ class _Rewrite(ExprMutator):
             return node
         if node is self.keep:
             return (yield from super().visit_function(node))
-        return self.lifter.lift(node, self.let_var.get(node), self.memo)
+        return self.lifter.lift(node, self.let_var.get(node), self.memo, self.scope.gv.name)
 
 
 class _GlobalLifter:
@@ -242,15 +243,16 @@ class _GlobalLifter:
         self.out: list[tuple[GlobalVar, Function]] = []
 
     # ---------------------------------------------------------- lifting
-    def lift(self, func: Function, let_var: Var | None, memo: dict) -> Expr:
-        """Queue ``func`` as a new global; its occurrence in the current
-        scope (whose substitution is ``memo``)."""
+    def lift(self, func: Function, let_var: Var | None, memo: dict, prefix: str) -> Expr:
+        """Queue ``func`` as a new global named after ``prefix`` (the
+        global its scope ends up in); its occurrence in the current scope
+        (whose substitution is ``memo``)."""
         free = self.free.memo[func]
         rec_var = let_var if let_var is not None and let_var in free else None
         captured = tuple(sorted((v for v in free if v is not rec_var),
                                 key=self.order.__getitem__))
         hint = let_var.name_hint if let_var is not None else "lambda"
-        gv = GlobalVar(self.names.fresh(f"{self.gv.name}_{hint}"), span=func.span)
+        gv = GlobalVar(self.names.fresh(f"{prefix}_{hint}"), span=func.span)
         self.queue.append(_Scope(gv, func, captured, rec_var, lifted=True))
         if not captured:
             return gv
