@@ -178,6 +178,7 @@ class PatternGrouper:
             elif isinstance(p, FunctionPattern):
                 for f in node_map.get(p, ()):
                     assert isinstance(f, Function)
+                    fuzzy.update(f.params)  # even unused ones: binders are never inputs
                     fuzzy.update(post_order(f.body))
         return fuzzy
 

@@ -17,8 +17,8 @@ partition are not searched again (their bodies are skipped), so
 partitioning with several patterns in turn nests nothing twice.
 
 A function pattern at the root is refused, and a match rooted at a
-function literal is left alone (a function that is not called has no
-inputs to cut).
+function literal or at a leaf (an operator, a constant) is left alone:
+there is nothing to cut out.  (Rewrite callbacks do see such matches.)
 
 Types: as for :func:`~.rewrite.rewrite` (a module is re-inferred; a typed
 expression is typed again).
@@ -32,6 +32,7 @@ from ..attrs import FuncAttrs
 from ..expr import Call, Expr, Function
 from ..module import IRModule
 from ..visitor import rebuild
+from .graph import dataflow_inputs
 from .grouper import PARTITIONED_FROM_PATTERN, GroupMutator, PatternGrouper, group_matches
 from .infer import type_expr
 from .patterns import DFPattern, FunctionPattern, as_pattern
@@ -48,7 +49,8 @@ class _Partitioner(GroupMutator):
 
     def after(self, pre: Expr, post: Expr) -> Expr:
         group = self.grouper.group_at(pre)
-        if group is None or isinstance(pre, Function) or not self.check(pre):
+        if group is None or isinstance(pre, Function) or not dataflow_inputs(pre) \
+                or not self.check(pre):
             return post
         attrs = {PARTITIONED_FROM_PATTERN: group.name, **self.attrs}
         func = rebuild(group.function, attrs=FuncAttrs.of(attrs))

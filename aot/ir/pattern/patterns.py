@@ -113,9 +113,10 @@ class DFPattern:
         return match(self, expr)
 
     def partition(self, expr: Expr | IRModule, attrs: dict[str, Any] | None = None,
-                  check: Callable[[Expr], bool] | None = None) -> Expr | IRModule:
+                  check: Callable[[Expr], bool] | None = None,
+                  mod: IRModule | None = None) -> Expr | IRModule:
         from .partition import partition
-        return partition(self, expr, attrs, check)
+        return partition(self, expr, attrs, check, mod)
 
     def __repr__(self) -> str:
         from .printer import pattern_str
