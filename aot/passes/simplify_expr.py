@@ -339,8 +339,11 @@ class _Simplifier(ExprMutator):
 
 
 def simplify_expr(mod: IRModule) -> IRModule:
-    """A new, typed module with the rewrites of the module note applied
-    (the module itself when nothing applies)."""
+    """SimplifyExpr: exact algebraic identities, shape, transpose and cast
+    chains.
+
+    A new, typed module with the rewrites of the module note applied (the
+    module itself when nothing applies)."""
     from .type_infer import infer_types
     assert mod.is_typed, "simplify_expr needs a typed module (run aot.infer_types)"
     out = mod.copy()
