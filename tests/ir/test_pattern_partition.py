@@ -478,3 +478,16 @@ def test_unused_parameter_of_a_matched_function_is_not_an_input():
     a, b = fresh("a", "b")
     f = fn([a, b], Call(inner, (a, b)), "nn.relu_FunctionCall_")
     assert_structural_equal(out, C("exp", Call(f, (x, y))))
+
+
+def test_node_matched_by_a_call_pattern_and_a_wildcard_is_computed_inside():
+    # multiply(add(a, b), c) on multiply(%s, %s), %s = add(%v, %v): the
+    # wildcard c also matches %s, but %s belongs to the group
+    v = Var("v")
+    s = C("add", v, v)
+    e = C("exp", C("multiply", s, s))
+    pat = is_op("multiply")(is_op("add")(wildcard(), wildcard()), wildcard())
+    p = Var("p")
+    inner = C("add", p, p)
+    f = fn([p], C("multiply", inner, inner), "add_multiply_")
+    assert_structural_equal(pat.partition(e), C("exp", Call(f, (v,))))

@@ -14,7 +14,11 @@ inside a function that an earlier partition made
   in the order of the pattern's post-order, each once.  Operators,
   function literals and *fuzzy* matches are never inputs: nodes matched by
   a dominator pattern's parent or path, and everything inside a function
-  matched by a function pattern.  A constant matched by ``is_constant()``
+  matched by a function pattern (its parameters included).  Nor is a node
+  that a call, tuple, projection, function, if or let pattern matched,
+  even when a wildcard matched it too (``multiply(add(a, b), c)`` on
+  ``multiply(%s, %s)`` with ``%s = add(...)``): it is computed inside the
+  group.  (Relay passes such a node in, and the group loses the ``add``.)  A constant matched by ``is_constant()``
   (or by ``is_expr`` of a constant) is embedded in the group, not passed.
 * *function*: the matched sub-graph with every input replaced by a fresh
   parameter (``FunctionVar_<group>_<n>``, annotated with the input's type
@@ -47,6 +51,11 @@ from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, Da
                        LetPattern, ShapePattern, TupleGetItemPattern, TuplePattern, TypePattern)
 
 PARTITIONED_FROM_PATTERN = "PartitionedFromPattern"
+
+#: patterns that match an expression by its structure (its operands are
+#: matched by sub-patterns); what they match is computed inside the group.
+_STRUCTURAL = (CallPattern, TuplePattern, TupleGetItemPattern, FunctionPattern, IfPattern,
+               LetPattern)
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,10 +194,11 @@ class PatternGrouper:
     def _inputs(self, node_map: dict[DFPattern, list[Expr]], graph_number: int
                 ) -> dict[Expr, Var]:
         fuzzy = self._fuzzy(node_map)
+        computed = {e for p, es in node_map.items() if isinstance(p, _STRUCTURAL) for e in es}
         inputs: dict[Expr, Var] = {}
 
         def make_input(e: Expr, p: DFPattern) -> None:
-            if e in fuzzy or e in inputs or isinstance(e, (Op, Function)) \
+            if e in fuzzy or e in computed or e in inputs or isinstance(e, (Op, Function)) \
                     or _embeds_constant(e, p):
                 return
             name = f"FunctionVar_{graph_number}_{len(inputs)}"
