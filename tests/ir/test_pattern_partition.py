@@ -135,7 +135,7 @@ BN_NAME = "subtract_multiply_add_sqrt_divide_add_"
 def test_partition_batchnorm():
     x, var, mean, beta, gamma = fresh("x", "var", "mean", "beta", "gamma")
     eps = const(1e-5)
-    out = bn_pattern().partition(bn(x, var, mean, beta, gamma, eps))
+    out = partition(bn_pattern(), bn(x, var, mean, beta, gamma, eps))
     xf, varf, meanf, betaf, gammaf = fresh("xf", "varf", "meanf", "betaf", "gammaf")
     # parameters in the pattern's order: gamma, x, mean, var, beta
     f = fn([gammaf, xf, meanf, varf, betaf], bn(xf, varf, meanf, betaf, gammaf, eps), BN_NAME)

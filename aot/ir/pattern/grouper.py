@@ -18,8 +18,9 @@ inside a function that an earlier partition made
   that a call, tuple, projection, function, if or let pattern matched,
   even when a wildcard matched it too (``multiply(add(a, b), c)`` on
   ``multiply(%s, %s)`` with ``%s = add(...)``): it is computed inside the
-  group.  (Relay passes such a node in, and the group loses the ``add``.)  A constant matched by ``is_constant()``
-  (or by ``is_expr`` of a constant) is embedded in the group, not passed.
+  group.  (Relay passes such a node in, and the group loses the ``add``.)
+  A constant matched by ``is_constant()`` (or by ``is_expr`` of a
+  constant) is embedded in the group, not passed.
 * *function*: the matched sub-graph with every input replaced by a fresh
   parameter (``FunctionVar_<group>_<n>``, annotated with the input's type
   when it has one), and a name listing the nodes in post-order
