@@ -1,7 +1,7 @@
 """ToANormalForm: before/expected IR (TVM's test_pass_to_a_normal_form.py
 cases and ours), the interpreter giving the same values before and after,
-the A-normal-form checker on every result, random graph programs, and
-deep inputs."""
+the A-normal-form checker on every result, and deep inputs.  (Random
+programs and the Relay corpus: tests/passes/test_normal_forms_semantics.py.)"""
 
 from __future__ import annotations
 
@@ -341,62 +341,6 @@ def test_idempotent() -> None:
     once = anf(typed(CASES["nested_if"][0]))
     twice = anf(once)
     assert_structural_equal(twice, once)
-
-
-# ------------------------------------------------------------ random programs
-
-def random_program(seed: int) -> IRModule:
-    """A random graph-form program over two float32 vectors: shared nodes
-    (operands drawn from everything built so far), ifs, lets and closures
-    called on the spot."""
-    rng = np.random.default_rng(seed)
-    x = B.var("x", B.tensor((2,), "float32"))
-    y = B.var("y", B.tensor((2,), "float32"))
-    pool: list = [x, y]
-    budget = [int(rng.integers(15, 40))]
-
-    def gen(depth: int):
-        budget[0] -= 1
-        kind = rng.integers(0, 10) if depth < 4 and budget[0] > 0 else 0
-        if kind <= 2:
-            return pool[int(rng.integers(len(pool)))]
-        if kind <= 5:
-            op = [B.add, B.subtract, B.multiply, B.maximum][int(rng.integers(4))]
-            node = op(gen(depth + 1), gen(depth + 1))
-        elif kind == 6:
-            node = B.negative(gen(depth + 1))
-        elif kind == 7:
-            cond = B.less(B.call("sum", gen(depth + 1)), B.const(0.0))
-            node = B.if_(cond, gen(depth + 1), gen(depth + 1))
-        elif kind == 8:
-            v = B.var(f"v{budget[0]}")
-            value = gen(depth + 1)
-            mark = len(pool)
-            pool.append(v)
-            body = gen(depth + 1)
-            del pool[mark:]           # nothing built with %v outlives its let
-            node = B.let(v, value, body)
-        else:
-            p = B.var(f"p{budget[0]}", B.tensor((2,), "float32"))
-            mark = len(pool)
-            pool.append(p)
-            body = gen(depth + 1)
-            del pool[mark:]
-            node = B.call(B.function([p], body), gen(depth + 1))
-        pool.append(node)
-        return node
-
-    body = B.tuple_(gen(0), gen(0))
-    return aot.infer_types(B.module(main=B.function([x, y], body)))
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_random_programs(seed: int) -> None:
-    before = random_program(seed)
-    after = anf(before)
-    assert a_normal_form_violations(after) == []
-    for s in range(2):
-        assert_same_values(before, after, random_args(before, s))
 
 
 # ------------------------------------------------------------------ deep
