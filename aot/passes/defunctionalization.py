@@ -139,11 +139,13 @@ def _check_input(mod: IRModule, entry: str) -> None:
             raise DiagnosticError(
                 f"Defunctionalization needs a monomorphic module, but @{gv.name} is "
                 f"polymorphic (`{func.checked_type}`); run Specialize first", func.span)
-        for node in post_order(func):
+        nodes = post_order(func)
+        for node in nodes:
             if isinstance(node, Function) and node.type_params:
                 raise DiagnosticError(
                     f"Defunctionalization needs a monomorphic module, but @{gv.name} has "
                     "a polymorphic local function; run Specialize first", node.span)
+        for node in nodes:
             if isinstance(node, Var) and _is_poly(node.checked_type):
                 raise DiagnosticError(
                     f"Defunctionalization needs a monomorphic module, but %{node.name_hint} "
@@ -369,7 +371,9 @@ class _Convert(ExprMutator):
         if is_closure(self.d.mod[node]):
             raise self._error(f"the closure allocator @{node.name} is used as a value; "
                               "it may only be called", node.span)
-        return self.d.value_constructor(node)
+        # A constructor without fields as a value is applied to nothing, as
+        # the parser writes ``Nil``.
+        return Call(self.d.value_constructor(node), (), span=node.span)
 
     def visit_constructor(self, node: Constructor) -> Expr:
         return self.d.ctor_map.get(node, node)
