@@ -1,7 +1,11 @@
-"""FoldScaleAxis: per-channel scales and shifts after constant-weight
-convolutions and dense layers fold into the weights and one bias_add;
-everything else is left alone.  Results are compared with the unfolded
-program through the interpreter (equal to float rounding)."""
+"""FoldScaleAxis (BackwardFoldScaleAxis then ForwardFoldScaleAxis): per-channel
+scales and shifts after constant-weight convolutions and dense layers fold
+into the weights and one bias_add, scales before them into the weights'
+input channels; everything else is left alone.  Results are compared with
+the unfolded program through the interpreter (equal to float rounding).
+Each direction has its own file of cases (test_fold_scale_axis_backward.py,
+test_fold_scale_axis_forward.py); this one holds the composite and how the
+two directions meet."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from aot.ir.expr import Call, Op
 from aot.ir.visitor import post_order
 from aot.passes.bind_params import bind_params
 from aot.passes.fold_scale_axis import fold_scale_axis
+from aot.passes.manager import PassContext, run_pass
 
 RNG = np.random.default_rng(11)
 
@@ -26,7 +31,7 @@ def _ops(mod) -> collections.Counter:
 
 def _fold(text: str, params: dict):
     mod = aot.infer_types(bind_params(aot.infer_types(aot.parse(text)), params, "main"))
-    return mod, fold_scale_axis(mod)
+    return mod, run_pass("FoldScaleAxis", mod)
 
 
 def _f32(*shape):
@@ -121,3 +126,89 @@ def test_compiled_batch_norm_has_no_epilogue_multiply(tmp_path):
     x = _f32(1, 4, 6, 6)
     want = aot.interpret(bind_params(aot.infer_types(mod), params, "main"), x)
     np.testing.assert_allclose(aot.load(art)(x), want, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------- the two directions together
+
+TWO = ("def @main(%x: Tensor[(1, 4, 6, 6), float32], %w1: Tensor[(8, 4, 3, 3), float32], "
+       "%b1: Tensor[(8), float32], %s: Tensor[(8, 1, 1), float32], "
+       "%t: Tensor[(8, 1, 1), float32], %w2: Tensor[(2, 8, 1, 1), float32]) {\n  @BODY@\n}\n")
+POW2 = np.array([0.5, 2, 4, 1, 0.25, 8, 2, 1], np.float32).reshape(8, 1, 1)
+
+
+def _two(body: str, s: np.ndarray):
+    params = {"w1": _f32(8, 4, 3, 3), "b1": _f32(8), "s": s, "t": _f32(8, 1, 1),
+              "w2": _f32(2, 8, 1, 1)}
+    return aot.infer_types(bind_params(aot.infer_types(aot.parse(TWO.replace("@BODY@", body))),
+                                       params, "main"))
+
+
+CONV1_BN_RELU_CONV2 = ("nn.conv2d(nn.relu(add(multiply(nn.bias_add(nn.conv2d(%x, %w1, "
+                       "padding=[1, 1]), %b1), %s), %t)), %w2)")
+
+
+def test_backward_goes_first_and_takes_the_scale_with_the_bias():
+    """conv1 (with its ONNX bias) -> batch norm -> relu -> conv2: the scale
+    and shift fold backwards into conv1 and its one bias_add (exact up to a
+    rounding per weight), not forwards into conv2 (which would divide the
+    shift by the scale)."""
+    before = _two(CONV1_BN_RELU_CONV2, _f32(8, 1, 1))
+    after = run_pass("FoldScaleAxis", before)
+    assert dict(_ops(after)) == {"nn.conv2d": 2, "nn.bias_add": 1, "nn.relu": 1}
+    conv2 = after["main"].body
+    np.testing.assert_array_equal(conv2.args[1].data, before["main"].body.args[1].data)
+    x = _f32(1, 4, 6, 6)
+    np.testing.assert_allclose(aot.interpret(after, x), aot.interpret(before, x),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_forward_alone_takes_the_scale_into_the_next_layer():
+    """The same network with BackwardFoldScaleAxis disabled: the scale goes
+    forwards into conv2's input channels and the shift is divided by it
+    (exactly: the scales are powers of two), so the result is bit-equal."""
+    before = _two(CONV1_BN_RELU_CONV2, POW2)
+    with PassContext(disabled=["BackwardFoldScaleAxis"]):
+        after = run_pass("FoldScaleAxis", before)
+    assert dict(_ops(after)) == {"nn.conv2d": 2, "nn.bias_add": 1, "nn.relu": 1, "add": 1}
+    x = _f32(1, 4, 6, 6)
+    np.testing.assert_array_equal(aot.interpret(after, x), aot.interpret(before, x))
+
+
+def test_forward_picks_up_what_backward_cannot():
+    """conv1's output is also returned, so its scale cannot move backwards
+    into it; the scaled value feeds only conv2, so it moves forwards."""
+    body = ("%0 = nn.conv2d(%x, %w1, padding=[1, 1]);\n"
+            "  (nn.conv2d(nn.relu(multiply(%0, %s)), %w2), %0)")
+    before = _two(body, np.abs(_f32(8, 1, 1)) + 0.1)
+    with PassContext(disabled=["ForwardFoldScaleAxis"]):
+        assert _ops(run_pass("FoldScaleAxis", before))["multiply"] == 1
+    after = run_pass("FoldScaleAxis", before)
+    assert "multiply" not in _ops(after)
+    x = _f32(1, 4, 6, 6)
+    for got, want in zip(aot.interpret(after, x), aot.interpret(before, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_options_reach_both_directions():
+    """inexact_divide on FoldScaleAxis: a divide after conv1 folds backwards
+    into it, and (conv1's output being used twice) a divide before conv2
+    forwards into that one; by default neither (1/3 and 1/5 are rounded)."""
+    body = ("%0 = nn.conv2d(%x, %w1, padding=[1, 1]);\n"
+            "  (nn.conv2d(divide(%0, %t), %w2), nn.relu(divide(nn.conv2d(%x, %w1), %s)))")
+    s, t = np.full((8, 1, 1), 3.0, np.float32), np.full((8, 1, 1), 5.0, np.float32)
+    params = {"w1": _f32(8, 4, 3, 3), "b1": _f32(8), "s": s, "t": t, "w2": _f32(2, 8, 1, 1)}
+    text = TWO.replace("@BODY@", body)
+    before = aot.infer_types(bind_params(aot.infer_types(aot.parse(text)), params, "main"))
+    assert _ops(run_pass("FoldScaleAxis", before))["divide"] == 2
+    with PassContext(options={"FoldScaleAxis": {"inexact_divide": True}}):
+        after = run_pass("FoldScaleAxis", before)
+    assert "divide" not in _ops(after)
+    x = _f32(1, 4, 6, 6)
+    for got, want in zip(aot.interpret(after, x), aot.interpret(before, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_fold_scale_axis_function_is_the_composite():
+    before = _two(CONV1_BN_RELU_CONV2, _f32(8, 1, 1))
+    from aot.ir.structural import assert_structural_equal
+    assert_structural_equal(fold_scale_axis(before), run_pass("FoldScaleAxis", before))
