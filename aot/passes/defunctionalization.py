@@ -459,7 +459,9 @@ def defunctionalize(mod: IRModule, entry: str = "main") -> IRModule:
     if not mod.is_typed:
         mod = infer_types(mod)
     _check_input(mod, entry)
-    lifted = lambda_lift(_eta_values(mod))
+    # Lifting keeps checked types correct (the module is monomorphic, so no
+    # type arguments are missing); the result is inferred once, at the end.
+    lifted = lambda_lift(_eta_values(mod), retype=False)
     d = _Defunc(lifted)
     d.rewrite_type_definitions()
     converted = [(gv, d.convert_global(gv, func)) for gv, func in lifted.functions.items()]

@@ -256,7 +256,8 @@ class _GlobalLifter:
         self.queue.append(_Scope(gv, func, captured, rec_var, lifted=True))
         if not captured:
             return gv
-        return Call(gv, tuple(memo.get(v, v) for v in captured), span=func.span)
+        return Call(gv, tuple(memo.get(v, v) for v in captured), span=func.span,
+                    checked_type=func.checked_type)
 
     def run(self) -> list[tuple[GlobalVar, Function]]:
         keep = self.func.body if is_closure(self.func) else None
@@ -271,40 +272,48 @@ class _GlobalLifter:
         func = scope.func
         subst: dict[Var, Expr] = {}
         env = []
+        ftype = func.checked_type
         for v in scope.captured:
-            fresh = Var(v.name_hint, v.checked_type or v.type_annotation, span=v.span)
+            t = v.checked_type or v.type_annotation
+            fresh = Var(v.name_hint, t, span=v.span, checked_type=t)
             subst[v] = fresh
             env.append(fresh)
         if scope.rec_var is not None:
-            subst[scope.rec_var] = (Call(scope.gv, tuple(env), span=func.span) if env
-                                    else scope.gv)
+            subst[scope.rec_var] = (Call(scope.gv, tuple(env), span=func.span,
+                                         checked_type=ftype) if env else scope.gv)
         params = []
         for p in func.params:
             if p.type_annotation is None and p.checked_type is not None:
-                new = Var(p.name_hint, p.checked_type, span=p.span)
+                new = Var(p.name_hint, p.checked_type, span=p.span, checked_type=p.checked_type)
                 subst[p] = new
                 params.append(new)
             else:
                 params.append(p)
         body = _Rewrite(self, scope, subst, None).visit(func.body)
-        ret = func.ret_type
-        ftype = func.checked_type
-        if ret is None and isinstance(ftype, FuncType):
-            ret = ftype.ret_type
+        assert isinstance(ftype, FuncType), f"local function without a type: {func}"
+        ret = func.ret_type if func.ret_type is not None else ftype.ret_type
         outer_tps = tuple(_type_vars_of(func)) if self.poly else ()
         if not env:
+            flat_type = FuncType(ftype.arg_types, ftype.ret_type, outer_tps + ftype.type_params,
+                                 ftype.type_constraints)
             lifted = Function(tuple(params), body, ret, outer_tps + func.type_params,
-                              func.attrs, span=func.span)
+                              func.attrs, span=func.span, checked_type=flat_type)
             return scope.gv, lifted
-        code = Function(tuple(params), body, ret, func.type_params, func.attrs, span=func.span)
+        code = Function(tuple(params), body, ret, func.type_params, func.attrs, span=func.span,
+                        checked_type=ftype)
+        outer_type = FuncType(tuple(v.type_annotation for v in env), ftype, outer_tps)
         lifted = Function(tuple(env), code, ftype, outer_tps,
-                          FuncAttrs.of({CLOSURE_ATTR: 1}), span=func.span)
+                          FuncAttrs.of({CLOSURE_ATTR: 1}), span=func.span,
+                          checked_type=outer_type)
         return scope.gv, lifted
 
 
-def lambda_lift(mod: IRModule) -> IRModule:
+def lambda_lift(mod: IRModule, *, retype: bool = True) -> IRModule:
     """Every local function of ``mod`` as a global (see the module
-    docstring); the result is typed."""
+    docstring); the result is typed.  The nodes the pass makes carry their
+    checked types; ``retype=False`` skips the final type inference (calls
+    of polymorphic lifted globals then lack ``type_args``), for callers
+    that infer types again anyway."""
     from .type_infer import infer_types
     if not mod.is_typed:
         mod = infer_types(mod)
@@ -321,7 +330,9 @@ def lambda_lift(mod: IRModule) -> IRModule:
         changed |= len(lifted) > 1 or lifted[0][1] is not func
         for g, f in lifted:
             out.add(g, f)
-    return infer_types(out) if changed else mod
+    if not changed:
+        return mod
+    return infer_types(out) if retype else out
 
 
 register_pass("LambdaLift", opt_level=4)(lambda_lift)

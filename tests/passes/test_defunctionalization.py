@@ -590,6 +590,7 @@ def test_defunctionalized_programs_run_in_c(text: str, make_args) -> None:
                         "C after Defunctionalization vs the interpreter before")
 
 
+@pytest.mark.slow
 def test_defunctionalized_corpus_programs_run_in_c(corpus) -> None:
     """Every corpus program the pass changes, compiled to C after it: the
     same value as the interpreter on the original (within the C tests'
