@@ -27,32 +27,42 @@ __all__ = [
 ]
 
 
-def bound_vars(expr: Expr) -> list[Var]:
-    """Variables bound inside ``expr`` (let, parameters, patterns), in
-    post-order."""
-    out: list[Var] = []
-    for node in post_order(expr):
+def _vars_and_binders(expr: Expr) -> tuple[list[Var], set[Var]]:
+    """Every variable of ``expr`` in order of first occurrence (a binding
+    site counts: a parameter comes before the body, a let's variable before
+    its value, a pattern's variables before the clause's right-hand side),
+    and the set of those bound inside ``expr``."""
+    nodes = post_order(expr)
+    binders: set[Var] = set()
+    for node in nodes:
         if isinstance(node, Let):
-            out.append(node.var)
+            binders.add(node.var)
         elif isinstance(node, Function):
-            out.extend(node.params)
+            binders.update(node.params)
         elif isinstance(node, Match):
             for clause in node.clauses:
-                out.extend(pattern_vars(clause.lhs))
-    return out
+                binders.update(pattern_vars(clause.lhs))
+    return [n for n in nodes if isinstance(n, Var)], binders
+
+
+def bound_vars(expr: Expr) -> list[Var]:
+    """Variables bound inside ``expr`` (let, parameters, patterns), in
+    order of first occurrence."""
+    order, binders = _vars_and_binders(expr)
+    return [v for v in order if v in binders]
 
 
 def free_vars(expr: Expr) -> list[Var]:
     """Variables used in ``expr`` but not bound in it, in order of first
     use."""
-    bound = set(bound_vars(expr))
-    return [n for n in post_order(expr) if isinstance(n, Var) and n not in bound]
+    order, binders = _vars_and_binders(expr)
+    return [v for v in order if v not in binders]
 
 
 def all_vars(expr: Expr) -> list[Var]:
-    """Every variable of ``expr``, bound or free, each once, in post-order
-    (a binder's variable comes before the expression it scopes over)."""
-    return [n for n in post_order(expr) if isinstance(n, Var)]
+    """Every variable of ``expr``, bound or free, each once, in order of
+    first occurrence."""
+    return _vars_and_binders(expr)[0]
 
 
 def global_refs(expr: Expr) -> list[GlobalVar]:
@@ -80,29 +90,53 @@ def _type_occurrences(t: Type | None, out: list[TypeVar], bound: list[TypeVar]) 
         stack.extend(reversed(type_children(node)))
 
 
+class _TypeVarCollector(ExprVisitor):
+    """Type variables in the order Relay's visitor meets them: a
+    function's type parameters, its parameters' annotations, its return
+    type, then its body; a call's callee, type arguments, then arguments."""
+
+    def __init__(self, mod: IRModule | None) -> None:
+        super().__init__()
+        self.mod = mod
+        self.out: list[TypeVar] = []
+        self.bound: list[TypeVar] = []
+
+    def _bind(self, tvs: tuple[TypeVar, ...]) -> None:
+        self.out.extend(tvs)
+        self.bound.extend(tvs)
+
+    def visit_var(self, node: Var) -> None:
+        _type_occurrences(node.type_annotation, self.out, self.bound)
+
+    def visit_constructor(self, node: Constructor) -> None:
+        if self.mod is not None and node.belong_to in self.mod.type_definitions:
+            self._bind(self.mod.type_definitions[node.belong_to].type_vars)
+
+    def visit_function(self, node: Function) -> Visit:
+        self._bind(node.type_params)
+        for p in node.params:
+            yield p
+        _type_occurrences(node.ret_type, self.out, self.bound)
+        yield node.body
+
+    def visit_call(self, node: Call) -> Visit:
+        yield node.op
+        for t in node.type_args:
+            _type_occurrences(t, self.out, self.bound)
+        for a in node.args:
+            yield a
+
+
 def _type_vars(x: Expr | Type, mod: IRModule | None) -> tuple[list[TypeVar], list[TypeVar]]:
     """(every occurrence, bound occurrences) of type variables in ``x``."""
-    out: list[TypeVar] = []
-    bound: list[TypeVar] = []
     if isinstance(x, Type):
+        out: list[TypeVar] = []
+        bound: list[TypeVar] = []
         _type_occurrences(x, out, bound)
         return out, bound
-    for node in post_order(x):
-        if isinstance(node, Var):
-            _type_occurrences(node.type_annotation, out, bound)
-        elif isinstance(node, Function):
-            out.extend(node.type_params)
-            bound.extend(node.type_params)
-            _type_occurrences(node.ret_type, out, bound)
-        elif isinstance(node, Call):
-            for t in node.type_args:
-                _type_occurrences(t, out, bound)
-        elif isinstance(node, Constructor) and mod is not None \
-                and node.belong_to in mod.type_definitions:
-            data = mod.type_definitions[node.belong_to]
-            out.extend(data.type_vars)
-            bound.extend(data.type_vars)
-    return out, bound
+    collector = _TypeVarCollector(mod)
+    collector.visit(x)
+    return collector.out, collector.bound
 
 
 def _unique(tvs: list[TypeVar]) -> list[TypeVar]:
