@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from aot import builder as B
 from aot.ir import Var
 from aot.ir.dtype import DType
@@ -193,3 +196,32 @@ def test_graph_post_dominators():
     assert set(map(id, g.dominator_subtree(root))) >= {id(c), id(r1), id(r2)}
     assert g.outputs_of(c) == [r1, r2]
     assert g.inputs_of(root)[1:] == [r1, r2]
+
+
+def _reaches_root_avoiding(g, b, a):
+    root = g.index[g.root]
+    stack, seen = [g.index[b]], set()
+    while stack:
+        i = stack.pop()
+        if i == g.index[a] or i in seen:
+            continue
+        if i == root:
+            return True
+        seen.add(i)
+        stack.extend(g.outputs[i])
+    return False
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["nn.relu", "add", "multiply"]),
+                          st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=25))
+def test_post_dominators_agree_with_their_definition(steps):
+    nodes = [Var("x"), Var("y")]
+    for name, i, j in steps:
+        a, b = nodes[-1 - i % len(nodes)], nodes[-1 - j % len(nodes)]
+        nodes.append(C(name, a) if name == "nn.relu" else C(name, a, b))
+    g = ExprGraph(nodes[-1])
+    for a in g.nodes:
+        for b in g.nodes:
+            expected = a is not b and not _reaches_root_avoiding(g, b, a)
+            assert g.post_dominates(a, b) == expected, (a, b)

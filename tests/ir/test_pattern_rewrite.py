@@ -416,3 +416,22 @@ def test_rewrite_deep_graph():
     relus = [n for n in post_order(out) if isinstance(n, Call)]
     assert len(relus) == 5_000
     assert all(n.op.name == "nn.relu" for n in relus)
+
+
+def test_rewrite_and_partition_deep_let_chain():
+    a = tvar("a", (4,))
+    bindings, prev = [], a
+    for i in range(10_000):
+        v = Var(f"v{i}")
+        name, c = ("add", 0.0) if i % 2 else ("multiply", 2.0)
+        bindings.append((v, C(name, prev, const(np.float32(c)))))
+        prev = v
+    func = Function((a,), B.let_chain(bindings, prev))
+    v = wildcard()
+    drop_zero = Callback(v + is_expr(const(0.0)), lambda pre, post, m: m[v][0])
+    out = rewrite(drop_zero, func)
+    ops = [n.op.name for n in post_order(out) if isinstance(n, Call)]
+    assert ops == ["multiply"] * 5_000
+    parts = is_op("multiply")(wildcard(), is_constant()).partition(out)
+    calls = [n for n in post_order(parts) if isinstance(n, Call) and isinstance(n.op, Function)]
+    assert len(calls) == 5_000

@@ -278,6 +278,10 @@ class DFPatternMatcher:
         return True
 
     def _dominates_parent(self, p: DominatorPattern, child: Expr) -> bool:
+        """The parent lies in the child's post-dominator subtree."""
+        bound = self.memo.get(p.parent)
+        if bound:  # always, after a successful path walk
+            return self.graph.post_dominates(child, bound[0])
         return any(self.visit(p.parent, node) for node in self.graph.dominator_subtree(child))
 
 
