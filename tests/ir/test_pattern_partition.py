@@ -491,3 +491,13 @@ def test_node_matched_by_a_call_pattern_and_a_wildcard_is_computed_inside():
     inner = C("add", p, p)
     f = fn([p], C("multiply", inner, inner), "add_multiply_")
     assert_structural_equal(pat.partition(e), C("exp", Call(f, (v,))))
+
+
+def test_captured_variable_used_elsewhere_does_not_block_a_group():
+    x, z, p = fresh("x", "z", "p")
+    inner = Function((p,), C("add", p, z))          # captures %z
+    e = C("add", C("exp", Call(inner, (x,))), z)
+    pat = is_op("exp")(FunctionPattern(None, wildcard())(wildcard()))
+    a = Var("a")
+    f = fn([a], C("exp", Call(inner, (a,))), "add_FunctionCall_exp_")
+    assert_structural_equal(pat.partition(e), C("add", Call(f, (x,)), z))

@@ -30,7 +30,10 @@ inside a function that an earlier partition made
   computing node) or when a node inside it, other than its root, is used
   outside it by a node that does not flow back into the root (the root
   does not post-dominate that user): cutting it out would then need the
-  value twice.  Operators, constants and functions are shared freely.
+  value twice.  Operators, constants, functions, variables, globals and
+  constructors are shared freely (Relay also refuses a group whose
+  function literal captures a variable used elsewhere; nothing is computed
+  twice there, so we accept it).
 
 ``assignment`` maps each interior node of each group to the group id; a
 group is rewritten when the mutator reaches its ``root``.
@@ -42,7 +45,8 @@ from dataclasses import dataclass
 from types import GeneratorType
 from typing import Any
 
-from ..expr import Call, Constant, Expr, Function, Op, Tuple, Var
+from ..adt import Constructor
+from ..expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, Var
 from ..module import IRModule
 from ..visitor import _METHOD, ExprMutator, post_order
 from .graph import ExprGraph
@@ -57,6 +61,10 @@ PARTITIONED_FROM_PATTERN = "PartitionedFromPattern"
 #: matched by sub-patterns); what they match is computed inside the group.
 _STRUCTURAL = (CallPattern, TuplePattern, TupleGetItemPattern, FunctionPattern, IfPattern,
                LetPattern)
+
+#: nodes a group may share with the rest of the program: nothing is
+#: computed twice if they are
+_SHARED = (Op, Function, Constant, Var, GlobalVar, Constructor)
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +238,7 @@ class PatternGrouper:
         body = extractor.visit(root)
         interior = [e for e in extractor.memo if e not in inputs]
         for e in interior:
-            if isinstance(e, (Op, Function, Constant)):
+            if isinstance(e, _SHARED):
                 continue
             if e in self.assignment:
                 return  # overlaps an earlier group
