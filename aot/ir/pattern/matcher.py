@@ -10,7 +10,8 @@ object again succeeds only on the *same* expression (identity), which is
 what makes ``x = wildcard(); add(x, x)`` require one shared operand and
 what makes a diamond pattern match only a real diamond.  A failed branch
 undoes the bindings it made (``matched`` is a stack of bound patterns; a
-failure truncates it back to its watermark), so alternation and the
+failure pops it back to its watermark, one memo entry per binding --
+Relay erases the pattern's whole entry), so alternation and the
 commutative retry start clean.  The memo of a successful match is the
 ``node_map`` given to rewrite callbacks and used to build partitions.
 
@@ -96,15 +97,18 @@ class DFPatternMatcher:
 
     # ------------------------------------------------------------ memo
     def _clear(self, watermark: int) -> None:
-        for p in self.matched[watermark:]:
-            self.memo.pop(p, None)
+        """Undo the bindings made since ``watermark`` (each one entry)."""
+        for p in reversed(self.matched[watermark:]):
+            bound = self.memo[p]
+            bound.pop()
+            if not bound:
+                del self.memo[p]
         del self.matched[watermark:]
 
     def visit(self, p: DFPattern, e: Expr) -> bool:
         if self.memoize and p in self.memo:
-            bound = self.memo[p]
-            assert len(bound) == 1, f"pattern {p!r} bound to {len(bound)} expressions"
-            return bound[0] is e
+            # bound once, except a dominator's path pattern (many nodes)
+            return any(b is e for b in self.memo[p])
         watermark = len(self.matched)
         ok = _VISIT[type(p)](self, p, e)
         if ok:
