@@ -2,7 +2,9 @@
 
 ::
 
-    from aot.ir.pattern import is_op, wildcard, is_constant, rewrite, DFPatternCallback
+    from aot.ir import const
+    from aot.ir.pattern import (DFPatternCallback, is_constant, is_expr, is_op, rewrite,
+                                wildcard)
 
     conv = is_op("nn.conv2d")(wildcard(), is_constant())
     pat = is_op("nn.relu")(is_op("nn.bias_add")(conv, wildcard()))
@@ -18,6 +20,9 @@
             return node_map[self.x][0]
 
     mod = rewrite(DropZeroAdd(), mod)                # to a fixed point; re-typed
+
+Patterns match dataflow (graph normal form): in A-normal form an operand
+is a ``let``-bound variable, not the call that computes it.
 
 Modules: :mod:`.patterns` (records and builders), :mod:`.matcher`,
 :mod:`.graph` (dataflow graph + post-dominators), :mod:`.grouper`
