@@ -47,7 +47,8 @@ call.
   lifted form itself, so the pass is idempotent.
 * **Names.**  ``@<enclosing>_<let variable>`` for a let-bound function,
   ``@<enclosing>_lambda`` for an anonymous one, where ``<enclosing>`` is
-  the name of the global the enclosing function became, with
+  the name of the global the enclosing function became (the enclosing
+  global's, when that would exceed :data:`MAX_NAME` characters), with
   ``_1``, ``_2``, .. when taken (deterministic: globals in module order,
   functions in the order they are met).  The lifted globals follow their
   enclosing global in the module.
@@ -63,7 +64,11 @@ node is rewritten in the context of its innermost enclosing function only,
 no substitution is applied twice, and deep nesting costs no Python
 recursion.  Free variables of every function are computed once per global
 by one memoised bottom-up walk; captured variables are ordered by first
-occurrence in the global, so output is deterministic.
+occurrence in the global, so output is deterministic.  Type variables a
+lifted function mentions are collected by a walk of that function, only in
+globals that have polymorphic functions (the cost is then the function
+size times the nesting depth).  The nodes the pass makes carry their
+checked types, and the module is type-checked again at the end.
 """
 
 from __future__ import annotations
@@ -83,6 +88,9 @@ __all__ = ["lambda_lift", "is_closure", "is_primitive", "CLOSURE_ATTR"]
 
 #: The attribute marking a lifted closure's outer (environment) function.
 CLOSURE_ATTR = "Closure"
+#: Names of nested lifted functions longer than this are made from the
+#: enclosing global's name instead of the enclosing lifted function's.
+MAX_NAME = 48
 
 
 def is_primitive(func: Function) -> bool:
@@ -252,7 +260,10 @@ class _GlobalLifter:
         captured = tuple(sorted((v for v in free if v is not rec_var),
                                 key=self.order.__getitem__))
         hint = let_var.name_hint if let_var is not None else "lambda"
-        gv = GlobalVar(self.names.fresh(f"{prefix}_{hint}"), span=func.span)
+        base = f"{prefix}_{hint}"
+        if len(base) > MAX_NAME:        # deep nesting: name after the global
+            base = f"{self.gv.name}_{hint}"
+        gv = GlobalVar(self.names.fresh(base), span=func.span)
         self.queue.append(_Scope(gv, func, captured, rec_var, lifted=True))
         if not captured:
             return gv

@@ -13,12 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import aot
-from aot.ir.expr import Function
+from aot import builder as B
+from aot.ir.expr import Call, Function, Let
 from aot.ir.module import IRModule
 from aot.ir.printer import print_module
 from aot.ir.structural import assert_structural_equal, structural_equal
 from aot.ir.visitor import post_order
-from aot.passes.lambda_lift import is_closure, is_primitive, lambda_lift
+from aot.passes.lambda_lift import MAX_NAME, is_closure, is_primitive, lambda_lift
 from aot.passes.manager import PassContext, Sequential, get_pass, run_pass
 from aot.values import Closure, ConstructorValue, values_equal
 from e2e.random_programs import Program, programs
@@ -520,6 +521,26 @@ def test_ten_thousand_deep_let_chain():
     assert len(after.functions) == 1 + n // 100
     assert not local_functions(after)
     assert int(aot.interpret(after, i32(3))) == int(aot.interpret(mod, i32(3))) == 3 + n
+
+
+def test_thousand_deep_nested_closures():
+    """``let %f0 = fn () { let %f1 = fn () { .. %a + 1 .. }; %f1() }; %f0()``
+    nested 1,000 deep (built without the parser, whose nesting is bounded):
+    the worklist lifts them without recursion, each capturing %a."""
+    n = 1_000
+    i32_t = B.scalar("int32")
+    a = B.var("a", i32_t)
+    body = B.call("add", a, B.const(1))
+    for i in reversed(range(n)):
+        f = B.var(f"f{i}")
+        body = Let(f, Function((), body, i32_t), Call(f, ()))
+    mod = IRModule.from_expr(Function((a,), body))
+    after = run_pass("LambdaLift", aot.infer_types(mod))
+    assert len(after.functions) == n + 1
+    assert is_closure(after["main_f0"]) and is_closure(after["main_f0_f1"])
+    assert max(len(g.name) for g in after.functions) <= MAX_NAME + len("_9999")
+    assert not local_functions(after)
+    assert int(aot.interpret(after, i32(2))) == 3
 
 
 def test_registered_above_the_default_levels():
