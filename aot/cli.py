@@ -280,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 262144)")
     p.add_argument("--max-depth", type=int, default=None, metavar="N",
                    help="bound on nested non-tail calls of such programs (default 10000)")
-    p.add_argument("--tuning", choices=["scalar", "simd"], default="scalar",
+    p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default="scalar",
                    help="convolution and dense loop nests for a scalar FPU (microcontrollers) "
                         "or for SIMD hosts compiled at -O3")
     p.add_argument("--no-build", action="store_true", help="write the sources only")

@@ -71,6 +71,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..ir.dtype import DType
+from .fma import exact_fma
 
 __all__ = [
     "BinaryOperator", "UnaryOperator", "BufferScope", "ForKind",
@@ -698,6 +699,7 @@ MATH_FUNCTIONS: Mapping[str, tuple[int, Callable[..., np.ndarray]]] = {
     "nearbyint": (1, np.rint),   # round half to even in the default rounding mode
     "fabs": (1, np.fabs),
     "pow": (2, np.power), "fmod": (2, np.fmod), "atan2": (2, np.arctan2),
+    "fma": (3, exact_fma),       # a * b + c rounded once (aot.emit.fma)
     "copysign": (2, np.copysign), "hypot": (2, np.hypot),
 }
 

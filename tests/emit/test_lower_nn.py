@@ -335,10 +335,24 @@ def _mac_statements(text):
     return group, loops[0]
 
 
+def _is_accumulation(s):
+    """``acc = acc + a * b`` (integers) or ``acc = fmaf(a, b, acc)``."""
+    if not isinstance(s, K.Assign):
+        return False
+    v = s.value
+    if isinstance(v, K.Call):
+        return v.name == "fmaf" and v.args[2] == s.var
+    return isinstance(v, K.BinOp) and v.op is K.BinaryOperator.ADD and v.a == s.var
+
+
+def _product(s):
+    """The product of an accumulation: the expression holding its loads."""
+    return s.value if isinstance(s.value, K.Call) else s.value.b
+
+
 def _accumulations(body):
     stmts = body.stmts if isinstance(body, K.Block) else (body,)
-    if not all(isinstance(s, K.Assign) and isinstance(s.value, K.BinOp)
-               and s.value.op is K.BinaryOperator.ADD and s.value.a == s.var for s in stmts):
+    if not all(_is_accumulation(s) for s in stmts):
         return None
     if len({s.var for s in stmts}) != 1:
         return None
@@ -360,9 +374,9 @@ def _addresses(loop, body, tail, operand):
     for it in range(int(loop.extent.value)):
         env[loop.var.name] = it
         for st in body:
-            out.append(int(evaluate(_loads(st.value.b)[operand].index, env, {})))
+            out.append(int(evaluate(_loads(_product(st))[operand].index, env, {})))
     for st in tail:
-        out.append(int(evaluate(_loads(st.value.b)[operand].index, env, {})))
+        out.append(int(evaluate(_loads(_product(st))[operand].index, env, {})))
     return out
 
 

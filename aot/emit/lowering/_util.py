@@ -41,3 +41,13 @@ def from_float(x: K.Expr, dtype: DType) -> K.Expr:
     """The language's float -> ``dtype`` conversion (truncate, saturate,
     NaN -> 0), which is kernel IR's Cast."""
     return K.cast(dtype, x)
+
+
+def mac(acc: K.Expr, a: K.Expr, b: K.Expr) -> K.Expr:
+    """``acc + a * b``: one ``fmaf`` (rounded once) for float32 when the
+    tuning says the target multiplies-adds in one instruction
+    (:mod:`.tuning`), else a multiply and an add."""
+    from .tuning import current
+    if acc.dtype is DType.FLOAT32 and current().fma:
+        return K.math_call("fma", a, b, acc)
+    return K.add(acc, K.mul(a, b))

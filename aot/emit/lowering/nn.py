@@ -72,7 +72,7 @@ from ...ir.ops.nn import (BatchMatmulAttrs, BatchNormAttrs, BiasAddAttrs, DenseA
 from .. import kernel_ir as K
 from ..te import (INDEX, Index, LowerContext, Sink, TensorValue, anchor_lowering,
                   index_lowering, loop_nest, out_tensor, scalar_value)
-from ._util import elementwise, tensor
+from ._util import elementwise, mac, tensor
 from .tuning import current as current_tuning
 
 F64 = DType.FLOAT64
@@ -304,19 +304,20 @@ UNROLL = 4
 
 
 def _mac_statements(ctx: LowerContext, acc: K.Var, reduce: int,
-                    term: Callable[[K.Expr], K.Expr]) -> list[K.Stmt]:
-    """``for k < reduce: acc = acc + term(k)``, unrolled ``UNROLL`` times
-    when the reduction is long enough, the remainder as straight-line
-    statements."""
+                    term: Callable[[K.Expr], tuple[K.Expr, K.Expr]]) -> list[K.Stmt]:
+    """``for k < reduce: acc = acc + a(k) * b(k)`` (``term(k) = (a, b)``),
+    unrolled ``UNROLL`` times when the reduction is long enough, the
+    remainder as straight-line statements."""
+    def step(k: K.Expr) -> K.Stmt:
+        return K.Assign(acc, mac(acc, *term(k)))
     if reduce < 2 * UNROLL:
         k = ctx.index_var("k")
-        return [K.for_range(k, reduce, K.Assign(acc, K.add(acc, term(k))))]
+        return [K.for_range(k, reduce, step(k))]
     kk = ctx.index_var("k")
     base = K.mul(kk, _idx(UNROLL), no_wrap=True)
-    body = [K.Assign(acc, K.add(acc, term(K.add(base, _idx(u), no_wrap=True) if u else base)))
-            for u in range(UNROLL)]
+    body = [step(K.add(base, _idx(u), no_wrap=True) if u else base) for u in range(UNROLL)]
     main = reduce // UNROLL * UNROLL
-    tail = [K.Assign(acc, K.add(acc, term(_idx(k)))) for k in range(main, reduce)]
+    tail = [step(_idx(k)) for k in range(main, reduce)]
     return [K.for_range(kk, reduce // UNROLL, body), *tail]
 
 
@@ -334,8 +335,8 @@ def _product_nest(ctx: LowerContext, p: _Product, out: DType, sink: Sink) -> K.S
         j = ctx.index_var("j")
         acc = ctx.scalar("sum", acc_t)
 
-        def term(k: K.Expr) -> K.Expr:
-            return K.mul(K.cast(acc_t, lhs(row, k)), K.cast(acc_t, p.rhs(row, j, k)))
+        def term(k: K.Expr) -> tuple[K.Expr, K.Expr]:
+            return K.cast(acc_t, lhs(row, k)), K.cast(acc_t, p.rhs(row, j, k))
         stmts.append(K.for_range(j, p.units, [
             K.Decl(acc, _zero(acc_t)),
             *_mac_statements(ctx, acc, p.reduce, term),
@@ -405,14 +406,14 @@ def _dense_simd(ctx: LowerContext, x: TensorValue, weight: np.ndarray, shape: tu
         mj = ctx.index_var("j")
         wi = K.add(K.mul(K.add(K.mul(jt, _idx(reduce), no_wrap=True), k, no_wrap=True),
                          _idx(bj), no_wrap=True), mj, no_wrap=True)
-        mac = K.store(acc, mj, K.add(K.load(acc, mj), K.mul(xv, K.load(wbuf, wi))))
+        step = K.store(acc, mj, mac(K.load(acc, mj), xv, K.load(wbuf, wi)))
         sj = ctx.index_var("j")
         unit = K.add(K.mul(jt, _idx(bj), no_wrap=True), sj, no_wrap=True)
 
         def tile(valid: int) -> list[K.Stmt]:
             return [K.for_range(j, bj, K.store(acc, j, _zero(DType.FLOAT32))),
                     K.for_range(k, reduce, [K.Decl(xv, K.cast(DType.FLOAT32, x.read((*row, k)))),
-                                            K.for_range(mj, bj, mac)]),
+                                            K.for_range(mj, bj, step)]),
                     K.for_range(sj, valid, sink((*row, unit), K.cast(out, K.load(acc, sj))))]
         full = units // bj
         stmts: list[K.Stmt] = []

@@ -122,7 +122,7 @@ from ...ir.dtype import DType
 from ...ir.ops._nn_util import padding_1d, padding_2d, pair
 from .. import kernel_ir as K
 from ..te import ArgValue, LowerContext, Sink, TensorValue, anchor_lowering, out_tensor
-from ._util import tensor
+from ._util import mac, tensor
 from .tuning import current as current_tuning
 
 __all__ = ["FLOAT32_ACCUMULATOR", "accumulator_dtype", "Axis", "Operand", "idx", "iadd", "isub",
@@ -831,8 +831,8 @@ def _conv_tile(ctx: LowerContext, cv: _Conv, sink: Sink, n: K.Expr, ch: _ChanTil
                   for i in range(bo)]
             for i in range(bo):
                 for j in range(bw):
-                    product = K.mul(xs[0 if shared_x else i][j], ws[i])
-                    out.append(K.Assign(accs[i][j], K.add(accs[i][j], product)))
+                    out.append(K.Assign(accs[i][j], mac(accs[i][j], xs[0 if shared_x else i][j],
+                                                        ws[i])))
             return out
         return xa.decls + wa.decls, emit
 

@@ -63,6 +63,7 @@ import numpy as np
 from ...ir.dtype import DType
 from .. import kernel_ir as K
 from ..te import LowerContext, Sink
+from ._util import mac
 from .nn_conv import Axis, _Conv, iadd, idx, imul
 
 __all__ = ["simd_conv", "TILE_COLUMNS", "MAX_TILE_CHANNELS"]
@@ -244,10 +245,10 @@ def simd_conv(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: Sink,
                 if cstep:
                     xi = iadd(xi, imul(ti, cstep * chan_size))
                 cell = iadd(imul(ti, TILE_COLUMNS), tj)
-                mac = K.store(acc, cell, K.add(K.load(acc, cell), K.mul(K.load(src, xi), wv)))
+                step = K.store(acc, cell, mac(K.load(acc, cell), K.load(src, xi), wv))
                 row.append(K.for_range(ti, bo, K.block(
                     K.Decl(wv, K.load(wbuf, iadd(wb, iadd(woff, ti)))),
-                    K.for_range(tj, bw, mac))))
+                    K.for_range(tj, bw, step))))
             body.append(K.for_range(m, count, K.block(*row)) if count > 1 else K.block(*row))
         reduction = K.for_range(ic, cv.cg, K.block(*body))
         si, sj = ctx.index_var("i"), ctx.index_var("j")
@@ -343,10 +344,10 @@ def _channel_vector_conv(ctx: LowerContext, cv: _Conv, h: Axis, w: Axis, sink: S
                 xv = ctx.scalar("xv", F32)
                 tj = ctx.index_var("j")
                 cell = iadd(u * bv, tj)
-                mac = K.store(acc, cell, K.add(K.load(acc, cell), K.mul(
-                    xv, K.load(wbuf, iadd(wb, iadd(tj, t * bv))))))
+                step = K.store(acc, cell, mac(K.load(acc, cell), xv,
+                                              K.load(wbuf, iadd(wb, iadd(tj, t * bv)))))
                 body += [K.Decl(xv, K.load(src, iadd(iadd(xb, xos[u]), xoff))),
-                         K.for_range(tj, bv, mac)]
+                         K.for_range(tj, bv, step)]
         stmts.append(K.for_range(ic, cv.cg, K.block(*body)))
         for u in range(bp):
             q = iadd(q0, u)
