@@ -346,4 +346,6 @@ def lambda_lift(mod: IRModule, *, retype: bool = True) -> IRModule:
     return infer_types(out) if retype else out
 
 
-register_pass("LambdaLift", opt_level=4)(lambda_lift)
+register_pass("LambdaLift", opt_level=4,
+              doc="Local functions become globals (Relay's two-level closure form, "
+                  "Closure=1)")(lambda_lift)
