@@ -10,7 +10,6 @@ Every input is made monomorphic by Specialize first, as the pass requires."""
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
