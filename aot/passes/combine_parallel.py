@@ -43,8 +43,12 @@ A group with at least ``min_num_branches`` branches is combined:
 (a weight, a follower's other operand) may depend on a node of any
 group: ``add(conv(x, w1), conv(x, w2))`` must not combine the ``add``,
 and a weight computed from a sibling's output would make the combined
-call depend on itself.  Such operands are *tainted* (computed in one
-pass over the function) and end the combination, or drop the branch.
+call depend on itself.  Nor may it depend on a node of another group:
+that group's combined call reads all of *its* branches' operands, one
+of which may depend on this group (two sibling branches, independent
+before, become one node).  Such operands are *tainted* (one pass over
+the function) and end the combination, or drop the branch.  The group's
+root is exempt: the combined call reads it anyway.
 
 Replacements are built over the original nodes and applied by one
 :class:`~aot.ir.visitor.ExprMutator` walk that visits each replacement
@@ -71,7 +75,7 @@ from ..ir.registry import PatternKind
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, Visit, children, post_order
 
-__all__ = ["Branch", "ParallelCombiner", "ChannelConcatCombiner", "combine_module",
+__all__ = ["Branch", "CHANNEL_AXIS_OPS", "ParallelCombiner", "ChannelConcatCombiner", "combine_module",
            "concat_exprs", "static_tensor", "check_min_branches"]
 
 Branch = tuple[Call, ...]
@@ -269,6 +273,7 @@ class ParallelCombiner(abc.ABC):
         if len(parents) != 1 or not self.follower_ok(first):
             return None
         (parent,) = parents
+        root = group[0][0].args[0]
         fields = {f.name for f in dataclasses.fields(first.attrs)} \
             if dataclasses.is_dataclass(first.attrs) else set()
         if fields & _SHAPE_FIELDS and first.op.name not in CHANNEL_AXIS_OPS:
@@ -281,7 +286,8 @@ class ParallelCombiner(abc.ABC):
             out, before = static_tensor(call), static_tensor(prev)
             if out is None or before is None or out.shape != before.shape:
                 return None
-            if any(id(a) in tainted for i, a in enumerate(call.args) if i != parent):
+            if any(id(a) in tainted and a is not root
+                   for i, a in enumerate(call.args) if i != parent):
                 return None
         args: list[Expr] = []
         for i in range(len(first.args)):

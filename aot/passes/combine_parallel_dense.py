@@ -12,7 +12,7 @@ cycle guard in :mod:`.combine_parallel`), in its two variants:
   last axis as in CombineParallelConv2D (per-unit operands concatenated;
   an operand broadcast along the units kept when it is one node,
   repeated at compile time when constant); branch ``i`` reads
-  ``strided_slice(y, begin=[o_i], end=[o_i + u_i], axes=[-1 as index])``.
+  ``strided_slice(y, begin=[o_i], end=[o_i + u_i], axes=[rank - 1])``.
 * **batch_matmul** (``to_batch_matmul=True``): 2-d dense layers of the
   same data whose weights have the same shape become
   ``nn.batch_matmul(stack((x, x, ...)), stack((w1, w2, ...)))``; the

@@ -394,3 +394,39 @@ def test_disabled_by_name_and_required():
 def test_min_num_branches_below_two_is_a_user_error():
     with pytest.raises(DiagnosticError, match="min_num_branches"):
         combine(typed(INCEPTION), min_num_branches=1)
+
+
+def test_operand_depending_on_another_group_is_not_combined():
+    """Group H's combined weight would read g2 (through h2's weight), and
+    g1's follower reads h1: combining both would make each combined call
+    depend on the other.  h2 is dropped from H and g1's add stays apart."""
+    text = """
+def @main(%x: Tensor[(1, 4, 2, 2), float32], %y: Tensor[(1, 4, 2, 2), float32],
+          %w1: Tensor[(4, 4, 1, 1), float32], %w2: Tensor[(4, 4, 1, 1), float32],
+          %w3: Tensor[(4, 4, 1, 1), float32], %v1: Tensor[(4, 4, 1, 1), float32],
+          %v3: Tensor[(4, 4, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w2);
+  %1 = nn.conv2d(%y, %v1);
+  (add(nn.conv2d(%x, %w1), %1), nn.conv2d(%x, %w3),
+   nn.conv2d(%y, reshape(%0, newshape=[4, 4, 1, 1])), nn.conv2d(%y, %v3))
+}"""
+    before = typed(text)
+    after = combine(before, min_num_branches=2)
+    assert ops(after)["nn.conv2d"] == 3 and ops(after)["add"] == 1
+    assert_same_values(before, after)
+
+
+def test_residual_operand_that_is_the_root_combines():
+    """add(conv(x1, w_i), x1) in the second of two blocks: x1 depends on
+    the first block's group, but it is the root itself, so the adds
+    combine (x1 repeated per branch)."""
+    text = """
+def @main(%x: Tensor[(1, 6, 4, 4), float32], %w: Tensor[(2, 6, 1, 1), float32],
+          %v: Tensor[(6, 6, 1, 1), float32]) {
+  let %x1 = concatenate((nn.conv2d(%x, %w), nn.conv2d(%x, %w), nn.conv2d(%x, %w)), axis=1);
+  (add(nn.conv2d(%x1, %v), %x1), add(nn.conv2d(%x1, %v), %x1), add(nn.conv2d(%x1, %v), %x1))
+}"""
+    before = run_pass("ToGraphNormalForm", typed(text))
+    after = combine(before)
+    assert ops(after)["nn.conv2d"] == 2 and ops(after)["add"] == 1
+    assert_same_values(before, after)
