@@ -59,13 +59,13 @@ from ..ir.adt import pattern_vars
 from ..ir.analysis import let_function_refs
 from ..ir.expr import (Call, Constant, Expr, Function, If, Let, Match, RefCreate, RefRead,
                        RefWrite, Tuple, TupleGetItem, Var)
-from ..ir.normal_form import SAME_BLOCK, block_edges
-from ..ir.normal_form import is_atom as _is_atom
+from ..ir.normal_form import SAME_BLOCK, block_edges, is_atom
+from ..ir.normal_form import is_primitive_function as is_primitive
 from ..ir.types import Type
 from ..ir.visitor import ExprFunctor, ExprMutator, ExprVisitor, Visit, rebuild
-from ..ir.normal_form import is_primitive_function as is_primitive
 
-__all__ = ["Scope", "ScopeTree", "ScopedRebuild", "separate_recursive_functions", "is_atom"]
+__all__ = ["Scope", "ScopeTree", "ScopedRebuild", "build_scope_tree",
+           "separate_recursive_functions"]
 
 
 class Scope:
@@ -120,14 +120,6 @@ def lca(a: Scope, b: Scope) -> Scope:
     return a
 
 
-def is_atom(e: Expr, constants_atomic: bool) -> bool:
-    return _is_atom(e, constants=constants_atomic)
-
-
-def _edges(node: Expr, let_scopes: bool) -> list[tuple[Expr, int]]:
-    return block_edges(node, let_body_scope=let_scopes)
-
-
 def _sub_scopes(node: Expr, scope: Scope, let_scopes: bool) -> tuple[Scope, ...]:
     if isinstance(node, If):
         return (scope.child(True), scope.child(True))
@@ -150,15 +142,15 @@ class _CompoundOrder(ExprVisitor):
         self.order: list[Expr] = []
 
     def _leaf(self, node: Expr) -> None:
-        if not is_atom(node, self.constants_atomic):
+        if not is_atom(node, constants=self.constants_atomic):
             self.order.append(node)
 
     visit_var = visit_global_var = visit_op = visit_constructor = visit_constant = _leaf
 
     def _walk(self, node: Expr) -> Visit:
-        if is_atom(node, self.constants_atomic):
+        if is_atom(node, constants=self.constants_atomic):
             return
-        for child, _ in _edges(node, self.let_scopes):
+        for child, _ in block_edges(node, let_body_scope=self.let_scopes):
             yield child
         self.order.append(node)
 
@@ -212,8 +204,8 @@ class ScopeTree:
             sub = _sub_scopes(node, s, let_scopes)
             if sub:
                 subs[node] = sub
-            for child, kind in _edges(node, let_scopes):
-                if is_atom(child, constants_atomic):
+            for child, kind in block_edges(node, let_body_scope=let_scopes):
+                if is_atom(child, constants=constants_atomic):
                     continue
                 edge = s if kind == SAME_BLOCK else sub[kind]
                 seen = incoming.get(child)

@@ -51,10 +51,11 @@ from __future__ import annotations
 
 from ..ir.expr import Expr, Function, Let
 from ..ir.module import IRModule
-from ..ir.visitor import Visit, rebuild
+from ..ir.normal_form import is_atom
 from ..ir.normal_form import is_primitive_function as is_primitive
+from ..ir.visitor import Visit, rebuild
 from .manager import register_pass
-from .scope_tree import ScopedRebuild, build_scope_tree, is_atom
+from .scope_tree import ScopedRebuild, build_scope_tree
 
 __all__ = ["to_a_normal_form", "a_normal_form_body"]
 
@@ -70,7 +71,7 @@ class _Fill(ScopedRebuild):
         value = node.value
         if node in self.tree.recursive:
             scope.bindings.append((node.var, (yield from self.let_function(node))))
-        elif (not isinstance(value, Let) and not is_atom(value, False)
+        elif (not isinstance(value, Let) and not is_atom(value, constants=False)
               and value not in self.memo and self.tree.scope[value] is scope):
             # bind the value to the let's own variable
             scope.bindings.append((node.var, (yield from self.build(value))))

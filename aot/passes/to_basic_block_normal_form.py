@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from ..ir.expr import Expr, Function, Let
 from ..ir.module import IRModule
-from ..ir.visitor import Visit, rebuild
 from ..ir.normal_form import is_primitive_function as is_primitive
+from ..ir.visitor import Visit, rebuild
 from .manager import register_pass
 from .scope_tree import ScopedRebuild, build_scope_tree
 
