@@ -11,6 +11,7 @@ import collections
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import aot
 from aot.diagnostics import DiagnosticError
@@ -68,6 +69,10 @@ def check(before_text: str, expected_text: str, *desired: str, params=None, expe
 
 
 NHWC = 'data_layout="NHWC", kernel_layout="HWIO"'
+
+
+def _shape(s: tuple) -> str:
+    return "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
 
 
 # ------------------------------------------------------------ Relay's cases
@@ -292,6 +297,9 @@ FOLLOWERS = [
      "argmax(%x, axis=[3], keepdims=True)"),
     ("max pool", 'nn.max_pool2d(%t, pool_size=[2, 2], layout="NHWC")',
      "nn.max_pool2d(%x, pool_size=[2, 2])"),
+    ("avg pool padded", 'nn.avg_pool2d(%t, pool_size=[2, 3], padding=[1, 0, 0, 2], layout="NHWC")',
+     "nn.avg_pool2d(%x, pool_size=[2, 3], padding=[1, 0, 0, 2])"),
+    ("global pool", 'nn.global_avg_pool2d(%t, layout="NHWC")', "nn.global_avg_pool2d(%x)"),
     ("where", "where(greater(%t, 0f), %t, multiply(%t, 0.1f))",
      "where(greater(%x, 0f), %x, multiply(%x, 0.1f))"),
 ]
@@ -426,3 +434,62 @@ def test_desired_layouts_must_be_a_tuple_of_strings():
     with pytest.raises(DiagnosticError, match="desired_layouts"):
         with PassContext(options={PASS: {"desired_layouts": "nn.conv2d:NHWC"}}):
             run_pass(PASS, typed(TF_STYLE))
+
+
+# ------------------------------------------------------------------ property
+
+SHAPE = (2, 3, 4, 5)
+
+
+@st.composite
+def chains(draw):
+    """A chain of layout-following operators and transposes on a 4-d
+    tensor: text of the body and the number of transposes in it."""
+    shape = list(SHAPE)
+    lines, transposes = [], 0
+    value = "%x"
+    for i in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["transpose", "relu", "add", "bias_add", "sum", "softmax"]))
+        if kind == "transpose":
+            axes = draw(st.permutations(range(4)))
+            expr = f"transpose({value}, axes={list(axes)})"
+            shape = [shape[a] for a in axes]
+            transposes += 1
+        elif kind == "relu":
+            expr = f"nn.relu({value})"
+        elif kind == "add":
+            rank = draw(st.integers(1, 4))
+            tail = shape[4 - rank:]
+            const = "meta_c" + str(i)
+            lines.append((const, tuple(d if draw(st.booleans()) else 1 for d in tail)))
+            expr = f"add({value}, %{const})"
+        elif kind == "bias_add":
+            axis = draw(st.integers(0, 3))
+            lines.append(("meta_b" + str(i), (shape[axis],)))
+            expr = f"nn.bias_add({value}, %meta_b{i}, axis={axis})"
+        elif kind == "sum":
+            axes = sorted(draw(st.sets(st.integers(0, 3), min_size=1, max_size=3)))
+            expr = f"sum({value}, axis={axes}, keepdims=True)"
+            shape = [1 if a in axes else d for a, d in enumerate(shape)]
+        else:
+            expr = f"nn.softmax({value}, axis={draw(st.integers(-4, 3))})"
+        lines.append((f"v{i}", expr))
+        value = f"%v{i}"
+    return lines, value, transposes
+
+
+@settings(max_examples=40, deadline=None)
+@given(chains())
+def test_random_chains_keep_their_values_and_lose_transposes(chain):
+    lines, result, transposes = chain
+    params = {name: shape for name, shape in lines if isinstance(shape, tuple)}
+    sig = ", ".join([f"%x: Tensor[{SHAPE}, float32]"] +
+                    [f"%{n}: Tensor[{_shape(s)}, float32]" for n, s in params.items()])
+    body = "".join(f"  let %{n} = {e};\n" for n, e in lines if isinstance(e, str))
+    mod = run_pass("ToGraphNormalForm", typed(f"def @main({sig}) {{\n{body}  {result}\n}}"))
+    rng = np.random.default_rng(0)
+    consts = {n: rng.standard_normal(s).astype(np.float32) for n, s in params.items()}
+    before = aot.infer_types(bind_params(mod, consts, "main"))
+    after = convert(before)
+    assert ops(after)["transpose"] <= min(transposes, 1)
+    assert_same_values(before, after)
