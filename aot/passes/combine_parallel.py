@@ -75,8 +75,8 @@ from ..ir.registry import PatternKind
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, Visit, children, post_order
 
-__all__ = ["Branch", "CHANNEL_AXIS_OPS", "ParallelCombiner", "ChannelConcatCombiner", "combine_module",
-           "concat_exprs", "static_tensor", "check_min_branches"]
+__all__ = ["Branch", "CHANNEL_AXIS_OPS", "ParallelCombiner", "ChannelConcatCombiner",
+           "combine_module", "concat_exprs", "static_tensor", "check_min_branches"]
 
 Branch = tuple[Call, ...]
 
@@ -367,7 +367,8 @@ def _equal_but(types: Sequence[TensorType], axis: int) -> bool:
     return all(s == shapes[0] for s in shapes)
 
 
-def _spread_constants(args: Sequence[Expr], counts: Sequence[int], rank: int, c: int) -> Expr | None:
+def _spread_constants(args: Sequence[Expr], counts: Sequence[int], rank: int,
+                      c: int) -> Expr | None:
     """Constants that broadcast along the channel axis, each repeated to its
     branch's channel count and joined: one per-channel constant."""
     arrays = [np.asarray(a.data) for a in args]

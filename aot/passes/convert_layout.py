@@ -63,8 +63,10 @@ graph transpose-free.  The conv lowering (``aot/emit/lowering/nn_conv.py``)
 and the pooling lowering accept any permutation of the layout letters, so
 every form this pass produces compiles.
 
-Floating-point results are bit-identical except for reductions over
-several axes, whose summation order follows the (new) memory order.
+Floating-point results may differ in rounding where a reduction's order
+follows the layout: reductions over several axes, and convolutions
+converted to another layout (the lowering orders a convolution's sum by
+its data layout).
 """
 
 from __future__ import annotations
@@ -291,7 +293,8 @@ class _Converter(ExprMutator):
         w, pw = self.split(new.args[1])
         x = self.view(x, px, _between(attrs.data_layout, data), node.span)
         w = self.view(w, pw, _between(attrs.kernel_layout, kernel), node.span)
-        new_attrs = dataclasses.replace(attrs, data_layout=data, kernel_layout=kernel, out_layout="")
+        new_attrs = dataclasses.replace(attrs, data_layout=data, kernel_layout=kernel,
+                                        out_layout="")
         if new_attrs == attrs and x is new.args[0] and w is new.args[1]:
             return None
         return (Call(node.op, (x, w), new_attrs, span=node.span), _between(out_layout, data))

@@ -155,9 +155,9 @@ def test_convert_layout_removes_the_transposes_of_a_tf_style_model():
 def test_convert_layout_to_nhwc_leaves_no_transpose():
     mod = tf_style_model()
     x = f32(1, 16, 16, 3)
-    nhwc = compile_with(mod, "ConvertLayout", PassContext(
-        required=["ConvertLayout"], options={"ConvertLayout": {"desired_layouts": ("nn.conv2d:NHWC",)}}),
-        "tfnhwc")
+    options = {"ConvertLayout": {"desired_layouts": ("nn.conv2d:NHWC",)}}
+    nhwc = compile_with(mod, "ConvertLayout",
+                        PassContext(required=["ConvertLayout"], options=options), "tfnhwc")
     assert kernel_ops(nhwc)["transpose"] == 0
     assert all("data_layout=NHWC" in k["source"] for k in nhwc.metadata["kernels"]
                if k["anchor"] == "nn.conv2d")

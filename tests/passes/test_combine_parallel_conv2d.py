@@ -278,8 +278,8 @@ NOT_COMBINED = [
 
 @pytest.mark.parametrize("body", [b for _, b in NOT_COMBINED], ids=[n for n, _ in NOT_COMBINED])
 def test_not_combined(body):
-    text = f"def @main({SIG3.replace('(4, 4, 3, 3)', '(4, 2, 3, 3)') if 'groups' in body else SIG3}) " \
-           f"{{\n  {body}\n}}"
+    sig = SIG3.replace("(4, 4, 3, 3)", "(4, 2, 3, 3)") if "groups" in body else SIG3
+    text = f"def @main({sig}) {{\n  {body}\n}}"
     before = typed(text)
     assert_structural_equal(combine(before, min_num_branches=2), before)
 

@@ -112,7 +112,8 @@ def test_flat_bias_add(shape1, shape2, axis):
     sig = ("%x: Tensor[(3, 4), float32], %w1: Tensor[(5, 4), float32], "
            f"%w2: Tensor[(10, 4), float32], %b1: Tensor[{_shape(shape1)}, float32], "
            f"%b2: Tensor[{_shape(shape2)}, float32]")
-    before = f"def @main({sig}) {{\n  (add(nn.dense(%x, %w1), %b1), add(nn.dense(%x, %w2), %b2))\n}}"
+    before = (f"def @main({sig}) {{\n  (add(nn.dense(%x, %w1), %b1), "
+              f"add(nn.dense(%x, %w2), %b2))\n}}")
     dense = "nn.dense(%x, concatenate((%w1, %w2), axis=0), units=15)"
     if axis is None:
         body = f"%0 = {dense};\n  (add({sl('%0', 0, 5)}, %b1), add({sl('%0', 5, 15)}, %b2))"
@@ -147,7 +148,8 @@ def @main({sig}, %b: Tensor[(5,), float32], %s: Tensor[(5,), float32]) {{
 def test_flat_expand_dims_ends_the_combination():
     """Relay's expand_dims case: expand_dims has an axis, so the slices
     come before it (the slice axis stays the units axis)."""
-    sig = "%x: Tensor[(2, 32), float32], %w1: Tensor[(16, 32), float32], %w2: Tensor[(8, 32), float32]"
+    sig = ("%x: Tensor[(2, 32), float32], %w1: Tensor[(16, 32), float32], "
+           "%w2: Tensor[(8, 32), float32]")
     before = f"""
 def @main({sig}) {{
   (expand_dims(nn.dense(%x, %w1), axis=2), expand_dims(nn.dense(%x, %w2), axis=2))
@@ -235,7 +237,8 @@ def test_batch_scalar_operand_is_given_two_axes():
     broadcast along the units, not the branches)."""
     sig = ("%x: Tensor[(2, 3), float32], %w1: Tensor[(4, 3), float32], "
            "%w2: Tensor[(4, 3), float32], %c1: float32, %c2: float32")
-    before = f"def @main({sig}) {{\n  (add(nn.dense(%x, %w1), %c1), add(nn.dense(%x, %w2), %c2))\n}}"
+    before = (f"def @main({sig}) {{\n  (add(nn.dense(%x, %w1), %c1), "
+              f"add(nn.dense(%x, %w2), %c2))\n}}")
     after = combine(typed(before), min_num_branches=2, to_batch_matmul=True)
     assert ops(after)["expand_dims"] == 2 and ops(after)["add"] == 1
     assert_same_values(typed(before), after)

@@ -336,7 +336,8 @@ def test_argmax_over_two_axes_does_not_follow():
 def test_lower_rank_parameter_operand():
     """A non-constant operand of lower rank: a reshape when its axes keep
     their order, else expand_dims and transpose."""
-    sig = "%x: Tensor[(1, 4, 5, 6), float32], %v: Tensor[(6, 4), float32], %u: Tensor[(6, 1), float32]"
+    sig = ("%x: Tensor[(1, 4, 5, 6), float32], %v: Tensor[(6, 4), float32], "
+           "%u: Tensor[(6, 1), float32]")
     before = (f"def @main({sig}) {{\n  %0 = transpose(%x, axes=[0, 2, 3, 1]);\n"
               f"  transpose(add(add(%0, %v), %u), axes=[0, 3, 1, 2])\n}}")
     expected = (f"def @main({sig}) {{\n  %0 = transpose(expand_dims(%v, axis=0, num_newaxis=2), "
