@@ -443,9 +443,12 @@ def convert_layout(mod: IRModule, opts: ConvertLayoutOptions = ConvertLayoutOpti
     assert mod.is_typed, "convert_layout needs a typed module"
     desired = parse_desired(opts.desired_layouts)
     out = mod.copy()
+    changed = False
     for gv, func in mod.functions.items():
-        out.add(gv, _Converter(desired).visit(func))
-    return infer_types(out)
+        new = _Converter(desired).visit(func)
+        changed = changed or new is not func
+        out.add(gv, new)
+    return infer_types(out) if changed else mod
 
 
 register_pass("ConvertLayout", opt_level=3, options=ConvertLayoutOptions)(convert_layout)

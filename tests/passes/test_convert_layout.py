@@ -84,6 +84,8 @@ def @main(%x: Tensor[(1, 4, 6, 6), float32], %w: Tensor[(4, 4, 3, 3), float32]) 
 }"""
     check(text, text, "nn.conv2d:NCHW")
     check(text, text)
+    before = typed(text)
+    assert convert(before, "nn.conv2d:NCHW") is before   # nothing to do: not even re-typed
 
 
 def test_conv_nhwc_to_nchw():
