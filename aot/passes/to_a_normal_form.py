@@ -99,4 +99,6 @@ def to_a_normal_form(mod: IRModule) -> IRModule:
     return out
 
 
-register_pass("ToANormalForm", opt_level=0)(to_a_normal_form)
+register_pass("ToANormalForm", opt_level=0,
+              doc="Binds every compound sub-expression to a let (A-normal form); a shared "
+                  "node once, in the innermost block enclosing its uses.")(to_a_normal_form)

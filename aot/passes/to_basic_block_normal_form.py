@@ -82,4 +82,7 @@ def to_basic_block_normal_form(mod: IRModule) -> IRModule:
     return out
 
 
-register_pass("ToBasicBlockNormalForm", opt_level=0)(to_basic_block_normal_form)
+register_pass("ToBasicBlockNormalForm", opt_level=0,
+              doc="Let-binds the nodes shared between blocks (branches, clauses, closures) "
+                  "where they dominate their uses; the rest stays graph form."
+              )(to_basic_block_normal_form)
