@@ -66,7 +66,9 @@ of a static closure:
    node (copies of it share the fuel).  Along the chain of its unfoldings
    in progress (those that are still being evaluated, nested), we keep,
    per argument position, the minimum (creation time, integer value) of
-   the arguments seen.  A nested call unfolds only if some argument is
+   the arguments seen (a closure's captured values count as arguments
+   after the real ones: closures made by one literal share its fuel, and
+   ``compose(f, compose(f, g))`` must tell them apart).  A nested call unfolds only if some argument is
    strictly *older* than every one seen at its position (a part of a
    static structure is always created before the structure, so walking
    down a static list or a Peano number goes back in time), or is a

@@ -72,6 +72,14 @@ def _measures(args: list[PStatic]) -> tuple[tuple[int, int], ...]:
     return tuple((a.time, int_measure(a)) for a in args)
 
 
+def _entry_values(clo: SClosure, args: list[PStatic]) -> list[PStatic]:
+    """What an unfolding of ``clo`` depends on: the arguments, then the
+    captured values (in the environment's fixed order).  Closures made by
+    one literal share their fuel; the captured values tell them apart
+    (``compose(f, compose(f, g))`` unfolds the inner one too)."""
+    return [*args, *clo.env.values()]
+
+
 def _is_primitive(func: Function) -> bool:
     return bool(func.attrs.get("Primitive"))
 
@@ -192,7 +200,8 @@ class Evaluator(ExprFunctor[PStatic]):
 
     def visit_constructor(self, node: Constructor) -> PStatic:
         if not node.inputs:
-            return PStatic(SConstructor(node, ()), node)
+            # `Nil()`, the parser's form of a nullary constructor's value
+            return PStatic(SConstructor(node, ()), Call(node, (), span=node.span))
         return PStatic(SCtorFn(node), node)
 
     # ========================================================== structures
@@ -269,7 +278,7 @@ class Evaluator(ExprFunctor[PStatic]):
         self.store = {}
         # Entering the body is an unfolding for the termination rule,
         # without the progress check (the body must be residualised once).
-        self.fuel[func] = self._meet(old_fuel, args)[0]
+        self.fuel[func] = self._meet(old_fuel, _entry_values(clo, args))[0]
         result = yield from self.ev(func.body)
         body = self.block.finish(result.dyn)
         self._forget(self.block)
@@ -339,7 +348,7 @@ class Evaluator(ExprFunctor[PStatic]):
         assert len(args) == len(func.params), "arity mismatch (ill-typed input)"
         if _is_primitive(func):
             return self.primitive_call(callee, args, node)
-        fuel = self._fuel_for(func, args)
+        fuel = self._fuel_for(func, _entry_values(clo, args))
         if fuel is None:
             return self.residual_call(callee, args, node)
         self.budget -= 1
