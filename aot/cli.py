@@ -195,8 +195,14 @@ def _pass_context(args: argparse.Namespace):
     timing = PassTiming() if args.pass_timing else None
     if timing:
         instruments.append(timing)
+    from .passes.pipelines import in_any_pipeline
+    required = _pass_names(args.enable_pass)
     ctx = PassContext(opt_level=args.opt_level, disabled=_pass_names(args.disable_pass),
-                      required=_pass_names(args.enable_pass), instruments=instruments)
+                      required=required, instruments=instruments)
+    for name in required:
+        if not in_any_pipeline(name):
+            raise UsageError(f"--enable-pass {name}: the pass is in no pipeline "
+                             "(`aot passes` lists them); it is a utility for aot.passes")
     return ctx, timing
 
 
@@ -230,8 +236,7 @@ def cmd_passes(args: argparse.Namespace) -> int:
     for p in all_passes():
         print(f"{p.name:28} {p.opt_level}  {p.doc}")
     ctx = PassContext(opt_level=args.opt_level)
-    for label in ("GRAPH_FORM", "PROGRAM", "DATAFLOW"):
-        seq = getattr(pipelines, label)
+    for label, seq in pipelines.ALL.items():
         print(f"\n{label} at opt level {args.opt_level}: "
               + " -> ".join(p.name for p in seq.passes(ctx)))
     return 0

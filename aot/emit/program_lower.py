@@ -56,6 +56,8 @@ right after the call.
 
 from __future__ import annotations
 
+import re
+
 import math
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -383,7 +385,8 @@ class _FunctionEmitter:
         for name in self.borrowed:
             head.append(f"    aot_obj *{name} = NULL;")
         for name in self.params:
-            if not any(name in line for line in self.lines):
+            used = re.compile(rf"\b{name}\b")
+            if not any(used.search(line) for line in self.lines):
                 head.append(f"    (void){name};  /* unused */")
         if uses_self and not any("self" in line for line in self.lines):
             head.append("    (void)self;")

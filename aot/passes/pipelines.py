@@ -4,14 +4,17 @@ Each pass declares the optimisation level that enables it (see
 ``aot passes``); the lists below give the order.  A context
 (:class:`~aot.passes.manager.PassContext`) decides which of them run:
 ``aot compile --opt-level N --disable-pass NAME`` or
-``with aot.PassContext(opt_level=N, disabled=[...])``.
+``with aot.PassContext(opt_level=N, disabled=[...])``.  A pass above
+level 3 runs only when required (``--enable-pass``), where its list puts
+it; passes in no list (ToANormalForm, LambdaLift, PartialEvaluate, ...)
+are utilities run with :func:`~aot.passes.manager.run_pass`.
 """
 
 from __future__ import annotations
 
 from .manager import Sequential
 
-__all__ = ["GRAPH_FORM", "DATAFLOW", "PROGRAM"]
+__all__ = ["GRAPH_FORM", "DATAFLOW", "PROGRAM", "ALL", "in_any_pipeline"]
 
 #: Every program starts here: types, then let-bound dataflow as graph edges.
 GRAPH_FORM = Sequential([
@@ -22,8 +25,10 @@ GRAPH_FORM = Sequential([
 #: Static tensor programs, before the dataflow C backend (one arena).
 DATAFLOW = Sequential([
     "SimplifyInference",      # 0: batch_norm, dropout, layer_norm -> arithmetic
+    "SimplifyExpr",           # 1: x*1, reshape of reshape, transpose of transpose, casts
     "FoldConstant",           # 1
     "FoldScaleAxis",          # 2: per-channel scales into conv2d / dense weights
+    "EliminateCommonSubexpr", # 2
     "FuseOps",                # 0: operators into kernels (one per operator at opt 0)
 ])
 
@@ -32,7 +37,18 @@ DATAFLOW = Sequential([
 PROGRAM = Sequential([
     "InferType",
     "Specialize",             # 0: monomorphic instances reachable from the entry
+    "Inline",                 # 1: functions marked inline, small single-use ones
+    "DeadCodeElimination",    # 1: unused pure lets, unreachable globals
     "EtaExpandOps",           # 0: operators used as values become functions
     "InferType",
+    "Defunctionalization",    # 4 (only when required): closures -> ADTs + apply
     "ToGraphNormalForm",
+    "ToBasicBlockNormalForm", # 0: a node shared across branches is let-bound once
 ])
+
+#: Every pipeline, by name (``aot passes`` prints them).
+ALL = {"GRAPH_FORM": GRAPH_FORM, "PROGRAM": PROGRAM, "DATAFLOW": DATAFLOW}
+
+
+def in_any_pipeline(name: str) -> bool:
+    return any(name in seq.names for seq in ALL.values())

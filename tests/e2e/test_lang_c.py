@@ -1372,3 +1372,15 @@ def test_long_and_deep_values_in_and_out() -> None:
     assert not isinstance(got[4], (np.ndarray, tuple, ConstructorValue)), got[4]
     assert_values_match(got[:4], aot.interpret(mod, xs, n)[:4], "long values")
     assert to_py(got[1:3]) == (9000 * 8999 // 2, 9000)
+
+
+def test_unused_parameter_named_like_a_prefix_of_a_used_one() -> None:
+    """%a1 unused, %a10 used: the unused-parameter check must not take the
+    text ``a10`` for a use of ``a1`` (gcc -Werror=unused-variable)."""
+    params = ", ".join(f"%a{i}: int32" for i in range(11))
+    mod = aot.parse(f"def @main({params}) -> int32 {{ if (%a10 > 0) {{ %a0 }} else {{ %a2 }} }}")
+    fn = compile_and_load(mod, "unused")
+    args = [np.array(i, dtype="int32") for i in range(11)]
+    assert int(fn(*args)) == 0
+    args[10] = np.array(-1, dtype="int32")
+    assert int(fn(*args)) == 2

@@ -204,3 +204,41 @@ def test_cli_lists_passes(capsys):
     out = capsys.readouterr().out
     assert "FoldConstant" in out
     assert "DATAFLOW at opt level 0: SimplifyInference -> FuseOps" in out
+
+
+def test_cli_enable_pass_outside_the_pipelines_is_refused(tmp_path, capsys):
+    src = tmp_path / "m.relay"
+    src.write_text(SRC)
+    rc = cli_main(["compile", str(src), "-o", str(tmp_path / "o"), "--no-build",
+                   "--enable-pass", "ToANormalForm"])
+    assert rc == 2
+    assert "in no pipeline" in capsys.readouterr().err
+
+
+CLOSURES = """
+def @main(%x: Tensor[(3,), float32], %n: int32) -> Tensor[(3,), float32] {
+  let %f = fn (%y: Tensor[(3,), float32]) -> Tensor[(3,), float32] { add(%y, %x) };
+  let %g = if (%n > 0) { %f } else { fn (%y: Tensor[(3,), float32]) { multiply(%y, %x) } };
+  %g(%x)
+}
+"""
+
+
+def test_required_level_4_pass_runs_in_its_pipeline(tmp_path):
+    """Defunctionalization (level 4) runs only when required; the program
+    then has no closures left and computes the same."""
+    src = tmp_path / "c.relay"
+    src.write_text(CLOSURES)
+    dump = tmp_path / "ir"
+    assert cli_main(["compile", str(src), "-o", str(tmp_path / "plain"), "--no-build",
+                     "--dump-ir", str(tmp_path / "ir0")]) == 0
+    assert not any("Defunctionalization" in p.name for p in (tmp_path / "ir0").iterdir())
+    assert cli_main(["compile", str(src), "-o", str(tmp_path / "defunc"), "--name", "d",
+                     "--enable-pass", "Defunctionalization", "--dump-ir", str(dump)]) == 0
+    after = [p for p in dump.iterdir() if p.name.endswith("_Defunctionalization.relay")]
+    assert len(after) == 1 and "apply" in after[0].read_text()
+    mod = aot.parse(CLOSURES)
+    x = np.array([1.0, 2.0, 3.0], dtype="float32")
+    for n in (1, -1):
+        got = aot.load(tmp_path / "defunc")(x, np.array(n, dtype="int32"))
+        np.testing.assert_array_equal(got, aot.interpret(mod, x, np.array(n, dtype="int32")))
