@@ -465,8 +465,8 @@ def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, w: TensorValue,
             def step(k: K.Expr) -> list[K.Stmt]:
                 xv = ctx.scalar("xv", DType.FLOAT32)
                 return [K.Decl(xv, x.read((*row, k)))] + [
-                    K.Assign(a, K.add(a, K.mul(xv, w.read((K.add(base, _idx(i), no_wrap=True)
-                                                           if i else base, k)))))
+                    K.Assign(a, mac(a, xv, w.read((K.add(base, _idx(i), no_wrap=True)
+                                                   if i else base, k))))
                     for i, a in enumerate(accs)]
             k = ctx.index_var("k")
             pairs, odd = divmod(reduce, 2)
