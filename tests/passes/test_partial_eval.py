@@ -21,6 +21,9 @@ from aot.ir.visitor import post_order
 from aot.passes.manager import PassContext, Sequential, run_pass
 from aot.values import Closure, ConstructorFunction, OpFunction, values_equal
 
+from aot.passes.bind_params import bind_params
+from e2e.random_programs import Program, programs
+from hypothesis import HealthCheck, given, settings
 from test_corpus_semantics import diverges, has_main, ill_typed, load, random_value, records
 
 
@@ -59,23 +62,27 @@ def assert_same_values(before: IRModule, after: IRModule, args: list, *,
     """``@entry(*args)`` gives the same value (or the same kind of error)
     before and after.  A function result is applied to random arguments
     of its parameter types."""
-    outcomes = []
-    for mod in (before, after):
-        try:
-            outcomes.append(aot.interpret(mod, *args, entry=entry))
-        except DiagnosticError as exc:
-            outcomes.append(exc)
-    want, got = outcomes
-    if isinstance(want, DiagnosticError) or isinstance(got, DiagnosticError):
-        assert type(want) is type(got), (want, got)
-        return
+    want = _outcome(lambda: aot.interpret(before, *args, entry=entry))
+    got = _outcome(lambda: aot.interpret(after, *args, entry=entry))
     if isinstance(want, (Closure, OpFunction, ConstructorFunction)):
         ftype = before[entry].checked_type.ret_type
         assert isinstance(ftype, FuncType), ftype
         rng = rng or np.random.default_rng(7)
         fargs = [random_value(t, rng, before) for t in ftype.arg_types]
-        want, got = _apply(before, want, fargs), _apply(after, got, fargs)
+        fwant, fgot = want, got
+        want = _outcome(lambda: _apply(before, fwant, fargs))
+        got = _outcome(lambda: _apply(after, fgot, fargs))
+    if isinstance(want, DiagnosticError) or isinstance(got, DiagnosticError):
+        assert type(want) is type(got), (want, got)   # both fail at run time
+        return
     assert values_equal(want, got), (want, got)
+
+
+def _outcome(run):
+    try:
+        return run()
+    except DiagnosticError as exc:
+        return exc
 
 
 def random_args(mod: IRModule, seed: int, entry: str = "main") -> list:
@@ -629,6 +636,36 @@ def test_deep_static_list_recursion_is_bounded() -> None:
     before = typed(text)
     after = pe(before)
     assert_same_values(before, after, [])
+
+
+# ================================================= random programs
+
+def _random_program_check(prog: Program, bind_tensors: bool) -> None:
+    mod = aot.infer_types(aot.parse(prog.text, source_name="random.relay"))
+    args = list(prog.arguments(mod))
+    if bind_tensors:
+        names = [p.name_hint for p in mod["main"].params]
+        tensors = {n: a for n, a in zip(names, args) if isinstance(a, np.ndarray)}
+        mod = aot.infer_types(bind_params(mod, tensors))
+        args = [a for n, a in zip(names, args) if n not in tensors]
+    after = pe(mod)
+    assert values_equal(aot.interpret(mod, *args), aot.interpret(after, *args))
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs(depth=3))
+def test_random_programs_keep_their_results(prog: Program) -> None:
+    _random_program_check(prog, bind_tensors=False)
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs(depth=3))
+def test_random_programs_with_static_tensor_arguments_keep_their_results(prog: Program) -> None:
+    """Main's tensor parameters bound to constants: most of the program
+    is static (closures, refs, matches evaluated at compile time)."""
+    _random_program_check(prog, bind_tensors=True)
 
 
 # ============================================================== corpus

@@ -18,7 +18,11 @@ Per construct (:mod:`.evaluator`):
 * an operator whose arguments are all static tensors (or tuples of them)
   is evaluated by the interpreter's ``apply_op`` (the registry's NumPy
   reference, as FoldConstant does); an evaluation that fails on the data
-  stays in the program, where it fails at run time;
+  stays in the program, where it fails at run time; as in FoldConstant,
+  a call without arguments (``zeros``) is not evaluated;
+* a fused ``Primitive`` function is never unfolded nor rewritten (each
+  copy gets fresh binders); called on static arguments it is evaluated as
+  a whole;
 * tuples, projections and constructor calls build static structures (and
   their residual bindings); a projection of a static tuple is its field;
 * ``let`` binds the variable to the value's PStatic: uses of the variable

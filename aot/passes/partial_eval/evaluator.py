@@ -38,6 +38,7 @@ from ...ir.module import IRModule
 from ...ir.types import Type, TypeVar, free_type_vars, holes, substitute
 from ...ir.visitor import ExprFunctor, children, post_order
 from ...values import Closure, Value
+from ..inline import fresh_copy
 from .residual import Block
 from .static import (MatchStatus, PStatic, SClosure, SConstructor, SCtorFn, SOp, SRef, STensor,
                      STuple, int_measure, match_static, static_value)
@@ -244,7 +245,11 @@ class Evaluator(ExprFunctor[PStatic]):
         function bound at once (in case it escapes into residual code)."""
         env = {v: self.env[v] for v in self._free_vars(func) if v is not self_var}
         ps = PStatic(SClosure(func, env, self_var, self.tsubst), Var(hint, span=func.span))
-        residual = yield from self.materialise(ps)
+        if _is_primitive(func):
+            # a fused kernel: kept as it is (fresh binders for this copy)
+            residual = fresh_copy(func)
+        else:
+            residual = yield from self.materialise(ps)
         assert isinstance(ps.dyn, Var)
         self.block.bindings.append((ps.dyn, residual))
         return ps
@@ -314,8 +319,9 @@ class Evaluator(ExprFunctor[PStatic]):
         return out
 
     def op_call(self, op: Op, args: list[PStatic], node: Call) -> PStatic:
-        """Evaluate an operator on static tensors; otherwise residualise
-        it (operators are pure: the store is kept)."""
+        """Evaluate an operator on static tensors (not one without
+        arguments, as FoldConstant); otherwise residualise it (operators
+        are pure: the store is kept)."""
         values = [static_value(a) for a in args]
         if args and all(v is not None for v in values):
             attrs = None if type(node.attrs) is Attrs else node.attrs
@@ -378,11 +384,13 @@ class Evaluator(ExprFunctor[PStatic]):
 
     def primitive_call(self, callee: PStatic, args: list[PStatic], node: Call) -> PStatic:
         """A fused primitive function is evaluated as a whole on static
-        arguments and otherwise called; it is never unfolded."""
+        arguments and otherwise called; it is never unfolded.  As for
+        operators, one without arguments is not evaluated (FoldConstant's
+        rule: that would only trade a loop for a constant in flash)."""
         clo = callee.static
         assert isinstance(clo, SClosure)
         values = [static_value(a) for a in args]
-        if all(v is not None for v in values):
+        if args and all(v is not None for v in values):
             try:
                 out = self.interp.apply(Closure(clo.func, {}), values)
             except DiagnosticError:
