@@ -9,6 +9,9 @@ The public API (see README.md)::
     art = aot.compile(mod, "out/model", name="model", params={"w": w})
     fn = aot.load(art)
     value = fn(*args)
+
+    with aot.PassContext(opt_level=2, disabled=["FoldScaleAxis"]):
+        art = aot.compile(mod, "out/model")    # the optimizer's passes, chosen by name
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from .diagnostics import Diagnostic, DiagnosticError, Span
 from .ir import IRModule
+from .passes.manager import PassContext
 
 __version__ = "0.1.0"
 

@@ -65,3 +65,27 @@ def test_onnx_block_runs(tmp_path):
         os.chdir(cwd)
     x = np.linspace(-1, 1, 490, dtype=np.float32).reshape(1, 1, 49, 10)
     np.testing.assert_array_equal(aot.load(env["art"])(x), np.maximum(x, 0))
+
+
+def test_optimizer_blocks_run(tmp_path):
+    """The PassContext block and the pattern block of "The optimizer"."""
+    blocks = [b for b in code_blocks("python") if "PassTiming" in b or "DFPatternCallback" in b]
+    assert len(blocks) == 2
+    text = """
+def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
+  nn.relu(nn.relu(nn.conv2d(%x, %w, channels=2, kernel_size=[1, 1])))
+}
+"""
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        env = {"text": text}
+        exec(blocks[0], env)  # noqa: S102 - our own README
+        assert "FuseOps" in env["timing"].runs and "FoldScaleAxis" not in env["timing"].runs
+        env = {"text": text, "aot": aot}
+        exec(blocks[1], env)  # noqa: S102
+    finally:
+        os.chdir(cwd)
+    printed = str(env["mod"])
+    assert printed.count("nn.relu") == 1, printed
+    assert env["matched"] is False          # no bias_add in this program
