@@ -13,7 +13,7 @@ import pytest
 import aot
 from aot.diagnostics import DiagnosticError
 from aot.interpreter import Interpreter
-from aot.ir.expr import Call, Function, GlobalVar, If, Let, Match, Op, RefRead, Var
+from aot.ir.expr import Call, Constant, Function, GlobalVar, If, Let, Match, Op, RefRead, Var
 from aot.ir.module import IRModule
 from aot.ir.structural import assert_structural_equal, structural_equal
 from aot.ir.types import FuncType, TensorType, Type, TypeCall
@@ -506,6 +506,31 @@ def test_write_through_unknown_ref_invalidates_known_refs() -> None:
     assert aot.interpret(after, q, np.float32(5)) == 1.0
 
 
+def test_write_through_a_dynamic_alias_invalidates() -> None:
+    """%s may be %r (chosen at run time): writing it forgets %r."""
+    after = check("""def @main(%c: bool) {
+                       let %r = ref(1);
+                       let %s = if (%c) { %r } else { ref(2) };
+                       let %u = ref_write(%s, 5);
+                       ref_read(%r)
+                     }""")
+    assert aot.interpret(after, True) == 5 and aot.interpret(after, False) == 1
+
+
+def test_closure_in_a_dynamic_list_called_at_run_time_invalidates() -> None:
+    after = check("""def @run_all(%fs: List[fn () -> ()]) -> () {
+                       match (%fs) { Cons(%f, %rest) => { let %u = %f(); @run_all(%rest) }, Nil => () }
+                     }
+                     def @main(%c: bool) {
+                       let %r = ref(1);
+                       let %w = fn () { ref_write(%r, 7) };
+                       let %fs = if (%c) { Cons(%w, Nil) } else { Nil };
+                       let %u = @run_all(%fs);
+                       ref_read(%r)
+                     }""")
+    assert aot.interpret(after, True) == 7 and aot.interpret(after, False) == 1
+
+
 def test_dynamic_read_is_remembered_until_the_next_write() -> None:
     after = check("""def @main(%x: float32, %c: bool) {
                        let %r = ref(%x);
@@ -551,6 +576,27 @@ def test_shared_node_is_evaluated_once_per_activation() -> None:
     after = pe(before)
     assert len(calls_of(after, "add")) == 1
     assert_same_values(before, after, [np.float32(1.5)])
+
+
+def test_fused_primitive_functions_are_kept_and_evaluated_on_static_arguments() -> None:
+    before = typed("""def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
+                        let %f = fn (%a: Tensor[(4), float32]) { exp(%a) + 1f };
+                        (%f(%x) * 2f, %f(%y))
+                      }""")
+    y = np.linspace(-1, 1, 4).astype(np.float32)
+    fused = aot.infer_types(bind_params(run_pass("FuseOps", before), {"y": y}))
+    after = pe(fused)
+    result = after["main"].body
+    while isinstance(result, Let):
+        result = result.body
+    assert isinstance(result.fields[1], Constant)           # evaluated as a whole
+    prims = [n for n in nodes(after) if isinstance(n, Function) and n.attrs.get("Primitive")]
+    bodies = [n for n in nodes(fused) if isinstance(n, Function) and n.attrs.get("Primitive")]
+    # each kernel body untouched (no let form inside), one copy per use
+    assert all(not any(isinstance(m, Let) for m in post_order(p.body)) for p in prims)
+    assert {str(p.body) for p in prims} <= {str(b.body) for b in bodies}
+    x = np.arange(4, dtype=np.float32)
+    assert_same_values(fused, after, [x])
 
 
 def test_polymorphic_global_inlined_into_monomorphic_code_type_checks() -> None:
