@@ -9,21 +9,20 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import aot
 from aot.diagnostics import DiagnosticError
 from aot.interpreter import Interpreter
-from aot.ir.expr import Call, Constant, Function, GlobalVar, If, Let, Match, Op, RefRead, Var
+from aot.ir.expr import Call, Constant, Function, GlobalVar, Let, Match, Op, RefRead, Var
 from aot.ir.module import IRModule
-from aot.ir.structural import assert_structural_equal, structural_equal
-from aot.ir.types import FuncType, TensorType, Type, TypeCall
+from aot.ir.structural import assert_structural_equal
+from aot.ir.types import FuncType, TensorType, Type
 from aot.ir.visitor import post_order
+from aot.passes.bind_params import bind_params
 from aot.passes.manager import PassContext, Sequential, run_pass
 from aot.values import Closure, ConstructorFunction, OpFunction, values_equal
-
-from aot.passes.bind_params import bind_params
 from e2e.random_programs import Program, programs
-from hypothesis import HealthCheck, given, settings
 from test_corpus_semantics import diverges, has_main, ill_typed, load, random_value, records
 
 
@@ -627,6 +626,8 @@ def test_options_are_typed() -> None:
             run_pass("PartialEvaluate", mod)
     with pytest.raises(DiagnosticError, match="max_unfold"):
         pe(mod, max_unfold=-1)
+    with pytest.raises(DiagnosticError, match="max_depth must be >= 1"):
+        pe(mod, max_depth=0)
 
 
 def test_disabled_by_name_leaves_the_module_unchanged() -> None:

@@ -128,9 +128,9 @@ __all__ = ["PartialEvalOptions", "partial_evaluate"]
 class PartialEvalOptions:
     """Typed options of PartialEvaluate (see the termination rule)."""
 
-    #: nested unfoldings of one function
+    #: nested unfoldings of one function (at least 1)
     max_depth: int = 64
-    #: unfoldings per global function residualised
+    #: unfoldings per global function residualised (0: inline nothing)
     max_unfold: int = 1000
 
 
@@ -140,9 +140,9 @@ def partial_evaluate(mod: IRModule, opts: PartialEvalOptions | None = None) -> I
     match known constructors, track references."""
     from ..type_infer import infer_types
     opts = opts or PartialEvalOptions()
-    for name in ("max_depth", "max_unfold"):
-        if getattr(opts, name) < 0:
-            raise DiagnosticError(f"option PartialEvaluate.{name} must be >= 0, "
+    for name, least in (("max_depth", 1), ("max_unfold", 0)):
+        if getattr(opts, name) < least:
+            raise DiagnosticError(f"option PartialEvaluate.{name} must be >= {least}, "
                                   f"not {getattr(opts, name)}")
     if not mod.is_typed:
         mod = infer_types(mod)
