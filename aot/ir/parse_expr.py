@@ -21,7 +21,7 @@ from .attrs import FuncAttrs
 from .expr import (Call, Constant, Expr, Function, If, Let, Match, RefCreate, RefRead, RefWrite,
                    Tuple, TupleGetItem, Var, op)
 from .lexer import Number, T, Token
-from .parse_state import ParserState
+from .parse_state import Fatal, ParserState
 from .types import GlobalTypeVar
 
 #: binary operator token -> (operator name, precedence); all left associative
@@ -32,6 +32,26 @@ BINARY_OPS: dict[T, tuple[str, int]] = {
     T.GE: ("greater_equal", 2),
     T.EQEQ: ("equal", 1), T.NE: ("not_equal", 1),
 }
+
+
+_OPENERS = {T.LPAREN: T.RPAREN, T.LSQUARE: T.RSQUARE, T.LCURLY: T.RCURLY}
+_STATEMENT_STOPS = frozenset((T.SEMI, T.EOF, T.RPAREN, T.RSQUARE, T.RCURLY))
+
+
+def _match_brackets(tokens: list[Token]) -> dict[int, int]:
+    """Position of each opening bracket -> position of its closing one
+    (brackets left unmatched by a syntax error are left out)."""
+    match: dict[int, int] = {}
+    stack: list[int] = []
+    for i, tok in enumerate(tokens):
+        if tok.kind in _OPENERS:
+            stack.append(i)
+        elif tok.kind in _STATEMENT_STOPS and tok.kind not in (T.SEMI, T.EOF):
+            if stack and _OPENERS[tokens[stack[-1]].kind] is tok.kind:
+                match[stack.pop()] = i
+            else:
+                stack.clear()  # mismatched: give up on what is open
+    return match
 
 
 class ExprSyntax(ParserState):
@@ -94,6 +114,7 @@ class ExprSyntax(ParserState):
                 if tok.kind is T.GRAPH and self.peek(1).kind is T.EQUAL:
                     self.next()
                     self.next()
+                    self._declare_recursive_let(tok)
                     value = self.parse_expr()
                     self.expect(T.SEMI, "after the graph binding")
                     self.scopes.bind(("graph", tok.value), value)
@@ -134,13 +155,67 @@ class ExprSyntax(ParserState):
             self.fatal(f"expected a local variable such as `%x` after `let`, found "
                        f"{tok.describe()}{hint}")
         self.next()
-        annotation = self.parse_type() if self.accept(T.COLON) else None
-        var = Var(str(tok.value), annotation, span=tok.span)
+        declared = self.recursive_lets.pop(self.pos - 2, None)
+        if declared is not None:  # `%n = fn ...; let %f = %n;`: %f exists already
+            var, self.pos = declared
+        else:
+            annotation = self.parse_type() if self.accept(T.COLON) else None
+            var = Var(str(tok.value), annotation, span=tok.span)
         self.expect(T.EQUAL, "in the let binding")
         self.scopes.bind(var.name_hint, var)  # a let-bound function may recurse
         value = self.parse_expr()
         self.expect(T.SEMI, "after the let binding")
         return var, value, let_tok.span
+
+    def _declare_recursive_let(self, graph_tok: Token) -> None:
+        """At ``%n = fn ...``: if the statement right after this binding is
+        ``let %f = %n;`` (how TVM and our printer write a recursive function
+        that is also used elsewhere), create ``%f`` now and bring it into
+        scope, so the function can call itself.  The cursor is left where
+        it was; :meth:`_let_binding` picks the variable up.  A ``%f`` already
+        in scope keeps its old meaning inside the function (the printer
+        never reuses a name within a definition)."""
+        if not self.at(T.FN):
+            return
+        start, last, n_diags = self.pos, self.last, len(self.diags)
+        end = self._statement_end(start)
+        if self.tokens[end].kind is not T.SEMI:
+            return
+        let_pos = end + 1
+        var: Var | None = None
+        self.pos = let_pos
+        try:
+            if self.accept(T.LET) and self.at(T.LOCAL) and self._unbound(self.peek()):
+                name_tok = self.next()
+                annotation = self.parse_type() if self.accept(T.COLON) else None
+                after_annotation = self.pos
+                if self.accept(T.EQUAL) and self.at(T.GRAPH) \
+                        and self.next().value == graph_tok.value and self.at(T.SEMI):
+                    var = Var(str(name_tok.value), annotation, span=name_tok.span)
+        except Fatal:
+            var = None
+        if var is None:
+            del self.diags[n_diags:]  # the annotation is parsed (and reported) again later
+        else:
+            self.recursive_lets[let_pos] = (var, after_annotation)
+            self.scopes.bind(var.name_hint, var)
+        self.pos, self.last = start, last
+
+    def _unbound(self, tok: Token) -> bool:
+        name = str(tok.value)
+        return self.scopes.lookup(name) is None and name not in self.free_vars
+
+    def _statement_end(self, start: int) -> int:
+        """The position of the ``;`` (or whatever else stops it) ending the
+        statement that starts at ``start``; bracketed groups are skipped in
+        one step each (a table of matching brackets, built once)."""
+        if self.bracket_match is None:
+            self.bracket_match = _match_brackets(self.tokens)
+        tokens, match = self.tokens, self.bracket_match
+        i = start
+        while tokens[i].kind not in _STATEMENT_STOPS:
+            i = match[i] + 1 if i in match else i + 1
+        return i
 
     def _free_var(self) -> None:
         self.expect(T.FREE_VAR)

@@ -96,6 +96,10 @@ class ParserState:
         self.meta_consts: dict[int, Constant] = {}
         self.meta_table: dict[str, list[object]] | None = None
         self.prescan: Prescan | None = None
+        #: position of `let` -> (its variable, position after its annotation),
+        #: declared early by a graph binding `%n = fn ...;` the let names
+        self.recursive_lets: dict[int, tuple[Var, int]] = {}
+        self.bracket_match: dict[int, int] | None = None
         if base is not None:
             for gv in base.functions:
                 self.gvars[gv.name] = gv

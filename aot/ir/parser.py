@@ -43,7 +43,9 @@ Deviations from TVM, all deliberate: unary minus works on any expression
 ``Ref[T]`` (the form ``str(RefType)`` prints) and TVM's ``ref(T)`` are
 reference types; ``Tensor[(2), f32]`` accepts literal suffixes as dtypes;
 ``fn [A](A) -> A`` is a polymorphic function type; integer suffixes
-``u8``...``u64`` exist; ``1.5`` without suffix is float32.
+``u8``...``u64`` exist; ``1.5`` without suffix is float32; in
+``%n = fn ...; let %f = %n;`` (how TVM prints a shared recursive function)
+the function sees ``%f``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,10 @@ use, and gives each bound node the lowest common ancestor of its use
 regions as its *home*.  While printing, the first encounter of a bound
 node prints it and queues ``%n = ...;`` in its home region, which emits
 queued bindings just before the statement being printed.  Let chains print
-as flat statement lists, and printing runs on the trampoline of
+as flat statement lists.  A recursive function that is also used
+elsewhere prints as ``%n = fn ...; let %f = %n;`` (as TVM prints it): the
+parser brings ``%f`` into scope for the binding right before such a
+``let``, so the function stays shared.  Printing runs on the trampoline of
 :mod:`aot.ir.visitor`, so no Python recursion grows with the program.
 
 **Names.**  Variables keep their name hints, made unique per definition

@@ -219,6 +219,30 @@ def test_let_is_recursive():
     assert e.value.body.op is e.var
 
 
+def test_recursive_function_in_graph_form():
+    # how TVM and our printer write a recursive function that is also used elsewhere
+    e = parse_expr("%0 = fn (%n: int32) -> int32 { %f(%n) };\n"
+                   "let %f: fn (int32) -> int32 = %0;\n(%0, %f)")
+    assert isinstance(e, Let) and e.value.body.op is e.var
+    assert e.body.fields[0] is e.value and e.body.fields[1] is e.var
+    assert isinstance(e.var.type_annotation, FuncType)
+
+
+@pytest.mark.parametrize("text", [
+    "%0 = fn (%n) { %f(%n) };\n%0",  # no let follows
+    "%0 = fn (%n) { %f(%n) };\nlet %g = %0;\n%g",  # it names another variable
+    "%0 = fn (%n) { %f(%n) };\n%1 = 1;\nlet %f = %1;\n%f",  # the let binds another node
+])
+def test_graph_bound_function_sees_only_the_let_right_after_it(text):
+    with pytest.raises(DiagnosticError, match="undefined variable `%f`"):
+        parse_expr(text)
+
+
+def test_graph_bound_function_keeps_an_outer_variable_of_the_same_name():
+    e = parse_expr("free_var %f; %0 = fn (%n) { %f(%n) };\nlet %f = %0;\n%f")
+    assert e.value.body.op is not e.var and e.value.body.op.name_hint == "f"
+
+
 def test_graph_bindings_share_nodes():
     e = parse_expr("%0 = (); %1 = 1; (%0, %0, %1)")
     assert isinstance(e, Tuple)

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aot.ir import (Call, Constant, DType, FuncAttrs, Function, If, IncompleteType, IRModule,
-                    Let, Match, RefCreate, RefRead, TensorType, Tuple, TupleGetItem, Var,
+from aot.ir import (Call, Constant, DType, FuncAttrs, FuncType, Function, If, IncompleteType,
+                    IRModule, Let, Match, RefCreate, RefRead, TensorType, Tuple, TupleGetItem, Var,
                     const, op)
 from aot.ir.adt import Clause, PatternTuple, PatternVar, PatternWildcard
 from aot.ir.parser import RawCallAttrs, parse_expr, parse_module
@@ -230,6 +230,33 @@ def test_shared_node_of_a_recursive_function_is_not_bound_before_its_let():
     e = Let(f, Function((n,), body), Tuple((mention, mention)))
     text = roundtrip_expr(e)
     assert text.index("let %f = fn") < text.index("%0 = (%f,);")
+
+
+def test_shared_recursive_function_prints_before_its_let():
+    # `let %f = F; (if (%c) { F } else { %f })(3f)`: F calls %f and is shared
+    f = Var("f")
+    n = Var("n", F32)
+    c = Var("c", TensorType((), DType.BOOL))
+    func = Function((n,), Call(f, (n,)))
+    e = Function((c,), Let(f, func, Call(If(c, func, f), (const(3.0),))))
+    text = roundtrip_expr(e)
+    lines = [ln.strip() for ln in text.splitlines()]
+    assert lines.index("let %f = %0;") == lines.index("%0 = fn (%n: float32) {") + 3
+    back = parse_expr(text)
+    assert back.body.body.op.true_branch is back.body.value  # still shared
+    mod = IRModule()
+    mod.add("main", e)
+    roundtrip_module(mod)
+
+
+def test_shared_annotated_recursive_function_called_in_the_let_body():
+    n = Var("n", F32)
+    x = Var("x", F32)
+    f = Var("f", FuncType((F32,), F32))
+    func = Function((n,), Call(f, (n,)))
+    e = Function((x,), Let(f, func, Tuple((Call(func, (x,)), Call(f, (x,))))))
+    text = roundtrip_expr(e)
+    assert "let %f: fn (float32) -> float32 = %0;" in text
 
 
 def test_sharing_is_preserved_by_the_round_trip():
@@ -521,9 +548,10 @@ class _Gen:
             if rng.random() < 0.3:  # a recursive function
                 params = (Var(rng.choice(self.NAMES)),)
                 value = Function(params, self.expr(scope + [v, *params], list(pool), depth - 1))
+                inner = [*pool, value]  # the body may use the function itself too
             else:
                 value = self.expr(scope, pool, depth - 1)
-            inner = list(pool)
+                inner = list(pool)
             e = Let(v, value, self.expr(scope + [v], inner, depth - 1))
         elif kind == "fn":
             params = tuple(Var(rng.choice(self.NAMES)) for _ in range(rng.randint(0, 2)))
