@@ -579,18 +579,21 @@ class _Analysis:
             interior.append(nm[_ONNX_ADD][0])
         return _QSite(node, data, params, tuple(interior), narrow, t)
 
-    def quantized(self, site: _QSite, value: float) -> np.ndarray:
-        """``Q(value)``: the site's own quantize evaluated on a constant of
-        the parameters' shape (so a per-channel quantize gives one value
-        per channel, shaped to broadcast)."""
-        ndim = len(site.ttype.shape)
-        shape: tuple[int, ...] = ()
-        if not site.params.per_tensor:
-            dims = [1] * ndim
-            dims[site.params.axis] = site.params.scale.size  # type: ignore[index]
-            shape = tuple(dims)
+    def quantized(self, site: _QSite, value: float | np.ndarray) -> np.ndarray:
+        """``Q(value)``: the site's own quantize evaluated on a constant.  A
+        scalar ``value`` is given the parameters' shape (so a per-channel
+        quantize gives one value per channel, shaped to broadcast)."""
+        if isinstance(value, np.ndarray):
+            data = value.astype(np.float32)
+        else:
+            shape: tuple[int, ...] = ()
+            if not site.params.per_tensor:
+                dims = [1] * len(site.ttype.shape)
+                dims[site.params.axis] = site.params.scale.size  # type: ignore[index]
+                shape = tuple(dims)
+            data = np.full(shape, value, np.float32)
         sub = ExprMutator()
-        sub.memo[site.data] = Constant(np.full(shape, value, np.float32))
+        sub.memo[site.data] = Constant(data)
         result = self.evaluator.evaluate(sub.visit(site.node))
         assert isinstance(result, np.ndarray)
         return np.asarray(result)
@@ -624,17 +627,24 @@ class _Analysis:
         return None
 
     def _tail(self, t: Call, x: Expr, site: _QSite) -> Expr:
+        """``t`` applied after the quantize: relu is ``max(., Q(0))``, clip
+        is ``clip(., Q(lo), Q(hi))``; a bound at the dtype's limit is
+        dropped (the quantize already saturates there)."""
         name = t.op.name  # type: ignore[union-attr]
         dt = site.params.dtype
-        if name == "nn.relu":
-            return _call("maximum", x, Constant(self.quantized(site, 0.0).astype(dt.np)), like=t)
-        if name == "clip":
-            lo = self.quantized(site, t.attrs.a_min)  # type: ignore[attr-defined]
-            hi = self.quantized(site, t.attrs.a_max)  # type: ignore[attr-defined]
-            if site.params.per_tensor:
+        dlo, dhi = quant.dtype_range(dt.np)
+        if name in ("nn.relu", "clip"):
+            lo_real = 0.0 if name == "nn.relu" else t.attrs.a_min  # type: ignore[attr-defined]
+            hi_real = math.inf if name == "nn.relu" else t.attrs.a_max  # type: ignore
+            lo, hi = self.quantized(site, lo_real), self.quantized(site, hi_real)
+            need_lo, need_hi = bool(np.any(lo > dlo)), bool(np.any(hi < dhi))
+            if site.params.per_tensor and need_lo and need_hi:
                 return _call("clip", x, attrs=ClipAttrs(float(lo), float(hi)), like=t)
-            low = _call("maximum", x, Constant(lo.astype(dt.np)), like=t)
-            return _call("minimum", low, Constant(hi.astype(dt.np)), like=t)
+            if need_lo:
+                x = _call("maximum", x, Constant(lo.astype(dt.np)), like=t)
+            if need_hi:
+                x = _call("minimum", x, Constant(hi.astype(dt.np)), like=t)
+            return x
         return Call(t.op, (x,), t.attrs, span=t.span)
 
     def _core(self, node: Expr, site: _QSite) -> _Core | None:
@@ -648,7 +658,38 @@ class _Analysis:
                 return self._binary(node, site)
             if node.op.name == "concatenate":
                 return self._concatenate(node, site)
+            if node.op.name in ("maximum", "minimum"):
+                return self._extremum(node, site)
         return None
+
+    # --- maximum, minimum
+    def _extremum(self, node: Call, site: _QSite) -> _Core | None:
+        """``Q(max(a, b)) = max(Q(a), Q(b))`` (``Q`` is non-decreasing):
+        each Exact operand finished with ``Q``'s parameters, a constant
+        quantized by ``Q`` itself."""
+        parts: list[Expr] = []
+        cells: list[_Cell | None] = []
+        err = 0.0
+        for arg in node.args:
+            rep = self.exact(arg)
+            if rep is not None:
+                core = _finish_exact(rep, site)
+                if core is None:
+                    return None
+                parts.append(core.expr)
+                cells.append(core.cell)
+                err = max(err, core.err)
+                continue
+            value = self.float_value(arg)
+            if value is None or (value.size != 1 and not site.params.per_tensor):
+                return None
+            scalar = float(value.reshape(-1)[0]) if value.size == 1 else None
+            q = self.quantized(site, scalar if scalar is not None else value)
+            parts.append(Constant(q.astype(site.params.dtype.np), span=arg.span))
+        if not cells:
+            return None
+        name = node.op.name  # type: ignore[union-attr]
+        return _Core(_call(name, *parts, like=node), err, _cell(node, *cells))
 
     # --- binary operators
     def _operand(self, e: Expr, dtype: DType) -> tuple[Exact, float] | None:
@@ -1220,9 +1261,10 @@ def _add_acc(an: _Analysis, node: Call, nm: dict) -> Rep | None:
 
 def _sum_of_shifted(x: Exact, ndim: int, attrs: ReduceAttrs, like: Call) -> Call:
     """``sum(int32(q) - z)`` with the reduction's attributes."""
-    wide = _call("cast", x.expr, attrs=CastAttrs(dtype=_I32), like=like)
-    shifted = _call("subtract", wide, Constant(x.params.zero_point_at(ndim).astype(np.int32)),
-                    like=like)
+    shifted: Expr = _call("cast", x.expr, attrs=CastAttrs(dtype=_I32), like=like)
+    if np.any(x.params.zero_point):
+        zp = Constant(x.params.zero_point_at(ndim).astype(np.int32))
+        shifted = _call("subtract", shifted, zp, like=like)
     return _call("sum", shifted, attrs=attrs, like=like)
 
 
