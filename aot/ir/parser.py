@@ -53,7 +53,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..diagnostics import Diagnostic, DiagnosticError, register_source
+from ..diagnostics import Diagnostic, DiagnosticError, Severity, Span, register_source
 from .analysis import free_vars
 from .attrs import RawCallAttrs
 from .expr import Expr, Function, GlobalVar
@@ -228,25 +228,92 @@ def _load_prelude() -> IRModule | None:
         return None
 
 
-def _prelude_base(prelude: IRModule, base: IRModule | None, scan: Prescan | None) -> IRModule:
+@dataclasses.dataclass(frozen=True)
+class _Withheld:
+    """Why a prelude definition is left out: the clashing definition
+    (rendered, e.g. ``@id``), where the program defines it, and by whom."""
+    clash: str
+    span: Span | None
+    owner: str
+
+
+def _prelude_base(prelude: IRModule, base: IRModule | None, scan: Prescan | None
+                  ) -> tuple[IRModule, dict[tuple[str, str], _Withheld]]:
     """``base`` plus whatever the prelude defines that neither ``base`` nor
-    the program defines (the program's own definitions win)."""
-    own_globals = set(scan.globals) if scan is not None else set()
-    own_types = set(scan.types) if scan is not None else set()
-    own_ctors = set(scan.ctors) if scan is not None else set()
+    the program defines (the program's own definitions win), except the
+    prelude definitions that use one left out, directly or not: a program
+    with its own ``@id`` gets no ``@iterate`` (which calls the prelude's
+    ``@id``) but all the rest.  Also returns what is left out and why, keyed
+    like :attr:`Parser.unresolved`."""
+    own_globals = scan.globals if scan is not None else {}
+    own_types = scan.types if scan is not None else {}
+    own_ctors = scan.ctors if scan is not None else {}
     out = base.copy() if base is not None else IRModule()
     taken_ctors = {c.name for td in out.type_definitions.values() for c in td.constructors}
+
+    def clash(rendered: str, token: Token | None) -> _Withheld:
+        if token is None:
+            return _Withheld(rendered, None, "the base module")
+        return _Withheld(rendered, token.span, "this program")
+
+    withheld: dict[tuple[str, str], _Withheld] = {}
     for data in prelude.type_definitions.values():
-        names = {c.name for c in data.constructors}
-        if data.header.name in own_types or out.has_type(data.header.name) \
-                or names & (own_ctors | own_types | taken_ctors):
+        name = data.header.name
+        if name in own_types or out.has_type(name):
+            withheld[("type", name)] = clash(f"type `{name}`", own_types.get(name))
             continue
-        out.add_type(data)
-    for gv, func in prelude.functions.items():
+        for ctor in data.constructors:
+            if ctor.name in own_ctors or ctor.name in taken_ctors:
+                withheld[("type", name)] = clash(f"constructor `{ctor.name}`",
+                                                 own_ctors.get(ctor.name))
+                break
+            if ctor.name in own_types:
+                withheld[("type", name)] = clash(f"type `{ctor.name}`", own_types[ctor.name])
+                break
+    for gv in prelude.functions:
         if gv.name in own_globals or gv.name in out:
+            withheld[("global", gv.name)] = clash(f"`@{gv.name}`", own_globals.get(gv.name))
+    # Leave out whatever uses something left out (the prelude is small:
+    # sweep until nothing changes).
+    from .prelude import prelude_dependencies
+    dependencies = prelude_dependencies()
+    changed = True
+    while changed:
+        changed = False
+        for item, uses in dependencies.items():
+            if item in withheld:
+                continue
+            cause = next((withheld[u] for u in sorted(uses) if u in withheld), None)
+            if cause is not None:
+                withheld[item] = cause
+                changed = True
+    for data in prelude.type_definitions.values():
+        cause = withheld.get(("type", data.header.name))
+        if cause is None:
+            out.add_type(data)
             continue
-        out.add(gv, func)
-    return out
+        for ctor in data.constructors:
+            withheld.setdefault(("ctor", ctor.name), cause)
+            withheld.setdefault(("ident", ctor.name), cause)
+    for gv, func in prelude.functions.items():
+        if ("global", gv.name) not in withheld:
+            out.add(gv, func)
+    return out, withheld
+
+
+def _with_notes(exc: DiagnosticError, unresolved: set[tuple[str, str]],
+                withheld: dict[tuple[str, str], _Withheld]) -> DiagnosticError:
+    """``exc`` plus a note for each name used but left out of the prelude."""
+    notes = []
+    for kind, name in sorted(unresolved):
+        cause = withheld.get((kind, name))
+        if cause is None:
+            continue
+        what = {"global": f"`@{name}`", "type": f"type `{name}`"}.get(kind,
+                                                                  f"constructor `{name}`")
+        notes.append(Diagnostic(f"the prelude's {what} is left out because {cause.clash} is "
+                                f"defined by {cause.owner}", cause.span, Severity.NOTE))
+    return DiagnosticError(exc.diagnostics + notes) if notes else exc
 
 
 def _defines(mod: IRModule, kind: str, name: str) -> bool:
@@ -266,30 +333,42 @@ def parse_module(text: str, source_name: str = "<string>", *, base: IRModule | N
     ``base``: a module whose globals, types and constructors are in scope
     and copied into the result.  ``prelude``: None adds the standard
     prelude when the program uses a name it does not define and the prelude
-    does; True always adds it; False never.  ``meta_as_params``: without a
+    does; True always adds it; False never.  The program's definitions
+    shadow the prelude's, and prelude definitions that use a shadowed one
+    are left out (a note explains it if the program uses one).  ``meta_as_params``: without a
     metadata section, each ``meta[relay.Constant][i]`` becomes a trailing
     parameter ``%meta_relay_Constant_<i>`` of the function using it."""
     register_source(source_name, text)
+    withheld: dict[tuple[str, str], _Withheld] = {}
     if prelude:
         prelude_mod = _load_prelude()
         if prelude_mod is not None:
             scanner = Parser(text, source_name, None)
             scan = scanner.run(scanner.scan_names)
-            base = _prelude_base(prelude_mod, base, scan)
+            base, withheld = _prelude_base(prelude_mod, base, scan)
     parser = Parser(text, source_name, base, meta_as_params)
     try:
         return parser.run(parser.module)
-    except DiagnosticError:
+    except DiagnosticError as exc:
         if prelude is not None or not parser.unresolved:
-            raise
+            noted = _with_notes(exc, parser.unresolved, withheld)
+            if noted is exc:
+                raise
+            raise noted from None
         prelude_mod = _load_prelude()
         if prelude_mod is None or not any(_defines(prelude_mod, kind, name)
                                           for kind, name in sorted(parser.unresolved)):
             raise
     # The program uses names only the prelude defines: parse again with it.
-    retry = Parser(text, source_name, _prelude_base(prelude_mod, base, parser.prescan),
-                   meta_as_params)
-    return retry.run(retry.module)
+    retry_base, withheld = _prelude_base(prelude_mod, base, parser.prescan)
+    retry = Parser(text, source_name, retry_base, meta_as_params)
+    try:
+        return retry.run(retry.module)
+    except DiagnosticError as exc:
+        noted = _with_notes(exc, retry.unresolved, withheld)
+        if noted is exc:
+            raise
+        raise noted from None
 
 
 def parse_expr(text: str, source_name: str = "<string>", *,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aot.diagnostics import DiagnosticError
+from aot.diagnostics import DiagnosticError, Severity
 from aot.ir import (ANY, Call, Constant, DType, FuncAttrs, FuncType, Function,
                     GlobalTypeVar, GlobalVar, If, IncompleteType, Let, Match, Op, RefCreate,
                     RefRead, RefType, RefWrite, TensorType, Tuple, TupleGetItem, TupleType,
@@ -627,6 +627,49 @@ def test_program_definitions_win_over_the_prelude():
                        "def @main() { (@length(1), @map) }")
     assert mod["length"].params[0].type_annotation == TensorType((), DType.INT32)
     assert "map" in mod
+
+
+PRELUDE_CLASHES = [
+    # the program's own definition, what it uses from the prelude, @main's result
+    ("def @id(%x: float32) -> float32 { %x }",
+     "def @main() { Cons(@id(1f), Nil) }", "Cons(1f, Nil)"),
+    ("def @map(%x: int32) -> int32 { %x + 1 }",  # the prelude's @tmap and @size use @map
+     "def @main() { @length(Cons(@map(1), Nil)) }", "1"),
+    ("type List[A] { Cons(A, List[A]), Nil }",  # the prelude's @hd etc. use its List
+     "def @main() { @id(Cons(1, Nil)) }", "Cons(1, Nil)"),
+    ("type Maybe[A] { Some(A), Nothing }",  # the prelude's Option has a `Some` too
+     "def @main() { Some(@length(Cons(2, Nil))) }", "Some(1)"),
+]
+
+
+@pytest.mark.parametrize("own, uses, result", PRELUDE_CLASHES)
+def test_program_definitions_shadow_the_prelude_and_type_check(own, uses, result):
+    pytest.importorskip("aot.ir.prelude")
+    from aot import interpret
+    from aot.passes.type_infer import infer_types
+    mod = infer_types(parse_module(own + "\n" + uses, "clash.relay"))
+    assert str(interpret(mod)) == result
+
+
+def test_prelude_definition_using_a_shadowed_one_is_reported():
+    pytest.importorskip("aot.ir.prelude")
+    text = ("def @id(%x: int32) -> int32 { %x }\n"
+            "def @main() { @iterate(fn (%y: int32) { %y }, 2)(@id(1)) }")
+    err = diag(text, module=True)
+    assert err.message == "undefined global function `@iterate`" and where(err) == (2, 15)
+    note = err.diagnostics[1]
+    assert note.severity is Severity.NOTE and where(err, 1) == (1, 5)
+    assert note.message == ("the prelude's `@iterate` is left out because `@id` is defined by "
+                            "this program")
+
+
+def test_prelude_type_clashing_through_a_constructor_is_reported():
+    pytest.importorskip("aot.ir.prelude")
+    err = diag("type Maybe[A] { Some(A), Nothing }\n"
+               "def @main(%o: Option[int32]) { Cons(%o, Nil) }", module=True)
+    assert [d.message for d in err.diagnostics][-1] == (
+        "the prelude's type `Option` is left out because constructor `Some` is defined by "
+        "this program")
 
 
 # ---------------------------------------------------------------- metadata
