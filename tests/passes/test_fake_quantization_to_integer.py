@@ -399,3 +399,180 @@ def test_conv_bias_relu_expected():
     (plan,) = rewrite_plans(before["main"], before)
     assert plan.err == pytest.approx(0.125, abs=0.02)
     assert max_difference(before, after) <= 1
+
+
+# ------------------------------------------------------------------ what stays in float
+
+def test_shared_float_node_is_not_computed_twice():
+    """The conv result also leaves the function in float: rewriting the
+    quantize would compute the conv twice, so the region stays."""
+    x, w = var("x", (1, 3, 8, 8)), var("w", (4, 3, 3, 3))
+    y = B.call("nn.conv2d", dq(x, 2.0, 0), dq(w, 0.5, 0), kernel_size=[3, 3])
+    before = module([x, w], B.tuple_(q(y, 1.0, 0), y))
+    assert structural_equal(rewrite(before)["main"], before["main"])
+
+
+def test_shared_integer_value_is_built_once():
+    """Two quantizes of one conv: both rewritten, one qnn.conv2d."""
+    x, w = var("x", (1, 3, 8, 8)), var("w", (4, 3, 3, 3))
+    y = B.call("nn.conv2d", dq(x, 2.0, 0), dq(w, 0.5, 0), kernel_size=[3, 3])
+    before = module([x, w], B.tuple_(q(y, 1.0, 0), q(B.call("nn.relu", y), 3.0, -5)))
+    after = rewrite(before)
+    assert ops(after).count("qnn.conv2d") == 1
+    assert not float_calls(after)
+    args = random_args(before, 0)
+    for want, got in zip(aot.interpret(before, *args), aot.interpret(after, *args)):
+        assert np.abs(want.astype(int) - got.astype(int)).max() <= 1
+
+
+def test_region_over_the_error_budget_stays_float():
+    """A non-uniform constant operand of add is represented in 8 bits with
+    an error of up to half its scale; against a fine output scale that is
+    more than the budget, so the add stays in float."""
+    x = var("x", (4, 8))
+    c = np.linspace(-3.0, 3.0, 8).astype(np.float32) + np.float32(0.013)
+    before = module([x], q(B.call("add", dq(x, 0.02, 0), B.const(c)), 0.02, 0))
+    assert structural_equal(rewrite(before)["main"], before["main"])
+    # with a coarse output scale the same error is small enough
+    coarse = module([x], q(B.call("add", dq(x, 0.02, 0), B.const(c)), 0.5, 0))
+    (plan,) = rewrite_plans(coarse["main"], coarse)
+    assert plan.err <= BUDGET
+    assert max_difference(coarse, rewrite(coarse)) <= 1
+
+
+def test_bias_rounding_over_the_budget_stays_float():
+    """A float bias rounded to the accumulator's scale 1.0 against an
+    output scale of 1.0: up to half a step, more than the budget."""
+    x, w = var("x", (1, 1, 4, 4)), var("w", (2, 1, 1, 1))
+    y = B.call("nn.conv2d", dq(x, 2.0, 0), dq(w, 0.5, 0), kernel_size=[1, 1])
+    y = B.call("nn.bias_add", y, f32([0.5, -0.49]))
+    before = module([x, w], q(y, 1.0, 0))
+    assert structural_equal(rewrite(before)["main"], before["main"])
+
+
+@pytest.mark.parametrize("why,text", [
+    ("a scale that is not a constant",
+     """def @main(%x: Tensor[(4), int8], %s: float32) {
+          %0 = qnn.dequantize(%x, %s, 0);
+          qnn.quantize(%0, 2f, 0, out_dtype="int8")
+        }"""),
+    ("an operator without an integer form",
+     """def @main(%x: Tensor[(4), int8]) {
+          %0 = qnn.dequantize(%x, 0.1f, 0);
+          qnn.quantize(exp(%0), 0.1f, 0, out_dtype="int8")
+        }"""),
+    ("a float input that is not dequantized",
+     """def @main(%x: Tensor[(4), int8], %y: Tensor[(4), float32]) {
+          %0 = qnn.dequantize(%x, 0.1f, 0);
+          qnn.quantize(add(%0, %y), 0.1f, 0, out_dtype="int8")
+        }"""),
+    ("a clip in the middle whose bound is not on the integer grid",
+     """def @main(%x: Tensor[(4), int8], %w: Tensor[(4, 4), int8]) {
+          %0 = qnn.dequantize(%x, 0.3f, 0);
+          %1 = clip(%0, a_min=0f, a_max=1f);
+          %2 = nn.dense(%1, qnn.dequantize(%w, 0.5f, 0));
+          qnn.quantize(%2, 0.1f, 0, out_dtype="int8")
+        }"""),
+])
+def test_left_in_float(why, text):
+    before = typed(text)
+    assert structural_equal(rewrite(before)["main"], before["main"]), why
+
+
+def test_per_channel_quantize_of_an_accumulator_stays_float():
+    """qnn.requantize has one output scale: a per-channel quantize after a
+    conv has no integer form here."""
+    x, w = var("x", (1, 2, 4, 4)), var("w", (2, 2, 1, 1))
+    y = B.call("nn.conv2d", dq(x, 2.0, 0), dq(w, 0.5, 0), kernel_size=[1, 1])
+    before = module([x, w], q(y, [1.0, 2.0], [0, 0], axis=1))
+    assert structural_equal(rewrite(before)["main"], before["main"])
+
+
+def test_clip_on_the_grid_in_the_middle_is_exact():
+    """relu6 with scale 6/255 (TFLite's choice): both bounds are integers
+    of the grid, so the clip runs on integers inside the region."""
+    x, w = var("x", (3, 4), "uint8"), var("w", (5, 4))
+    h = B.call("clip", dq(x, 6.0 / 255, 0), a_min=0.0, a_max=6.0)
+    y = B.call("nn.dense", h, dq(w, 0.01, 0))
+    before = module([x, w], q(y, 0.05, 3))
+    after = rewrite(before)
+    assert "clip" in ops(after) and not float_calls(after)
+    assert max_difference(before, after) <= 1
+
+
+def test_let_bound_operands_are_not_followed():
+    """A-normal form: operands are variables, so nothing is rewritten."""
+    before = typed("""def @main(%x: Tensor[(4), int8]) {
+          let %a = qnn.dequantize(%x, 0.5f, 0);
+          let %b = nn.relu(%a);
+          qnn.quantize(%b, 0.5f, 0, out_dtype="int8")
+        }""")
+    assert structural_equal(rewrite(before)["main"], before["main"])
+
+
+# ------------------------------------------------------------------ ONNX's QuantizeLinear
+
+def test_onnx_quantize_composite_per_channel():
+    """The importer's QuantizeLinear (divide, round half to even, add the
+    zero point, clip, cast) with per-channel parameters: a relu between a
+    dequantize and it with the same parameters is an integer maximum."""
+    x = var("x", (1, 3, 2, 2), "uint8")
+    s = np.array([0.5, 0.25, 0.125], np.float32).reshape(1, 3, 1, 1)
+    z = np.array([10, 128, 200], np.float32).reshape(1, 3, 1, 1)
+    h = B.call("nn.relu", dq(x, s.reshape(-1), z.reshape(-1).astype(np.int32), axis=1))
+    r = B.call("add", B.call("round", B.call("divide", h, B.const(s))), B.const(z))
+    before = module([x], B.call("cast", B.call("clip", r, a_min=0.0, a_max=255.0),
+                                dtype="uint8"))
+    after = rewrite(before)
+    assert ops(after) == ["maximum"]
+    assert max_difference(before, after) == 0
+
+
+# ------------------------------------------------------------------ the pass manager
+
+def test_registered_at_level_4():
+    assert get_pass(PASS).opt_level == 4
+
+
+def test_runs_only_when_required():
+    before, _ = conv("int8")
+    seq = Sequential([PASS])
+    with PassContext(opt_level=3):
+        assert structural_equal(seq(before)["main"], before["main"])
+    with PassContext(required=[PASS]):
+        assert not structural_equal(seq(before)["main"], before["main"])
+
+
+def test_disabled_by_name():
+    before, _ = conv("int8")
+    with PassContext(required=[], disabled=[PASS], opt_level=3):
+        after = Sequential([PASS])(before)
+    assert structural_equal(after["main"], before["main"])
+
+
+# ------------------------------------------------------------------ deep inputs
+
+def test_ten_thousand_node_chain():
+    """dequantize -> 5,000 x (relu, reshape) -> quantize: 10,000 exact
+    operators, rewritten without recursion."""
+    x = var("x", (4, 4))
+    h: Expr = dq(x, 0.5, -3)
+    for i in range(5000):
+        h = B.call("reshape", B.call("nn.relu", h), newshape=[4, 4] if i % 2 else [16])
+    before = module([x], q(h, 0.5, -3))
+    after = rewrite(before)
+    assert not float_calls(after)
+    args = random_args(before, 0)
+    np.testing.assert_array_equal(aot.interpret(after, *args), aot.interpret(before, *args))
+
+
+def test_ten_thousand_deep_let_chain():
+    x = var("x", (4,))
+    bindings = []
+    prev: Expr = x
+    for i in range(10000):
+        v = B.var(f"v{i}")
+        bindings.append((v, dq(prev, 0.5, 0) if i % 2 == 0 else q(prev, 0.5, 0)))
+        prev = v
+    before = module([x], B.let_chain(bindings, prev))
+    assert structural_equal(rewrite(before)["main"], before["main"])
