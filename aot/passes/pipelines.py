@@ -37,6 +37,8 @@ DATAFLOW = Sequential([
 PROGRAM = Sequential([
     "InferType",
     "Specialize",             # 0: monomorphic instances reachable from the entry
+    "PartialEvaluate",        # 3: static closures, matches, refs and loops evaluated
+    "InferType",
     "Inline",                 # 1: functions marked inline, small single-use ones
     "DeadCodeElimination",    # 1: unused pure lets, unreachable globals
     "EtaExpandOps",           # 0: operators used as values become functions
