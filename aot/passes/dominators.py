@@ -21,8 +21,14 @@ structures, independent of the IR:
   already has its tree position, and the node's parent is the least common
   ancestor, in the tree, of all its consumers.  A node that is extern, or
   whose consumers have no common ancestor, has no parent (it is a root of
-  the forest).  The LCA climbs by depth, so a chain costs O(1) per node;
-  only nodes with several consumers climb.
+  the forest).  The LCA uses *binary lifting*: ``up[k][i]`` is the
+  2**k-th ancestor of ``i``, filled in as each node gets its parent, so an
+  LCA costs O(log n) however far apart its nodes are.  (Climbing one level
+  at a time, or the Cooper-Harvey-Kennedy intersect on the numbering, is
+  O(depth) per query: a node used by every layer of a 10,000-deep let
+  chain, whose running LCA sits at the top while each next user sits
+  deeper, made that quadratic.)  :meth:`PostDomTree.post_dominates`
+  answers "is ``a`` a strict post-dominator of ``b``" with the same table.
 
 :func:`nodes_between` lists every node on some path from a node to one of
 its post-dominators: the nodes a fusion from ``src`` into ``sink`` takes
@@ -32,6 +38,7 @@ along.  Everything is iterative: a 10,000-node chain is a 10,000-deep tree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 __all__ = ["ForwardGraph", "PostDomTree", "nodes_between"]
 
@@ -63,44 +70,86 @@ class ForwardGraph:
 @dataclass(frozen=True, slots=True)
 class PostDomTree:
     """``parent[i]`` is the immediate post-dominator of node ``i`` (-1 for
-    none); ``depth[i]`` its depth in the forest (roots have depth 1)."""
+    none); ``depth[i]`` its depth in the forest (roots have depth 1);
+    ``up[k][i]`` its 2**k-th ancestor (-1 past a root)."""
 
     parent: tuple[int, ...]
     depth: tuple[int, ...]
+    up: tuple[tuple[int, ...], ...]
 
     @staticmethod
     def build(graph: ForwardGraph) -> PostDomTree:
         n = graph.size
         parent = [-1] * n
         depth = [1] * n
+        up = [[-1] * n for _ in range(max(1, n.bit_length()))]
         for i in range(n - 1, -1, -1):
             users = graph.outputs[i]
             if graph.extern[i] or not users:
                 continue
             lca = users[0]
             for u in users[1:]:
-                lca = _lca(parent, depth, lca, u)
+                lca = _lca(up, depth, lca, u)
                 if lca < 0:
                     break
             if lca >= 0:
                 parent[i] = lca
                 depth[i] = depth[lca] + 1
-        return PostDomTree(tuple(parent), tuple(depth))
+                _link(up, i, lca)
+        return PostDomTree(tuple(parent), tuple(depth), tuple(tuple(row) for row in up))
+
+    def ancestor(self, i: int, steps: int) -> int:
+        """The ancestor ``steps`` levels above ``i`` (-1 past a root)."""
+        return _lift(self.up, i, steps)
+
+    def lca(self, a: int, b: int) -> int:
+        """The least common ancestor of ``a`` and ``b``, or -1."""
+        return _lca(self.up, self.depth, a, b)
+
+    def post_dominates(self, a: int, b: int) -> bool:
+        """``a`` strictly post-dominates ``b``: ``a`` is a proper ancestor
+        of ``b`` in the tree."""
+        steps = self.depth[b] - self.depth[a]
+        return steps > 0 and _lift(self.up, b, steps) == a
 
 
-def _lca(parent: list[int], depth: list[int], a: int, b: int) -> int:
-    """The least common ancestor of ``a`` and ``b`` in the forest, or -1."""
-    while a != b:
-        if a < 0 or b < 0:
-            return -1
-        if depth[a] < depth[b]:
-            b = parent[b]
-        elif depth[b] < depth[a]:
-            a = parent[a]
-        else:
-            a = parent[a]
-            b = parent[b]
-    return a
+def _link(up: list[list[int]], i: int, parent: int) -> None:
+    """Fill ``i``'s column of the ancestor table (its ancestors' are
+    complete: they were placed before it)."""
+    up[0][i] = parent
+    for k in range(1, len(up)):
+        mid = up[k - 1][i]
+        if mid < 0:
+            break
+        up[k][i] = up[k - 1][mid]
+
+
+def _lift(up: Sequence[Sequence[int]], i: int, steps: int) -> int:
+    k = 0
+    while steps and i >= 0:
+        if k == len(up):
+            return -1  # 2**k > the number of nodes >= any depth
+        if steps & 1:
+            i = up[k][i]
+        steps >>= 1
+        k += 1
+    return i
+
+
+def _lca(up: Sequence[Sequence[int]], depth: Sequence[int], a: int, b: int) -> int:
+    """The least common ancestor of ``a`` and ``b`` in the forest, or -1:
+    lift the deeper one to the other's depth, then both together by the
+    largest jumps that keep them apart."""
+    if depth[a] < depth[b]:
+        a, b = b, a
+    a = _lift(up, a, depth[a] - depth[b])
+    if a == b:
+        return a
+    for k in range(depth[b].bit_length() - 1, -1, -1):
+        ua, ub = up[k][a], up[k][b]
+        if ua != ub:
+            a, b = ua, ub
+    return up[0][a]  # -1 when a and b are in different trees
 
 
 def nodes_between(graph: ForwardGraph, src: int, sink: int) -> list[int]:

@@ -121,6 +121,31 @@ def test_random_dags_match_the_definition(g: ForwardGraph) -> None:
     for src in range(g.size):
         for sink in sorted(pd[src]):
             assert nodes_between(g, src, sink) == on_a_path(g, src, sink)
+        for other in range(g.size):
+            assert tree.post_dominates(other, src) == (other in pd[src])
+
+
+def ancestors(tree: PostDomTree, i: int) -> list[int]:
+    """``i`` and its ancestors, climbing one level at a time."""
+    out = []
+    while i >= 0:
+        out.append(i)
+        i = tree.parent[i]
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(dags())
+def test_lca_and_ancestor_tables_match_climbing(g: ForwardGraph) -> None:
+    tree = PostDomTree.build(g)
+    for a in range(g.size):
+        line = ancestors(tree, a)
+        for steps in range(len(line) + 2):
+            want = line[steps] if steps < len(line) else -1
+            assert tree.ancestor(a, steps) == want
+        for b in range(g.size):
+            common = [x for x in line if x in ancestors(tree, b)]
+            assert tree.lca(a, b) == (common[0] if common else -1)
 
 
 def test_ten_thousand_node_chain_and_ladder() -> None:
@@ -137,3 +162,34 @@ def test_ten_thousand_node_chain_and_ladder() -> None:
     tree = PostDomTree.build(ladder)
     assert all(tree.parent[k] == k + 3 for k in range(0, size - 3, 3))
     assert nodes_between(ladder, 0, size - 1) == list(range(1, size))
+
+
+def let_chain_graph(n: int) -> ForwardGraph:
+    """The dataflow of ``let %x1 = f(%s); ...; let %xn = f(%s); ...`` with
+    one node ``%s`` (0) used by every value: values 1..n, the let of value
+    k is node 2n+1-k and has the next let as its body.  Each next user of
+    %s sits one level deeper under the LCA of the previous ones (the
+    outermost let): climbing one level at a time made this quadratic."""
+    g = graph(2 * n + 1, [])
+    for k in range(1, n + 1):
+        g.add_edge(0, k)
+    for k in range(1, n + 1):
+        g.add_edge(k, 2 * n + 1 - k)
+        if k < n:
+            g.add_edge(2 * n - k, 2 * n + 1 - k)
+    return g
+
+
+def test_node_used_by_every_layer_of_a_ten_thousand_deep_let_chain() -> None:
+    n = 10_000
+    g = let_chain_graph(n)
+    tree = PostDomTree.build(g)
+    outermost = 2 * n
+    assert tree.parent[0] == outermost
+    assert all(tree.parent[k] == 2 * n + 1 - k for k in range(1, n + 1))
+    assert all(tree.parent[2 * n + 1 - k] == 2 * n + 2 - k for k in range(2, n + 1))
+    assert tree.parent[outermost] == -1 and tree.depth[n] == n + 1
+    assert tree.post_dominates(outermost, n) and not tree.post_dominates(n, outermost)
+    assert tree.lca(1, n) == outermost and tree.ancestor(n, n) == outermost
+    small = let_chain_graph(30)
+    assert list(PostDomTree.build(small).parent) == brute_parent(small)
