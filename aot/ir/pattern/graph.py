@@ -14,17 +14,18 @@ post-dominators.  This is Relay's ``IndexedGraph<Expr>``:
   let's value, variable, body; a match's scrutinee then the clause bodies),
   one entry per use; ``outputs[i]`` the reverse edges;
 * the root is *external* (its value leaves the graph); every other node's
-  immediate post-dominator is the least common ancestor of its users, in
-  one reverse pass (as :mod:`aot.passes.dominators` does for FuseOps), with
-  binary-lifting ancestor tables so that heavily shared nodes (an operator,
-  a weight used by every layer of a 10,000-deep chain) stay O(log n) per
-  query instead of O(depth).
+  immediate post-dominator is the least common ancestor of its users:
+  :class:`aot.passes.dominators.PostDomTree`, the tree FuseOps uses, whose
+  binary-lifting ancestor tables keep heavily shared nodes (an operator, a
+  weight used by every layer of a 10,000-deep chain) O(log n) per query
+  instead of O(depth).
 
 Everything is iterative; building is O(n log n).
 """
 
 from __future__ import annotations
 
+from ...passes.dominators import ForwardGraph, PostDomTree
 from ..expr import (Call, Expr, Function, If, Let, Match, RefCreate, RefRead, RefWrite, Tuple,
                     TupleGetItem)
 from ..visitor import post_order
@@ -73,64 +74,15 @@ class ExprGraph:
 
     # ------------------------------------------------------------ post-dominators
     def _post_dominators(self) -> None:
-        """Immediate post-dominators in one reverse pass: a node's parent is
-        the least common ancestor of its users (all placed already).  The
-        ancestor table ``up[k][i]`` (the 2**k-th ancestor) makes each LCA
-        and each :meth:`post_dominates` query O(log n), so a variable or an
-        operator used by 10,000 nodes of a 10,000-deep chain costs
-        n log n, not n**2."""
-        n = len(self.nodes)
-        levels = max(1, n.bit_length())
-        self.parent = [-1] * n
-        self.depth = [1] * n
-        self.up = [[-1] * n for _ in range(levels)]
-        root = self.index[self.root]
-        for i in range(n - 1, -1, -1):
-            users = self.outputs[i]
-            if i == root or not users:
-                continue
-            lca = users[0]
-            for u in users[1:]:
-                lca = self._lca(lca, u)
-                if lca < 0:
-                    break
-            if lca < 0:
-                continue
-            self.parent[i] = lca
-            self.depth[i] = self.depth[lca] + 1
-            up = self.up
-            up[0][i] = lca
-            for k in range(1, levels):
-                mid = up[k - 1][i]
-                if mid < 0:
-                    break
-                up[k][i] = up[k - 1][mid]
+        """The post-dominator tree of the use edges, the root external."""
+        forward = ForwardGraph([list(users) for users in self.outputs],
+                               [False] * len(self.nodes))
+        forward.extern[self.index[self.root]] = True
+        self.tree = PostDomTree.build(forward)
         self.dom_children: list[list[int]] = [[] for _ in self.nodes]
-        for i, parent in enumerate(self.parent):
+        for i, parent in enumerate(self.tree.parent):
             if parent >= 0:
                 self.dom_children[parent].append(i)
-
-    def _lift(self, i: int, steps: int) -> int:
-        k = 0
-        while steps and i >= 0:
-            if steps & 1:
-                i = self.up[k][i]
-            steps >>= 1
-            k += 1
-        return i
-
-    def _lca(self, a: int, b: int) -> int:
-        """The least common ancestor of ``a`` and ``b``, or -1."""
-        if self.depth[a] < self.depth[b]:
-            a, b = b, a
-        a = self._lift(a, self.depth[a] - self.depth[b])
-        if a == b:
-            return a
-        for k in range(len(self.up) - 1, -1, -1):
-            ua, ub = self.up[k][a], self.up[k][b]
-            if ua != ub:
-                a, b = ua, ub
-        return self.up[0][a]
 
     # ------------------------------------------------------------ queries
     def __len__(self) -> int:
@@ -158,6 +110,4 @@ class ExprGraph:
     def post_dominates(self, a: Expr, b: Expr) -> bool:
         """``a`` strictly post-dominates ``b``: every path from ``b`` to the
         root goes through ``a``."""
-        ia, ib = self.index[a], self.index[b]
-        steps = self.depth[ib] - self.depth[ia]
-        return steps > 0 and self._lift(ib, steps) == ia
+        return self.tree.post_dominates(self.index[a], self.index[b])
