@@ -43,6 +43,20 @@ class Expr:
         from .printer import print_expr
         return print_expr(self)
 
+    def brief(self) -> str:
+        """How this node appears in another node's ``repr``: a leaf by its
+        own ``repr`` (``Var(%x)``, ``Op(add)``), any other node by its kind
+        (``Call``).  So a ``repr`` shows one level and never recurses (the
+        dataclass default did: a 10,000-deep expression's ``repr`` hit the
+        recursion limit); ``str`` prints the whole text."""
+        if isinstance(self, _WITH_SUBEXPRESSIONS):
+            return type(self).__name__
+        return repr(self)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Var(Expr):
@@ -96,11 +110,17 @@ class Constant(Expr):
 class Tuple(Expr):
     fields: tuple[Expr, ...]
 
+    def __repr__(self) -> str:
+        return f"Tuple({_count(len(self.fields), 'field')})"
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class TupleGetItem(Expr):
     tuple_value: Expr
     index: int
+
+    def __repr__(self) -> str:
+        return f"TupleGetItem({self.tuple_value.brief()}, {self.index})"
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -143,6 +163,9 @@ class Call(Expr):
     attrs: Attrs = NO_ATTRS
     type_args: tuple[Type, ...] = ()
 
+    def __repr__(self) -> str:
+        return f"Call({self.op.brief()}, {_count(len(self.args), 'arg')})"
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Function(Expr):
@@ -151,6 +174,10 @@ class Function(Expr):
     ret_type: Type | None = None
     type_params: tuple[TypeVar, ...] = ()
     attrs: FuncAttrs = EMPTY_FUNC_ATTRS
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"%{p.name_hint}" for p in self.params)
+        return f"Function({params})"
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -162,12 +189,18 @@ class Let(Expr):
     value: Expr
     body: Expr
 
+    def __repr__(self) -> str:
+        return f"Let(%{self.var.name_hint}, {self.value.brief()})"
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class If(Expr):
     cond: Expr
     true_branch: Expr
     false_branch: Expr
+
+    def __repr__(self) -> str:
+        return f"If({self.cond.brief()})"
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -178,21 +211,38 @@ class Match(Expr):
     clauses: tuple[Clause, ...]
     complete: bool = True
 
+    def __repr__(self) -> str:
+        keyword = "Match" if self.complete else "Match?"
+        return f"{keyword}({self.data.brief()}, {_count(len(self.clauses), 'clause')})"
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class RefCreate(Expr):
     value: Expr
+
+    def __repr__(self) -> str:
+        return f"RefCreate({self.value.brief()})"
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class RefRead(Expr):
     ref: Expr
 
+    def __repr__(self) -> str:
+        return f"RefRead({self.ref.brief()})"
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class RefWrite(Expr):
     ref: Expr
     value: Expr
+
+    def __repr__(self) -> str:
+        return f"RefWrite({self.ref.brief()}, {self.value.brief()})"
+
+
+_WITH_SUBEXPRESSIONS = (Tuple, TupleGetItem, Call, Function, Let, If, Match, RefCreate, RefRead,
+                        RefWrite)
 
 
 # ------------------------------------------------------------ constructors
