@@ -141,11 +141,10 @@ from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, o
 from ..ir.module import IRModule
 from ..ir.ops.nn_conv import Conv2DAttrs
 from ..ir.ops._nn_util import pair
-from ..ir.ops.nn_pool import AvgPool2DAttrs, GlobalPool2DAttrs, MaxPool2DAttrs
+from ..ir.ops.nn_pool import AvgPool2DAttrs, GlobalPool2DAttrs
 from ..ir.ops.qnn import BroadcastAttrs, QnnConcatenateAttrs, RequantizeAttrs, Rounding
 from ..ir.ops.qnn_linear import QnnConv2DAttrs, QnnDenseAttrs
 from ..ir.ops.reduce import ReduceAttrs
-from ..ir.ops.transform import TransposeAttrs
 from ..ir.ops.transform_init import CastAttrs, ClipAttrs
 from ..ir.pattern import DFPattern, DFPatternMatcher, is_op, is_tuple, wildcard
 from ..ir.types import TensorType
@@ -692,59 +691,46 @@ class _Analysis:
         return _Core(_call(name, *parts, like=node), err, _cell(node, *cells))
 
     # --- binary operators
-    def _operand(self, e: Expr, dtype: DType) -> tuple[Exact, float] | None:
-        """An Exact operand of ``dtype`` and its representation error
-        (real units; nonzero for a constant represented in 8 bits)."""
+    def _operand(self, e: Expr) -> Exact | np.ndarray | None:
+        """An operand of a binary operator: its Exact representation, else
+        its constant float value, else None."""
         rep = self.exact(e)
         if rep is not None:
-            return rep, 0.0
-        value = self.float_value(e)
-        if value is None:
-            return None
-        made = _constant_operand(value, dtype, e)
-        return made
+            return rep
+        return self.float_value(e)
 
     def _binary(self, node: Call, site: _QSite) -> _Core | None:
+        """``add``/``subtract``/``multiply`` finished with the quantize's
+        parameters: ``qnn.add``/``qnn.mul`` of Exact operands; a constant
+        operand is represented in 8 bits (``x - c`` is ``x + (-c)``; ``x +
+        0`` is ``x``).  ``qnn.subtract`` is not in the catalogue."""
         out = site.params
         if not out.per_tensor or out.dtype not in _BINARY:
             return None
         name = node.op.name  # type: ignore[union-attr]
-        lhs, rhs = node.args
-        if self.exact(lhs) is None and self.exact(rhs) is None:
-            return None
-        lv, rv = self.float_value(lhs), self.float_value(rhs)
+        lhs, rhs = (self._operand(a) for a in node.args)
         if name == "subtract":
-            if rv is None or self.exact(lhs) is None:
+            if not isinstance(lhs, Exact) or not isinstance(rhs, np.ndarray):
                 return None
-            rep_l = self.exact(lhs)
-            assert rep_l is not None
-            return self._add(node, rep_l, 0.0, -rv, site)
-        if name == "add":
-            if rv is not None or lv is not None:
-                rep = self.exact(lhs) or self.exact(rhs)
-                assert rep is not None
-                return self._add(node, rep, 0.0, rv if rv is not None else lv, site)
-        ops = [self._operand(lhs, out.dtype), self._operand(rhs, out.dtype)]
-        if ops[0] is None or ops[1] is None:
+            name, rhs = "add", -rhs
+        if isinstance(rhs, Exact) and isinstance(lhs, np.ndarray):
+            lhs, rhs = rhs, lhs                       # both operators commute
+        if not isinstance(lhs, Exact) or rhs is None or lhs.params.dtype != out.dtype:
             return None
-        (a, ea), (b, eb) = ops  # type: ignore[misc]
-        if name == "add":
-            return _qnn_add(node, a, ea, b, eb, site)
-        return _qnn_mul(node, a, ea, b, eb, site)
-
-    def _add(self, node: Call, rep: Exact, err: float, constant: np.ndarray | None,
-             site: _QSite) -> _Core | None:
-        assert constant is not None
-        if rep.params.dtype != site.params.dtype:
-            return None
-        if not np.any(constant):
-            core = _finish_exact(rep, site)
-            return None if core is None else _Core(core.expr, core.err, _cell(node, rep.cell))
-        made = _constant_operand(constant.astype(np.float32), rep.params.dtype, node)
+        if isinstance(rhs, Exact):
+            if name == "add":
+                return _qnn_add(node, lhs, 0.0, rhs, 0.0, site)
+            return _qnn_mul(node, lhs, 0.0, rhs, 0.0, site)
+        if name == "add" and not np.any(rhs):
+            core = _finish_exact(lhs, site)
+            return None if core is None else _Core(core.expr, core.err, _cell(node, lhs.cell))
+        made = _constant_operand(rhs, out.dtype, node)
         if made is None:
             return None
-        c, ec = made
-        return _qnn_add(node, rep, err, c, ec, site)
+        const, err = made
+        if name == "add":
+            return _qnn_add(node, lhs, 0.0, const, err, site)
+        return _qnn_mul(node, lhs, 0.0, const, err, site)
 
     # --- concatenate
     def _concatenate(self, node: Call, site: _QSite) -> _Core | None:

@@ -21,6 +21,8 @@ from typing import Callable
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 import aot
 from aot import builder as B
@@ -579,9 +581,6 @@ def test_ten_thousand_deep_let_chain():
 
 
 # ------------------------------------------------------------------ the rule, on random parameters
-
-from hypothesis import HealthCheck, event, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
