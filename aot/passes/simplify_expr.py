@@ -4,14 +4,20 @@ Design note
 -----------
 After Relay's ``SimplifyExpr`` (``src/relay/transforms/simplify_expr.cc``),
 restricted to rewrites that give **exactly** the same values (bit for bit,
-NaN and signed zeros included) and the same type.  One bottom-up
-:class:`~aot.ir.visitor.ExprMutator` walk; after a call's arguments are
-simplified, the rules of its operator (a table, :data:`RULES`) are tried in
-order, each a small function from the call to a replacement or ``None``;
-a replacement that is again a call is offered to the rules of its own
-operator, so chains collapse in one walk.  Every replacement has the type
-of the call it replaces (it carries that ``checked_type``, so the rules
-at the parents read correct types), and the module is re-typed at the end.
+NaN and signed zeros included) and the same type.  Like Relay's, each rule
+is a dataflow pattern and a callback (:mod:`aot.ir.pattern`), the pattern
+saying what the rule looks at (``cast(cast(x))``), the callback checking
+the exactness condition and building the replacement, or declining by
+returning the node as it is.  They run in one bottom-up walk
+(:func:`~aot.ir.pattern.rewrite_bottom_up`, not Relay's round-based
+``rewrite``): after a call's arguments are simplified the rules
+(:data:`CALLBACKS`, in order) are matched against it, and a replacement is
+matched again, so chains collapse in one walk; a merged chain that turns
+out to be the identity is then removed by the rule for a single no-op
+(``reshape`` to the same type, ``transpose`` by the identity, ``cast`` to
+the same dtype).  Every replacement has the type of the call it replaces
+(it carries that ``checked_type``, so the rules at the parents read
+correct types), and the module is re-typed at the end.
 
 The rules (``x`` any expression; ``T(e)`` its type):
 
@@ -59,33 +65,28 @@ The rules (``x`` any expression; ``T(e)`` its type):
 
 Rules that drop an operand (the constant of an identity) drop only pure
 ones (no effects lost); every operator is pure, so dropping the call
-itself is safe.  Written as functions over :class:`Call` nodes; the
-arithmetic and chain rules read like patterns (``multiply(x, 1)``,
-``reshape(reshape(x))``) and would be shorter in the pattern language of
-:mod:`aot.ir.pattern`, whose ``rewrite`` was not available when this was
-written.
+itself is safe, and so is merging a chain whose inner call has other
+users (it stays for them; the merged call costs what the outer one did).
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
-from ..ir.attrs import Attrs
 from ..ir.dtype import DType
-from ..ir.expr import Call, Constant, Expr, Op, Tuple, op
+from ..ir.expr import Call, Constant, Expr, Op, op
 from ..ir.module import IRModule
 from ..ir.ops.transform import ReshapeAttrs, TransposeAttrs
 from ..ir.ops.transform_init import CastAttrs
-from ..ir.types import TensorType, Type
-from ..ir.visitor import ExprMutator, Visit
+from ..ir.pattern import (DFPattern, DFPatternCallback, is_constant, is_op, is_tuple,
+                          rewrite_bottom_up, wildcard)
+from ..ir.types import TensorType
 from .manager import register_pass
 from .to_graph_normal_form import _pure
 
-__all__ = ["simplify_expr", "holds_exactly", "cast_chain_exact", "RULES"]
+__all__ = ["simplify_expr", "holds_exactly", "cast_chain_exact", "CALLBACKS"]
 
-Rule = Callable[[Call], "Expr | None"]
+NodeMap = dict[DFPattern, list[Expr]]
 
 
 # ------------------------------------------------------------------ helpers
@@ -99,21 +100,20 @@ def _static(t: TensorType | None) -> bool:
     return t is not None and all(isinstance(d, int) for d in t.shape)
 
 
-def _make(name: str, args: tuple[Expr, ...], attrs: Attrs, like: Call, t: Type | None) -> Call:
-    """A call of operator ``name`` standing for ``like`` (its span) with
-    type ``t``."""
-    return Call(op(name), args, attrs, span=like.span, checked_type=t)
-
-
 def _op_name(e: Expr) -> str | None:
     return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
+class _Rule(DFPatternCallback):
+    """A rule: ``self.x`` the operand it keeps, ``self.pattern`` what it
+    matches; :meth:`callback` declines by returning ``post``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.x = wildcard()
+
+
 # ------------------------------------------------------ arithmetic identities
-
-#: (value, sign of a float zero: True for -0, False for +0, None for any)
-_Identity = tuple[int, "bool | None"]
-
 
 def _constant_is(data: np.ndarray, value: int, negative_zero: bool | None) -> bool:
     if data.size == 0 or data.dtype.kind not in "iuf":
@@ -126,6 +126,9 @@ def _constant_is(data: np.ndarray, value: int, negative_zero: bool | None) -> bo
     return True
 
 
+_FILLS = {"zeros": 0, "zeros_like": 0, "ones": 1, "ones_like": 1}
+
+
 def _is_identity(e: Expr, dtype: DType, value: int, negative_zero: bool | None) -> bool:
     """``e`` is a pure tensor of ``dtype`` whose every element is ``value``
     (with the given sign if a float zero)."""
@@ -135,89 +138,134 @@ def _is_identity(e: Expr, dtype: DType, value: int, negative_zero: bool | None) 
     if isinstance(e, Constant):
         return _constant_is(e.data, value, negative_zero)
     name = _op_name(e)
-    fills = {"zeros": 0, "zeros_like": 0, "ones": 1, "ones_like": 1}
-    if name not in fills or fills[name] != value:
+    if name not in _FILLS or _FILLS[name] != value:
         return False
     if dtype.is_float and value == 0 and negative_zero:
         return False                      # zeros are +0
     return _pure(e)
 
 
-def _float_zero_sign(op_name: str) -> bool | None:
-    """The sign a float zero must have to be the identity of ``op_name``
-    (x + (-0) = x, x - (+0) = x)."""
-    return {"add": True, "subtract": False}.get(op_name)
+def _filled(name: str) -> DFPattern:
+    """A constant, ``<name>s(...)`` or ``<name>s_like(y)``: what may be the
+    identity of an operator (``name`` is "zero" or "one")."""
+    return is_constant() | is_op(f"{name}s")() | is_op(f"{name}s_like")(wildcard())
 
 
-def _identity_rule(operand: int, value: int) -> Rule:
-    """``op(x, c)`` (operand=1: c is the second argument) or ``op(c, x)``
-    (operand=0) -> ``x`` when ``c`` is the identity ``value``."""
+#: operator -> (its identity, the sign a float zero identity must have:
+#: x + (-0) = x, x - (+0) = x), and whether the identity may come first
+_IDENTITIES = {"add": (0, True, True), "subtract": (0, False, False),
+               "multiply": (1, None, True), "divide": (1, None, False)}
 
-    def rule(call: Call) -> Expr | None:
-        t = _tensor(call)
-        x = call.args[1 - operand]
-        if t is None or t.dtype.is_bool or _tensor(x) != t:
-            return None
-        assert isinstance(call.op, Op)
-        sign = _float_zero_sign(call.op.name) if t.dtype.is_float and value == 0 else None
-        if _is_identity(call.args[operand], t.dtype, value, sign):
-            return x
-        return None
-    return rule
+
+class EliminateIdentity(_Rule):
+    """``x + 0, 0 + x``, ``x - 0``, ``x * 1, 1 * x`` or ``x / 1`` (the
+    operator ``name``) -> ``x`` (the table of the note: no broadcast of
+    ``x``, no booleans, signed float zeros)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.value, self.negative_zero, self.commutes = _IDENTITIES[name]
+        self.c = _filled("zero" if self.value == 0 else "one")
+        self.pattern = is_op(name)(self.x, self.c)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        t = _tensor(post)
+        if t is None or t.dtype.is_bool:
+            return post
+        sign = self.negative_zero if t.dtype.is_float and self.value == 0 else None
+        x, c = node_map[self.x][0], node_map[self.c][0]
+        # The matcher swaps the operands of add and multiply only if the
+        # pattern fails as written; with two constant-like operands the
+        # identity may be the first, so try that order too.
+        for keep, drop in [(x, c), (c, x)] if self.commutes else [(x, c)]:
+            if _tensor(keep) == t and _is_identity(drop, t.dtype, self.value, sign):
+                return keep
+        return post
 
 
 # ------------------------------------------------------------ shape chains
 
-SHAPE_OPS = ("reshape", "squeeze", "expand_dims")
+def _shape_op() -> DFPattern:
+    """A call of an operator that only re-indexes in row-major order (a
+    new pattern each time: one pattern object matches one node)."""
+    return is_op("reshape") | is_op("squeeze") | is_op("expand_dims")
 
 
-def _shape_chain(call: Call) -> Expr | None:
-    """reshape/squeeze/expand_dims of x with x's type -> x; of another of
-    them -> one reshape of its argument."""
-    t = _tensor(call)
-    if not _static(t):
-        return None
-    (arg,) = call.args
-    if _tensor(arg) == t:
-        return arg
-    if _op_name(arg) in SHAPE_OPS:
-        assert isinstance(arg, Call) and t is not None
-        inner = arg.args[0]
-        if _tensor(inner) == t:
-            return inner
-        attrs = ReshapeAttrs(newshape=tuple(int(d) for d in t.shape),
-                             allowzero=0 in t.shape)
-        return _make("reshape", (inner,), attrs, call, t)
-    return None
+class DropNoOpReshape(_Rule):
+    """reshape/squeeze/expand_dims of ``x`` with ``x``'s static type -> ``x``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pattern = _shape_op()(self.x)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        t = _tensor(post)
+        x = node_map[self.x][0]
+        return x if _static(t) and _tensor(x) == t else post
+
+
+class MergeReshapes(_Rule):
+    """Two of reshape/squeeze/expand_dims in a row -> one reshape of ``x``
+    to the final (static) shape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pattern = _shape_op()(_shape_op()(self.x))
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        t = _tensor(post)
+        if t is None or not _static(t):
+            return post
+        attrs = ReshapeAttrs(newshape=tuple(int(d) for d in t.shape), allowzero=0 in t.shape)
+        return Call(op("reshape"), (node_map[self.x][0],), attrs, span=post.span,
+                    checked_type=t)
 
 
 # --------------------------------------------------------------- transpose
 
-def _perm(attrs: Attrs, ndim: int) -> tuple[int, ...]:
-    assert isinstance(attrs, TransposeAttrs)
-    if attrs.axes is None:
+def _perm(call: Expr, ndim: int) -> tuple[int, ...]:
+    assert isinstance(call, Call) and isinstance(call.attrs, TransposeAttrs)
+    axes = call.attrs.axes
+    if axes is None:
         return tuple(reversed(range(ndim)))
-    return tuple(a % ndim for a in attrs.axes)
+    return tuple(a % ndim for a in axes)
 
 
-def _transpose(call: Call) -> Expr | None:
-    (arg,) = call.args
-    at = _tensor(arg)
-    if at is None:
-        return None
-    ndim = len(at.shape)
-    outer = _perm(call.attrs, ndim)
-    if outer == tuple(range(ndim)):
-        return arg
-    if _op_name(arg) != "transpose":
-        return None
-    assert isinstance(arg, Call)
-    inner = _perm(arg.attrs, ndim)
-    composed = tuple(inner[b] for b in outer)
-    x = arg.args[0]
-    if composed == tuple(range(ndim)):
-        return x
-    return _make("transpose", (x,), TransposeAttrs(axes=composed), call, call.checked_type)
+class DropNoOpTranspose(_Rule):
+    """A transpose by the identity permutation -> ``x``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pattern = is_op("transpose")(self.x)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        x = node_map[self.x][0]
+        xt = _tensor(x)
+        if xt is None:
+            return post
+        ndim = len(xt.shape)
+        return x if _perm(post, ndim) == tuple(range(ndim)) else post
+
+
+class MergeTransposes(_Rule):
+    """``transpose(transpose(x, a), b)`` -> ``transpose(x, c)`` with
+    ``c[j] = a[b[j]]``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = is_op("transpose")(self.x)
+        self.pattern = is_op("transpose")(self.inner)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        inner = node_map[self.inner][0]
+        it = _tensor(inner)
+        if it is None:
+            return post
+        ndim = len(it.shape)
+        a, b = _perm(inner, ndim), _perm(post, ndim)
+        axes = TransposeAttrs(axes=tuple(a[j] for j in b))
+        return Call(op("transpose"), (node_map[self.x][0],), axes, span=post.span,
+                    checked_type=post.checked_type)
 
 
 # -------------------------------------------------------------------- casts
@@ -258,84 +306,85 @@ def cast_chain_exact(src: DType, mid: DType, dst: DType) -> bool:
     return True
 
 
-def _cast(call: Call) -> Expr | None:
-    (x,) = call.args
-    attrs = call.attrs
-    assert isinstance(attrs, CastAttrs)
-    xt = _tensor(x)
-    if xt is None:
-        return None
-    if xt.dtype == attrs.dtype:
-        return x
-    if _op_name(x) == "cast":
-        assert isinstance(x, Call)
-        src = _tensor(x.args[0])
-        if src is not None and cast_chain_exact(src.dtype, xt.dtype, attrs.dtype):
-            return _make("cast", (x.args[0],), attrs, call, call.checked_type)
-    return None
+def _cast_to(post: Expr) -> DType:
+    assert isinstance(post, Call) and isinstance(post.attrs, CastAttrs)
+    return post.attrs.dtype
 
 
-def _cast_like(call: Call) -> Expr | None:
-    x, like = call.args
-    lt = _tensor(like)
-    if lt is None or not _pure(like):
-        return None
-    return _make("cast", (x,), CastAttrs(dtype=lt.dtype), call, call.checked_type)
+class DropNoOpCast(_Rule):
+    """``cast(x, T(x).dtype)`` -> ``x``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pattern = is_op("cast")(self.x)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        x = node_map[self.x][0]
+        xt = _tensor(x)
+        return x if xt is not None and xt.dtype == _cast_to(post) else post
+
+
+class MergeCasts(_Rule):
+    """``cast(cast(x, mid), dst)`` -> ``cast(x, dst)`` when every value
+    survives (:func:`cast_chain_exact`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = is_op("cast")(self.x)
+        self.pattern = is_op("cast")(self.inner)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        assert isinstance(post, Call)
+        x = node_map[self.x][0]
+        src, mid = _tensor(x), _tensor(node_map[self.inner][0])
+        if src is None or mid is None or \
+                not cast_chain_exact(src.dtype, mid.dtype, _cast_to(post)):
+            return post
+        return Call(op("cast"), (x,), post.attrs, span=post.span,
+                    checked_type=post.checked_type)
+
+
+class CastLikeToCast(_Rule):
+    """``cast_like(x, y)`` of a pure ``y`` -> ``cast(x, T(y).dtype)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.like = wildcard()
+        self.pattern = is_op("cast_like")(self.x, self.like)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        like = node_map[self.like][0]
+        lt = _tensor(like)
+        if lt is None or not _pure(like):
+            return post
+        return Call(op("cast"), (node_map[self.x][0],), CastAttrs(dtype=lt.dtype),
+                    span=post.span, checked_type=post.checked_type)
 
 
 # -------------------------------------------------------------- concatenate
 
-def _concatenate(call: Call) -> Expr | None:
-    (arg,) = call.args
-    if isinstance(arg, Tuple) and len(arg.fields) == 1 and _tensor(arg.fields[0]) == _tensor(call):
-        return arg.fields[0]
-    return None
+class ConcatenateOfOne(_Rule):
+    """``concatenate((x,))`` -> ``x``."""
 
-
-# ------------------------------------------------------------------- table
-
-RULES: dict[str, tuple[Rule, ...]] = {
-    "add": (_identity_rule(1, 0), _identity_rule(0, 0)),
-    "subtract": (_identity_rule(1, 0),),
-    "multiply": (_identity_rule(1, 1), _identity_rule(0, 1)),
-    "divide": (_identity_rule(1, 1),),
-    "reshape": (_shape_chain,),
-    "squeeze": (_shape_chain,),
-    "expand_dims": (_shape_chain,),
-    "transpose": (_transpose,),
-    "cast": (_cast,),
-    "cast_like": (_cast_like,),
-    "concatenate": (_concatenate,),
-}
-
-
-def _apply_rules(e: Expr) -> Expr:
-    """``e`` rewritten until no rule of its operator applies (each
-    rewrite removes an operator or a step of a chain, so this ends)."""
-    while True:
-        name = _op_name(e)
-        if name not in RULES:
-            return e
-        assert isinstance(e, Call)
-        for rule in RULES[name]:
-            new = rule(e)
-            if new is not None:
-                e = new
-                break
-        else:
-            return e
-
-
-class _Simplifier(ExprMutator):
     def __init__(self) -> None:
         super().__init__()
-        self.changed = False
+        self.pattern = is_op("concatenate")(is_tuple([self.x]))
 
-    def visit_call(self, node: Call) -> Visit:
-        new = yield from super().visit_call(node)
-        out = _apply_rules(new)
-        self.changed |= out is not node
-        return out
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        x = node_map[self.x][0]
+        return x if _tensor(x) == _tensor(post) else post
+
+
+# ------------------------------------------------------------------- rules
+
+#: the rules, in the order they are tried on a call (a no-op before a merge)
+CALLBACKS: tuple[_Rule, ...] = (
+    *(EliminateIdentity(name) for name in _IDENTITIES),
+    DropNoOpReshape(), MergeReshapes(),
+    DropNoOpTranspose(), MergeTransposes(),
+    DropNoOpCast(), MergeCasts(), CastLikeToCast(),
+    ConcatenateOfOne(),
+)
 
 
 def simplify_expr(mod: IRModule) -> IRModule:
@@ -344,15 +393,10 @@ def simplify_expr(mod: IRModule) -> IRModule:
 
     A new, typed module with the rewrites of the module note applied (the
     module itself when nothing applies)."""
-    from .type_infer import infer_types
     assert mod.is_typed, "simplify_expr needs a typed module (run aot.infer_types)"
-    out = mod.copy()
-    changed = False
-    for gv, func in mod.functions.items():
-        s = _Simplifier()
-        out.add(gv, s.visit(func))
-        changed |= s.changed
-    return infer_types(out) if changed else mod
+    out = rewrite_bottom_up(list(CALLBACKS), mod)
+    assert isinstance(out, IRModule)
+    return out
 
 
 register_pass("SimplifyExpr", opt_level=1)(simplify_expr)

@@ -4,7 +4,7 @@
 
     from aot.ir import const
     from aot.ir.pattern import (DFPatternCallback, is_constant, is_expr, is_op, rewrite,
-                                wildcard)
+                                rewrite_bottom_up, wildcard)
 
     conv = is_op("nn.conv2d")(wildcard(), is_constant())
     pat = is_op("nn.relu")(is_op("nn.bias_add")(conv, wildcard()))
@@ -20,6 +20,7 @@
             return node_map[self.x][0]
 
     mod = rewrite(DropZeroAdd(), mod)                # to a fixed point; re-typed
+    mod = rewrite_bottom_up(DropZeroAdd(), mod)      # one walk, no grouping (local rules)
 
 Patterns match dataflow (graph normal form): in A-normal form an operand
 is a ``let``-bound variable, not the call that computes it.
@@ -39,7 +40,7 @@ from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, Da
                        TypePattern, VarPattern, WildcardPattern, dominates, has_attr, has_dtype,
                        has_shape, has_type, is_constant, is_expr, is_if, is_let, is_op,
                        is_tuple, is_tuple_get_item, is_var, wildcard)
-from .rewrite import DFPatternCallback, RewriteError, rewrite
+from .rewrite import DFPatternCallback, RewriteError, rewrite, rewrite_bottom_up
 
 __all__ = [
     "AltPattern", "AttrPattern", "CallPattern", "ConstantPattern", "DataTypePattern",
@@ -48,6 +49,6 @@ __all__ = [
     "VarPattern", "WildcardPattern", "PatternError",
     "wildcard", "is_op", "is_expr", "is_var", "is_constant", "is_tuple", "is_tuple_get_item",
     "is_if", "is_let", "has_type", "has_dtype", "has_shape", "has_attr", "dominates",
-    "match", "partition", "rewrite", "DFPatternCallback", "RewriteError",
+    "match", "partition", "rewrite", "rewrite_bottom_up", "DFPatternCallback", "RewriteError",
     "DFPatternMatcher", "PatternGrouper", "Group", "group_matches", "PARTITIONED_FROM_PATTERN",
 ]

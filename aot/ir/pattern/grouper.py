@@ -42,6 +42,7 @@ group is rewritten when the mutator reaches its ``root``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from inspect import isgeneratorfunction
 from types import GeneratorType
 from typing import Any
 
@@ -278,10 +279,16 @@ class GroupMutator(ExprMutator):
 
 
 def _hooked(base: Any) -> Any:
+    if not isgeneratorfunction(base):
+        # a leaf (variable, constant, operator): no generator per node
+        def visit_leaf(self: GroupMutator, node: Expr) -> Any:
+            out = base(self, node)
+            assert not isinstance(out, GeneratorType)
+            return self.after(node, out)
+        return visit_leaf
+
     def visit(self: GroupMutator, node: Expr) -> Any:
-        out = base(self, node)
-        if isinstance(out, GeneratorType):
-            out = yield from out
+        out = yield from base(self, node)
         return self.after(node, out)
     return visit
 

@@ -4,6 +4,11 @@ Design note
 -----------
 This follows Relay's ``DFPatternMatcher`` (src/relay/ir/dataflow_matcher.cc).
 
+*Fast path.*  A pattern that is a tree of the common kinds is matched
+by closures compiled once per matcher (:mod:`~.compiled`), which decide
+the same and fill the same memo; everything below describes the general
+path, which they reproduce.
+
 *Memo.*  One match fills ``memo: pattern -> [expressions]``.  When a
 pattern has matched an expression, it is bound: matching the same pattern
 object again succeeds only on the *same* expression (identity), which is
@@ -54,6 +59,7 @@ from ..module import IRModule
 from ..registry import lookup
 from ..structural import structural_equal
 from ..types import TensorType
+from .compiled import compile_pattern, match_compiled
 from .graph import ExprGraph
 from .infer import TypeOracle
 from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, DataTypePattern,
@@ -63,6 +69,8 @@ from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, Da
 
 _MISSING = object()
 _COMMUTATIVE = frozenset({"add", "multiply"})
+#: call patterns of these operators may match calls of the other (see the note)
+_REASSOCIATED = frozenset({"divide", "multiply"})
 
 
 class DFPatternMatcher:
@@ -76,6 +84,8 @@ class DFPatternMatcher:
         self.memo: dict[DFPattern, list[Expr]] = {}
         self.matched: list[DFPattern] = []
         self.memoize = True
+        #: pattern -> its compiled form (None: not a tree; see .compiled)
+        self._compiled: dict[DFPattern, Any] = {}
 
     @property
     def graph(self) -> ExprGraph:
@@ -87,6 +97,14 @@ class DFPatternMatcher:
     def match(self, pattern: DFPattern, expr: Expr) -> bool:
         """Does ``pattern`` match ``expr`` (a sub-expression of the root)?
         Resets the memo; after a match it holds the node map."""
+        fast = self._compiled.get(pattern, _MISSING)
+        if fast is _MISSING:
+            fast = self._compiled[pattern] = compile_pattern(pattern)
+        if fast is not None:
+            node_map = match_compiled(fast, expr)
+            self.memo = node_map or {}
+            self.matched = list(self.memo)
+            return node_map is not None
         self.memo = {}
         self.matched = []
         self.memoize = True
@@ -106,17 +124,23 @@ class DFPatternMatcher:
         del self.matched[watermark:]
 
     def visit(self, p: DFPattern, e: Expr) -> bool:
-        if self.memoize and p in self.memo:
+        memo = self.memo
+        if self.memoize and p in memo:
             # bound once, except a dominator's path pattern (many nodes)
-            return any(b is e for b in self.memo[p])
-        watermark = len(self.matched)
-        ok = _VISIT[type(p)](self, p, e)
-        if ok:
-            self.memo.setdefault(p, []).append(e)
-            self.matched.append(p)
-        else:
+            return any(b is e for b in memo[p])
+        matched = self.matched
+        watermark = len(matched)
+        if _VISIT[type(p)](self, p, e):
+            bound = memo.get(p)
+            if bound is None:
+                memo[p] = [e]
+            else:
+                bound.append(e)
+            matched.append(p)
+            return True
+        if len(matched) > watermark:
             self._clear(watermark)
-        return ok
+        return False
 
     # ------------------------------------------------------------ leaves
     def _wildcard(self, p: WildcardPattern, e: Expr) -> bool:
@@ -146,6 +170,10 @@ class DFPatternMatcher:
     def _call(self, p: CallPattern, e: Expr) -> bool:
         if not isinstance(e, Call):
             return False
+        name = _pattern_op_name(p)
+        if name is not None and name not in _REASSOCIATED and isinstance(e.op, Op) \
+                and e.op.name != name:
+            return False  # the common failure, without visiting the operator
         watermark = len(self.matched)
         if self.visit(p.op, e.op):
             inner = len(self.matched)

@@ -27,17 +27,52 @@ Types: given a module, the module is typed first (so type patterns see
 types) and the result is the re-inferred module.  Given a typed
 expression, the result is typed again (free variables are kept); an
 untyped expression gives an untyped result.
+
+*Bottom-up rewriting* (:func:`rewrite_bottom_up`) is the other strategy,
+for local simplifications (tinygrad's ``graph_rewrite``, MLIR's greedy
+driver): one memoised walk, no rounds, no grouping.  Each node, once its
+operands are rewritten, is matched *as it now is* (``post``) against the
+callbacks' patterns, in the callbacks' order; the first callback that
+returns something other than ``post`` replaces the node, and the
+replacement is offered to the callbacks again, until none changes it (at
+most ``max_steps`` times: more means callbacks undo each other).  A
+callback declines by returning ``post``.  Only the replacement's root is
+offered again, not the nodes it is built of: a callback builds from the
+node map, whose nodes are rewritten already; and a replacement that is
+itself a rewritten node (``x * 1 -> x``) is final.  Consequences:
+
+* ``node_map`` holds nodes of the rewritten graph (as in :func:`rewrite`)
+  and ``pre`` is the original node (the same for every offer);
+* a match whose inner nodes are also used elsewhere is *not* refused (the
+  inner nodes stay for their other users): right for simplifications,
+  which only drop work, but a callback whose replacement recomputes an
+  inner node's value makes the program compute it twice;
+* chains collapse in one walk (``reshape(reshape(reshape(x)))``: the inner
+  pair is one reshape before the outer one is matched);
+* types are those the nodes carry (a callback should give its replacement
+  the ``checked_type`` of the node it replaces when later matches read
+  types); type patterns on untyped nodes are answered by typing the node
+  alone, and a dominator pattern sees only the graph below the node.  The
+  ``require_type`` and ``rewrite_once`` flags are not used.
+
+Cost: one walk, plus one matcher call per node and callback whose pattern
+can match the node's kind (:mod:`~.dispatch`: an ``add`` pattern is never
+tried on a ``multiply``).  :func:`rewrite` costs a dataflow graph and a
+grouping per callback and round, and at least two rounds.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Hashable, Sequence
 
-from ..expr import Expr, Function
+from ..expr import Call, Expr, Function, Op
 from ..module import IRModule
 from ..structural import structural_equal
+from .compiled import compile_pattern, match_compiled
+from .dispatch import node_keys, root_keys
 from .grouper import GroupMutator, PatternGrouper, group_matches
 from .infer import type_expr
+from .matcher import DFPatternMatcher
 from .patterns import DFPattern, as_pattern
 
 DEFAULT_MAX_ROUNDS = 100
@@ -132,6 +167,93 @@ def rewrite(callbacks: Any, expr: Expr | IRModule, mod: IRModule | None = None,
                 changed = True
         return infer_types(out) if changed else typed
     result = _rewrite_expr(cbs, expr, mod, max_rounds)
+    if expr.checked_type is not None and result is not expr:
+        result = type_expr(result, mod)
+    return result
+
+
+# ====================================================================== bottom-up
+
+class _BottomUpRewriter(GroupMutator):
+    """Offers every node, once its operands are rewritten, to the callbacks
+    (see the note)."""
+
+    def __init__(self, callbacks: Sequence[Any], mod: IRModule | None, max_steps: int) -> None:
+        super().__init__()
+        patterns = [as_pattern(cb.pattern) for cb in callbacks]
+        self.callbacks = [(cb, p, compile_pattern(p)) for cb, p in zip(callbacks, patterns)]
+        self.keys = [root_keys(p) for p in patterns]
+        self.mod = mod
+        self.max_steps = max_steps
+        #: node key -> the callbacks that may match such a node, in order
+        self._candidates: dict[Hashable, list[tuple[Any, DFPattern, Any]]] = {}
+        #: the rewritten nodes: final, never offered again
+        self.settled: set[Expr] = set()
+
+    def candidates(self, e: Expr) -> list[tuple[Any, DFPattern, Any]]:
+        """The callbacks whose pattern may match ``e``, in order."""
+        key = e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else type(e)
+        found = self._candidates.get(key)
+        if found is None:
+            keys = node_keys(e)
+            found = [cb for cb, ks in zip(self.callbacks, self.keys)
+                     if ks is None or any(k in ks for k in keys)]
+            self._candidates[key] = found
+        return found
+
+    def after(self, pre: Expr, post: Expr) -> Expr:
+        for _ in range(self.max_steps):
+            candidates = self.candidates(post)
+            out = self._offer(pre, post, candidates) if candidates else post
+            if out is post or out in self.settled:
+                self.settled.add(out)
+                return out
+            post = out
+        raise RewriteError(f"rewriting one node did not end after {self.max_steps} steps "
+                           "(do the callbacks undo each other?)")
+
+    def _offer(self, pre: Expr, post: Expr, candidates: list[tuple[Any, DFPattern, Any]]
+               ) -> Expr:
+        """The first replacement a callback gives for ``post``, or ``post``."""
+        for cb, pattern, fast in candidates:
+            if fast is not None:
+                node_map = match_compiled(fast, post)
+            else:
+                matcher = DFPatternMatcher(post, self.mod)
+                node_map = matcher.memo if matcher.match(pattern, post) else None
+            if node_map is None:
+                continue
+            out = cb.callback(pre, post, node_map)
+            if not isinstance(out, Expr):
+                raise RewriteError(f"rewrite callback {type(cb).__name__} returned "
+                                   f"{out!r}, not an expression")
+            if out is not post:
+                return out
+        return post
+
+
+def rewrite_bottom_up(callbacks: Any, expr: Expr | IRModule, mod: IRModule | None = None,
+                      max_steps: int = DEFAULT_MAX_ROUNDS) -> Expr | IRModule:
+    """Rewrite ``expr`` (an expression or every function of a module) with
+    ``callbacks`` (one callback or a list) in one bottom-up walk (see the
+    note).  A module comes back re-inferred if anything changed, and as it
+    is (typed first if it was not) otherwise."""
+    cbs = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
+    if isinstance(expr, IRModule):
+        from ...passes.type_infer import infer_types
+        typed = expr if expr.is_typed else infer_types(expr)
+        out = typed.copy()
+        changed = False
+        for gv, func in typed.functions.items():
+            new = _BottomUpRewriter(cbs, typed, max_steps).visit(func)
+            if new is not func:
+                if not isinstance(new, Function):
+                    raise RewriteError(f"rewriting @{gv.name} gave {type(new).__name__}, "
+                                       "not a function")
+                out.add(gv, new)
+                changed = True
+        return infer_types(out) if changed else typed
+    result = _BottomUpRewriter(cbs, mod, max_steps).visit(expr)
     if expr.checked_type is not None and result is not expr:
         result = type_expr(result, mod)
     return result

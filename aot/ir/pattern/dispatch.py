@@ -1,0 +1,88 @@
+"""Which nodes a pattern can match at its root: a cheap pre-filter.
+
+Design note
+-----------
+Rewriting tries a pattern at every node of the graph; in a 10,000-node
+graph almost every try fails at the first step, because the node is not a
+call of the pattern's operator, yet each costs a matcher call.  Instead,
+:func:`root_keys` reads off a pattern the *keys* of the nodes it can match
+at its root -- the operator's name for a call of a known operator, the
+node class otherwise (``Call`` for a call of anything) -- or ``None`` when
+it can match any node (a wildcard); :func:`node_keys` gives a node's keys.
+A node none of whose keys is among a pattern's keys cannot match it, so
+the grouper and the bottom-up rewriter skip it without calling the matcher.
+
+The filter is conservative: it never skips a node the matcher would
+accept.  Alternatives take the union of their keys; type and attribute
+constraints and a dominator pattern take their inner (child) pattern's;
+and because the matcher re-associates ``divide`` and ``multiply`` (see
+:mod:`~.matcher`), a call pattern of either operator also accepts calls
+of the other.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable
+
+from ..expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, DataTypePattern,
+                       DFPattern, DominatorPattern, ExprPattern, FunctionPattern, IfPattern,
+                       LetPattern, ShapePattern, TupleGetItemPattern, TuplePattern, TypePattern,
+                       VarPattern)
+
+Keys = frozenset[Hashable]
+
+_REASSOCIATED = frozenset({"divide", "multiply"})
+_NODE_CLASS: dict[type, type] = {
+    ConstantPattern: Constant, VarPattern: Var, FunctionPattern: Function, TuplePattern: Tuple,
+    TupleGetItemPattern: TupleGetItem, IfPattern: If, LetPattern: Let,
+}
+
+
+def node_keys(e: Expr) -> tuple[Hashable, ...]:
+    """The keys of ``e``: a call of an operator has its operator's name and
+    ``Call``; any other node its class."""
+    if isinstance(e, Call):
+        op = e.op
+        return (op.name, Call) if isinstance(op, Op) else (Call,)
+    return (type(e),)
+
+
+def root_keys(p: DFPattern) -> Keys | None:
+    """The keys of the nodes ``p`` can match at its root (``None``: any)."""
+    if isinstance(p, CallPattern):
+        names = _op_names(p.op)
+        if names is None:
+            return frozenset({Call})
+        if names & _REASSOCIATED:
+            names = names | _REASSOCIATED
+        return names
+    if isinstance(p, AltPattern):
+        left, right = root_keys(p.left), root_keys(p.right)
+        return None if left is None or right is None else left | right
+    if isinstance(p, (TypePattern, DataTypePattern, ShapePattern, AttrPattern)):
+        return root_keys(p.pattern)
+    if isinstance(p, DominatorPattern):
+        return root_keys(p.child)
+    if isinstance(p, ExprPattern):
+        return frozenset(node_keys(p.expr))
+    node_class = _NODE_CLASS.get(type(p))
+    return None if node_class is None else frozenset({node_class})
+
+
+def _op_names(p: DFPattern) -> Keys | None:
+    """The operator names a callee pattern can match (``None``: it is not
+    limited to named operators)."""
+    if isinstance(p, ExprPattern):
+        return frozenset({p.expr.name}) if isinstance(p.expr, Op) else None
+    if isinstance(p, AltPattern):
+        left, right = _op_names(p.left), _op_names(p.right)
+        return None if left is None or right is None else left | right
+    if isinstance(p, (TypePattern, DataTypePattern, ShapePattern, AttrPattern)):
+        return _op_names(p.pattern)
+    return None
+
+
+def may_match(keys: Keys | None, e: Expr) -> bool:
+    """Can a pattern with root ``keys`` match ``e``?"""
+    return keys is None or any(k in keys for k in node_keys(e))
