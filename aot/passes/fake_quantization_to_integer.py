@@ -95,6 +95,8 @@ it can finish with ``Q``'s parameters:
 * ``add``/``subtract``/``multiply`` of Exact operands (or of an Exact one
   and a constant): ``qnn.add``/``qnn.mul`` with ``Q``'s parameters;
 * ``concatenate`` of Exact operands: ``qnn.concatenate``;
+* ``maximum``/``minimum`` of Exact operands and constants: each operand
+  finished as above, a constant quantized by ``Q`` itself;
 
 then applies the tails on integers (``Q(0)``, ``Q(lo)``, ``Q(hi)`` are
 computed by evaluating ``Q`` itself on constants).  ``qnn.requantize``
@@ -452,7 +454,6 @@ class _Analysis:
         self.users: dict[Expr, list[Expr]] = {}
         self.values: dict[Expr, np.ndarray | None] = {}
         self.evaluator = Interpreter(IRModule())
-        self.root = func
 
     # ------------------------------------------------------------ walk
     def run(self) -> list[_Plan]:
@@ -685,7 +686,7 @@ class _Analysis:
             scalar = float(value.reshape(-1)[0]) if value.size == 1 else None
             q = self.quantized(site, scalar if scalar is not None else value)
             parts.append(Constant(q.astype(site.params.dtype.np), span=arg.span))
-        if not cells:
+        if not cells:                 # only constants: nothing to finish
             return None
         name = node.op.name  # type: ignore[union-attr]
         return _Core(_call(name, *parts, like=node), err, _cell(node, *cells))
