@@ -37,40 +37,55 @@ three such operators; ``nn.instance_norm``, ``nn.group_norm`` and
   between (the other fields are the call's own arguments: nothing is
   evaluated less than before, and every operator involved is pure).
 
+Each rewrite is a dataflow pattern and a callback (:mod:`aot.ir.pattern`):
+``nn.batch_norm(x, gamma, beta, mean, var)``, ``nn.dropout(x)``,
+``nn.layer_norm(x, gamma, beta)`` and ``(...).i``, applied in one
+bottom-up walk (:func:`~aot.ir.pattern.rewrite_bottom_up`): a call is
+expanded once its arguments are, and a projection is matched after the
+tuple it projects has been built, so the projection callback recognises
+the tuples the other callbacks made (they remember them; a tuple the
+program wrote itself is left alone: dropping its other fields could drop
+effects).
+
 The pass needs the argument types (rank, dtype) and reads them from the
-*input* nodes' ``checked_type``: the module must be typed.  New nodes carry
-the span of the call they replace.  The result is type-checked again.
+*original* call's arguments (``pre``), whose ``checked_type`` is set: the
+module must be typed.  New nodes carry the span of the call they replace.
+The result is type-checked again; a module without these operators comes
+back as it is.
 """
 
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 
 from ..diagnostics import Span
 from ..ir.attrs import Attrs
-from ..ir.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem, op
+from ..ir.expr import Call, Constant, Expr, Tuple, TupleGetItem, op
 from ..ir.module import IRModule
 from ..ir.ops.nn import BatchNormAttrs, LayerNormAttrs
 from ..ir.ops.reduce import ReduceAttrs, VarianceAttrs
 from ..ir.ops.transform import ExpandDimsAttrs
+from ..ir.pattern import (DFPattern, DFPatternCallback, is_op, is_tuple, is_tuple_get_item,
+                          rewrite_bottom_up, wildcard)
 from ..ir.types import TensorType
-from ..ir.visitor import ExprMutator, Visit, rebuild
 from .manager import register_pass
 
 __all__ = ["simplify_inference"]
 
+NodeMap = dict[DFPattern, list[Expr]]
+
 
 def simplify_inference(mod: IRModule) -> IRModule:
     """A new, typed module in which every ``nn.batch_norm``, ``nn.dropout``
-    and ``nn.layer_norm`` call is replaced by the arithmetic it computes."""
-    from .type_infer import infer_types
+    and ``nn.layer_norm`` call is replaced by the arithmetic it computes
+    (the module itself when there is none)."""
     assert mod.is_typed, "simplify_inference needs a typed module (run aot.infer_types)"
-    out = mod.copy()
-    for gv, func in mod.functions.items():
-        out.add(gv, _Simplifier().visit(func))
-    return infer_types(out)
+    created: set[Tuple] = set()
+    callbacks = [ExpandBatchNorm(created), ExpandDropout(created), ExpandLayerNorm(),
+                 ProjectExpansion(created)]
+    out = rewrite_bottom_up(callbacks, mod)
+    assert isinstance(out, IRModule)
+    return out
 
 
 class _Builder:
@@ -96,89 +111,109 @@ class _Builder:
         return self.call("expand_dims", vec, attrs=ExpandDimsAttrs(axis=1, num_newaxis=trailing))
 
 
-def _data_type(call: Call) -> TensorType:
-    t = call.args[0].checked_type
+def _data_type(pre: Expr) -> TensorType:
+    """The type of the data argument of the original call."""
+    assert isinstance(pre, Call)
+    t = pre.args[0].checked_type
     assert isinstance(t, TensorType), \
-        f"{call.op}: the data argument has no tensor type (is the module typed?)"
+        f"{pre.op}: the data argument has no tensor type (is the module typed?)"
     return t
 
 
-def _batch_norm(call: Call, args: tuple[Expr, ...]) -> Tuple:
-    x, gamma, beta, mean, var = args
-    attrs = call.attrs
-    assert isinstance(attrs, BatchNormAttrs)
-    xt = _data_type(call)
-    b = _Builder(call.span)
-    scale: Expr = b.call("divide", b.scalar(1.0, xt),
-                         b.call("sqrt", b.call("add", var, b.scalar(attrs.epsilon, xt))))
-    if attrs.scale:
-        scale = b.call("multiply", scale, gamma)
-    shift: Expr = b.call("multiply", b.call("negative", mean), scale)
-    if attrs.center:
-        shift = b.call("add", shift, beta)
-    ndim = len(xt.shape)
-    axis = attrs.axis % ndim
-    scale = b.expand_to_axis(scale, ndim, axis)
-    shift = b.expand_to_axis(shift, ndim, axis)
-    out = b.call("add", b.call("multiply", x, scale), shift)
-    return Tuple((out, mean, var), span=call.span)
+class ExpandBatchNorm(DFPatternCallback):
+    """``nn.batch_norm(x, gamma, beta, mean, var)`` -> ``(x * scale + shift,
+    mean, var)`` (the note)."""
+
+    def __init__(self, created: set[Tuple]) -> None:
+        super().__init__()
+        self.created = created
+        self.x, self.gamma, self.beta, self.mean, self.var = (wildcard() for _ in range(5))
+        self.pattern = is_op("nn.batch_norm")(self.x, self.gamma, self.beta, self.mean,
+                                              self.var)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        x, gamma, beta, mean, var = (node_map[p][0] for p in
+                                     (self.x, self.gamma, self.beta, self.mean, self.var))
+        attrs = post.attrs
+        assert isinstance(attrs, BatchNormAttrs)
+        xt = _data_type(pre)
+        b = _Builder(post.span)
+        scale: Expr = b.call("divide", b.scalar(1.0, xt),
+                             b.call("sqrt", b.call("add", var, b.scalar(attrs.epsilon, xt))))
+        if attrs.scale:
+            scale = b.call("multiply", scale, gamma)
+        shift: Expr = b.call("multiply", b.call("negative", mean), scale)
+        if attrs.center:
+            shift = b.call("add", shift, beta)
+        ndim = len(xt.shape)
+        axis = attrs.axis % ndim
+        scale = b.expand_to_axis(scale, ndim, axis)
+        shift = b.expand_to_axis(shift, ndim, axis)
+        out = b.call("add", b.call("multiply", x, scale), shift)
+        tup = Tuple((out, mean, var), span=post.span)
+        self.created.add(tup)
+        return tup
 
 
-def _dropout(call: Call, args: tuple[Expr, ...]) -> Tuple:
-    (x,) = args
-    b = _Builder(call.span)
-    return Tuple((x, b.call("ones_like", x)), span=call.span)
+class ExpandDropout(DFPatternCallback):
+    """``nn.dropout(x)`` -> ``(x, ones_like(x))``."""
+
+    def __init__(self, created: set[Tuple]) -> None:
+        super().__init__()
+        self.created = created
+        self.x = wildcard()
+        self.pattern = is_op("nn.dropout")(self.x)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        x = node_map[self.x][0]
+        tup = Tuple((x, _Builder(post.span).call("ones_like", x)), span=post.span)
+        self.created.add(tup)
+        return tup
 
 
-def _layer_norm(call: Call, args: tuple[Expr, ...]) -> Expr:
-    x, gamma, beta = args
-    attrs = call.attrs
-    assert isinstance(attrs, LayerNormAttrs)
-    xt = _data_type(call)
-    b = _Builder(call.span)
-    axes = (attrs.axis,)
-    mean = b.call("mean", x, attrs=ReduceAttrs(axis=axes, keepdims=True))
-    var = b.call("variance", x, mean, attrs=VarianceAttrs(axis=axes, keepdims=True))
-    denom = b.call("sqrt", b.call("add", var, b.scalar(attrs.epsilon, xt)))
-    out: Expr = b.call("divide", b.call("subtract", x, mean), denom)
-    ndim = len(xt.shape)
-    axis = attrs.axis % ndim
-    if attrs.scale:
-        out = b.call("multiply", out, b.expand_to_axis(gamma, ndim, axis))
-    if attrs.center:
-        out = b.call("add", out, b.expand_to_axis(beta, ndim, axis))
-    return out
+class ExpandLayerNorm(DFPatternCallback):
+    """``nn.layer_norm(x, gamma, beta)`` -> Relay's expansion (the note)."""
 
-
-_REWRITES: dict[str, Callable[[Call, tuple[Expr, ...]], Expr]] = {
-    "nn.batch_norm": _batch_norm,
-    "nn.dropout": _dropout,
-    "nn.layer_norm": _layer_norm,
-}
-
-
-class _Simplifier(ExprMutator):
     def __init__(self) -> None:
         super().__init__()
-        #: tuples built by this pass (their projections are the fields)
-        self.created: set[Tuple] = set()
+        self.x, self.gamma, self.beta = wildcard(), wildcard(), wildcard()
+        self.pattern = is_op("nn.layer_norm")(self.x, self.gamma, self.beta)
 
-    def visit_call(self, node: Call) -> Visit:
-        new = yield from super().visit_call(node)
-        rewrite = _REWRITES.get(node.op.name) if isinstance(node.op, Op) else None
-        if rewrite is None:
-            return new
-        out = rewrite(node, new.args)
-        if isinstance(out, Tuple):
-            self.created.add(out)
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        x, gamma, beta = (node_map[p][0] for p in (self.x, self.gamma, self.beta))
+        attrs = post.attrs
+        assert isinstance(attrs, LayerNormAttrs)
+        xt = _data_type(pre)
+        b = _Builder(post.span)
+        axes = (attrs.axis,)
+        mean = b.call("mean", x, attrs=ReduceAttrs(axis=axes, keepdims=True))
+        var = b.call("variance", x, mean, attrs=VarianceAttrs(axis=axes, keepdims=True))
+        denom = b.call("sqrt", b.call("add", var, b.scalar(attrs.epsilon, xt)))
+        out: Expr = b.call("divide", b.call("subtract", x, mean), denom)
+        ndim = len(xt.shape)
+        axis = attrs.axis % ndim
+        if attrs.scale:
+            out = b.call("multiply", out, b.expand_to_axis(gamma, ndim, axis))
+        if attrs.center:
+            out = b.call("add", out, b.expand_to_axis(beta, ndim, axis))
         return out
 
-    def visit_tuple_getitem(self, node: TupleGetItem) -> Visit:
-        t = yield node.tuple_value
-        if t in self.created:
-            assert isinstance(t, Tuple)
-            return t.fields[node.index]
-        return rebuild(node, tuple_value=t)
+
+class ProjectExpansion(DFPatternCallback):
+    """``(a, b, c).i`` -> the field, for a tuple an expansion made."""
+
+    def __init__(self, created: set[Tuple]) -> None:
+        super().__init__()
+        self.created = created
+        self.tuple = is_tuple(None)
+        self.pattern = is_tuple_get_item(self.tuple)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        tup = node_map[self.tuple][0]
+        if tup not in self.created:
+            return post
+        assert isinstance(tup, Tuple) and isinstance(post, TupleGetItem)
+        return tup.fields[post.index]
 
 
 register_pass("SimplifyInference", opt_level=0)(simplify_inference)
