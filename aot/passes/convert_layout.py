@@ -59,7 +59,10 @@ default ``()`` converts nothing and only moves and cancels transposes --
 enough for a TensorFlow-style graph: the transposes around its ``NCHW``
 convolutions meet across the ``NHWC`` elementwise operators and cancel,
 leaving the one at the input.  ``("nn.conv2d:NHWC",)`` makes such a
-graph transpose-free.  The conv lowering (``aot/emit/lowering/nn_conv.py``)
+graph transpose-free.  Without desired layouts, a function whose rewrite
+would execute *more* transposes than before is left as it was (moving a
+transpose through an ``add`` with a plain operand costs a second transpose
+and gains nothing).  The conv lowering (``aot/emit/lowering/nn_conv.py``)
 and the pooling lowering accept any permutation of the layout letters, so
 every form this pass produces compiles.
 
@@ -78,7 +81,7 @@ from typing import Sequence
 import numpy as np
 
 from ..diagnostics import DiagnosticError
-from ..ir.expr import Call, Constant, Expr, Op, Tuple, op
+from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, op
 from ..ir.module import IRModule
 from ..ir.ops.layout import Layout
 from ..ir.ops.reduce import ArgReduceAttrs, ReduceAttrs, reduce_axes
@@ -400,7 +403,11 @@ class _Converter(ExprMutator):
         types = [_static(a) for a in node.args]
         if any(t is None for t in types):
             return None
-        if tuple(np.broadcast_shapes(*[t.shape for t in types])) != out.shape:
+        try:
+            shape = tuple(np.broadcast_shapes(*[t.shape for t in types]))
+        except ValueError:       # a BROADCAST-kind operator whose operands do not
+            return None          # broadcast NumPy's way: leave its layout alone
+        if shape != out.shape:
             return None
         rank = len(out.shape)
         split = [self.split(a) for a in new.args]
@@ -446,9 +453,18 @@ def convert_layout(mod: IRModule, opts: ConvertLayoutOptions = ConvertLayoutOpti
     changed = False
     for gv, func in mod.functions.items():
         new = _Converter(desired).visit(func)
+        if not desired and _transposes(new) > _transposes(func):
+            new = func           # moving transposes only pays when they cancel
         changed = changed or new is not func
         out.add(gv, new)
     return infer_types(out) if changed else mod
+
+
+def _transposes(func: Function) -> int:
+    """Layout changes executed by ``func``: transpose and layout_transform calls."""
+    from ..ir.visitor import post_order
+    return sum(1 for n in post_order(func) if isinstance(n, Call) and isinstance(n.op, Op)
+               and n.op.name in ("transpose", "layout_transform"))
 
 
 register_pass("ConvertLayout", opt_level=3, options=ConvertLayoutOptions)(convert_layout)

@@ -25,10 +25,14 @@ GRAPH_FORM = Sequential([
 #: Static tensor programs, before the dataflow C backend (one arena).
 DATAFLOW = Sequential([
     "SimplifyInference",      # 0: batch_norm, dropout, layer_norm -> arithmetic
+    "FakeQuantizationToInteger",  # 4: dequantize -> float ops -> quantize as integer qnn ops
+    "ConvertLayout",          # 3: transposes moved and cancelled (desired layouts: option)
     "SimplifyExpr",           # 1: x*1, reshape of reshape, transpose of transpose, casts
     "FoldConstant",           # 1
-    "FoldScaleAxis",          # 2: per-channel scales into conv2d / dense weights
+    "FoldScaleAxis",          # 2: backward then forward: per-channel scales into weights
     "EliminateCommonSubexpr", # 2
+    "CombineParallelConv2D",  # 4: parallel convs of one input -> one wider conv + slices
+    "CombineParallelDense",   # 4: the same for dense
     "FuseOps",                # 0: operators into kernels (one per operator at opt 0)
 ])
 
