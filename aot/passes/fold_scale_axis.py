@@ -52,9 +52,12 @@ Rounding: ``sum(x * (w * s))`` is not bit-identical to ``sum(x * w) * s``
 (onnxruntime's graph optimiser does the same).  The result equals the
 unfolded program within that tolerance, and bit for bit when every scale
 is a power of two (barring subnormal weights).  A fold whose new weights,
-biases or shifts would overflow to infinity is not done.  A scale must be finite and non-zero (an infinite or
-zero scale times a zero sum is NaN or 0 at other elements than an
-infinite or zero weight).  Divides are stricter: ``x / c`` is folded as
+biases or shifts would overflow to infinity is not done.  A scale must be
+finite: an infinite scale times a zero sum is NaN, times a zero weight
+also NaN, but not at the same elements.  A zero scale folds (Relay's
+batch norm with zero parameters becomes a zero weight): both forms give
+0, or NaN where an input is infinite, and differ only where the unfolded
+sum overflows, like any scale.  Divides are stricter: ``x / c`` is folded as
 ``x * (1 / c)`` only when ``1 / c`` is exact (``c`` a power of two, so
 ``x / c == x * (1 / c)`` for every ``x``), and a forward shift ``t`` only
 when ``t / s`` is exact; option ``inexact_divide=True`` folds every finite
@@ -173,8 +176,8 @@ def channel_shaped(vec: np.ndarray, rank: int, axis: int) -> np.ndarray:
 
 
 def usable_scale(vec: np.ndarray) -> bool:
-    """A scale that folds: finite and non-zero everywhere."""
-    return bool(np.all(np.isfinite(vec)) and np.all(vec != 0))
+    """A scale that folds: finite everywhere."""
+    return bool(np.all(np.isfinite(vec)))
 
 
 def reciprocal(c: np.ndarray, inexact: bool) -> np.ndarray | None:

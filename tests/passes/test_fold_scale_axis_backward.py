@@ -284,12 +284,22 @@ def test_conv1d_and_a_kernel_layout_with_o_elsewhere():
     assert_same(before, after, f32(1, 4, 6, 6))
 
 
-@pytest.mark.parametrize("scale", [np.inf, 0.0, np.nan])
+@pytest.mark.parametrize("scale", [np.inf, -np.inf, np.nan])
 def test_scales_that_do_not_fold(scale):
     s = np.full((8, 1, 1), scale, np.float32)
     before = module(f"{X}, {W}, %s: Tensor[(8, 1, 1), float32]", f"multiply({CONV}, %s)",
                     {"w": f32(8, 4, 3, 3), "s": s})
     assert_structural_equal(fold(before), before)
+
+
+def test_a_zero_scale_folds():
+    """TVM's batch norm with zero parameters: the weight becomes zero."""
+    w = f32(8, 4, 3, 3)
+    before = module(f"{X}, {W}, %s: Tensor[(8, 1, 1), float32]", f"multiply({CONV}, %s)",
+                    {"w": w, "s": np.zeros((8, 1, 1), np.float32)})
+    after = fold(before)
+    assert_structural_equal(after, module(f"{X}, {W}", CONV, {"w": w * np.float32(0)}))
+    assert_same(before, after, f32(1, 4, 6, 6), exact=True)
 
 
 def test_channels_last_and_parameter_weights_do_not_fold():
