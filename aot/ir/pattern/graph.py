@@ -75,8 +75,7 @@ class ExprGraph:
     # ------------------------------------------------------------ post-dominators
     def _post_dominators(self) -> None:
         """The post-dominator tree of the use edges, the root external."""
-        forward = ForwardGraph([list(users) for users in self.outputs],
-                               [False] * len(self.nodes))
+        forward = ForwardGraph(self.outputs, [False] * len(self.nodes))  # read only
         forward.extern[self.index[self.root]] = True
         self.tree = PostDomTree.build(forward)
         self.dom_children: list[list[int]] = [[] for _ in self.nodes]
