@@ -467,7 +467,9 @@ class _Analysis:
             if _tensor_type(node) is None:
                 continue
             rep = self._apply_rules(node)
-            if rep is not None:
+            # a closed constant is better used as its value; only an Exact
+            # form (a quantized weight) is worth keeping for it
+            if rep is not None and not (isinstance(rep, Acc) and self.closed[node]):
                 self.reps[node] = rep
             site = self._quantize_site(node)
             if site is not None:
@@ -1225,12 +1227,131 @@ def _bias_add(an: _Analysis, node: Call, nm: dict) -> Rep | None:
     return _with_constant(an, node, acc, _along(b, ndim, axis))
 
 
+#: the bits an Exact operand is shifted left by when it becomes an
+#: accumulator (:func:`_widen`): fine enough that a constant added at the
+#: new scale rounds by at most 2**-(bits+1) of the operand's step
+_WIDEN_BITS = 24
+
+
+def _widen(x: Exact, ndim: int, like: Call, factors: np.ndarray | None = None,
+           axis: int | None = None) -> Acc:
+    """An Exact value as an accumulator: ``(int32(q) - z) * m`` with
+    ``m = sign(f) * 2**k`` and scales ``s * |f| / 2**k`` (``f``: one
+    factor, default 1, or one per index of ``axis``, which is then ``x``'s
+    channel axis if it has one), so that constants added later are
+    represented finely; ``k`` keeps ``|acc| < 2**24``."""
+    dev = x.params.deviation
+    k = max(0, _WIDEN_BITS - dev.bit_length())
+    f = np.ones(()) if factors is None else factors
+    mult = np.where(f < 0, -1, np.where(f > 0, 1, 0)) * (1 << k)
+    magnitude = np.where(f == 0, 1.0, np.abs(f))
+    scale = (x.params.scale.astype(np.float64) * magnitude / (1 << k)).astype(np.float32)
+    if f.size == 1:
+        axis = x.params.axis
+    return _scaled_ints(x, ndim, like, mult, scale, axis, dev << k)
+
+
+def _scaled_ints(x: Exact, ndim: int, like: Call, mult: np.ndarray, scale: np.ndarray,
+                 axis: int | None, bound: int) -> Acc:
+    ints: Expr = _call("cast", x.expr, attrs=CastAttrs(dtype=_I32), like=like)
+    if np.any(x.params.zero_point):
+        zp = Constant(x.params.zero_point_at(ndim).astype(np.int32))
+        ints = _call("subtract", ints, zp, like=like)
+    if np.any(mult != 1):
+        ints = _call("multiply", ints, Constant(_along(mult.astype(np.int32), ndim, axis)),
+                     like=like)
+    if scale.size == 1:
+        scale, axis = scale.reshape(()), None
+    return Acc(ints, scale, axis, bound, 0.0, x.ttype, x.cell)
+
+
+def _channel_factors(c: np.ndarray, ndim: int, axis: int | None) -> tuple[np.ndarray, int | None] | None:
+    """A constant factor as (values, axis): one value, or one per index of
+    a single axis, which must agree with the operand's channel ``axis``."""
+    c_axis = _param_axis(c.shape, ndim)
+    if c_axis is False:
+        return None
+    values = c.astype(np.float64).reshape(-1)
+    if c_axis is None:
+        return values[:1].reshape(()), axis
+    if axis is not None and axis != c_axis:
+        return None
+    return values, c_axis  # type: ignore[return-value]
+
+
+def _split_constant(an: _Analysis, nm: dict) -> tuple[Expr, Rep, np.ndarray] | None:
+    """The operand with a representation and the other's constant value
+    (an operand that is not itself a constant preferred)."""
+    lhs, rhs = nm[_X][0], nm[_Y][0]
+    found = []
+    for x, c in ((lhs, rhs), (rhs, lhs)):
+        rep, value = an.reps.get(x), an.float_value(c)
+        if rep is not None and value is not None:
+            found.append((an.closed.get(x, False), x, rep, value))
+    if not found:
+        return None
+    _, x, rep, value = min(found, key=lambda f: f[0])
+    return x, rep, value
+
+
+@_rule("multiply", is_op("multiply")(_X, _Y))
+@_rule("divide", is_op("divide")(_X, _Y))
+def _rescale(an: _Analysis, node: Call, nm: dict) -> Rep | None:
+    """``x * c`` or ``x / c`` for a constant ``c`` per tensor or per
+    channel (a batch normalisation after SimplifyInference): an
+    accumulator whose scales absorb ``|c|`` and whose integers carry its
+    sign (and, from an Exact ``x``, a shift, :func:`_widen`)."""
+    split = _split_constant(an, nm)
+    t = _tensor_type(node)
+    if split is None or t is None:
+        return None
+    x_node, x, c = split
+    name = node.op.name  # type: ignore[union-attr]
+    if name == "divide" and x_node is not nm[_X][0]:
+        return None                                   # c / x is not linear
+    if _tensor_type(x_node) is None or _tensor_type(x_node).shape != t.shape:  # type: ignore
+        return None
+    ndim = len(t.shape)
+    x_axis = x.params.axis if isinstance(x, Exact) else x.axis
+    got = _channel_factors(c, ndim, x_axis)
+    if got is None:
+        return None
+    factors, axis = got
+    if name == "divide":
+        if np.any(factors == 0):
+            return None
+        factors = 1.0 / factors
+    if not np.all(np.isfinite(factors)):
+        return None
+    if isinstance(x, Exact):
+        acc = _widen(x, ndim, node, factors, axis)
+        acc = Acc(acc.expr, acc.scale, acc.axis if acc.scale.ndim else None, acc.bound, 0.0, t,
+                  _cell(node, x.cell))
+    else:
+        mult = np.where(factors < 0, -1, np.where(factors > 0, 1, 0))
+        magnitude = np.where(factors == 0, 1.0, np.abs(factors))
+        scale = (x.scale.astype(np.float64) * magnitude).astype(np.float32)
+        expr = x.expr
+        if np.any(mult != 1):
+            expr = _call("multiply", expr, Constant(_along(mult.astype(np.int32), ndim, axis)),
+                         like=node)
+        if scale.size == 1:
+            scale, axis = scale.reshape(()), None
+        acc = Acc(expr, scale, axis, x.bound, x.err * float(np.max(magnitude)), t,
+                  _cell(node, x.cell))
+    if not np.all(np.isfinite(acc.scale)) or np.any(acc.scale <= 0):
+        return None
+    return acc
+
+
 @_rule("add", is_op("add")(_X, _Y))
 def _add_acc(an: _Analysis, node: Call, nm: dict) -> Rep | None:
+    """``acc + acc`` with equal scales; ``acc + c`` and ``x + c`` for an
+    Exact ``x`` (widened first) and a constant ``c``."""
     lhs, rhs = nm[_X][0], nm[_Y][0]
     a, b = an.acc(lhs), an.acc(rhs)
     t = _tensor_type(node)
-    if t is None or (a is None and b is None):
+    if t is None:
         return None
     if a is not None and b is not None:
         same = a.axis == b.axis and a.scale.shape == b.scale.shape \
@@ -1239,11 +1360,23 @@ def _add_acc(an: _Analysis, node: Call, nm: dict) -> Rep | None:
             return None
         return Acc(_call("add", a.expr, b.expr, like=node), a.scale, a.axis, a.bound + b.bound,
                    a.err + b.err, t, _cell(node, a.cell, b.cell))
-    acc, other = (a, rhs) if a is not None else (b, lhs)
-    value = an.float_value(other)
-    if value is None or acc is None:
+    return _plus_constant(an, node, nm, 1.0)
+
+
+@_rule("subtract", is_op("subtract")(_X, _Y))
+def _subtract_acc(an: _Analysis, node: Call, nm: dict) -> Rep | None:
+    """``x - c`` for a constant ``c``."""
+    return _plus_constant(an, node, nm, -1.0)
+
+
+def _plus_constant(an: _Analysis, node: Call, nm: dict, sign: float) -> Rep | None:
+    split = _split_constant(an, nm)
+    t = _tensor_type(node)
+    if split is None or t is None or (sign < 0 and split[0] is not nm[_X][0]):
         return None
-    return _with_constant(an, node, acc, value)
+    _, x, c = split
+    acc = _widen(x, len(t.shape), node) if isinstance(x, Exact) else x
+    return _with_constant(an, node, acc, sign * c.astype(np.float64))
 
 
 def _sum_of_shifted(x: Exact, ndim: int, attrs: ReduceAttrs, like: Call) -> Call:

@@ -428,17 +428,19 @@ def test_shared_integer_value_is_built_once():
 
 
 def test_region_over_the_error_budget_stays_float():
-    """A non-uniform constant operand of add is represented in 8 bits with
-    an error of up to half its scale; against a fine output scale that is
-    more than the budget, so the add stays in float."""
+    """A constant factor varying along two axes has no accumulator form;
+    as an 8-bit operand of qnn.mul its representation error (up to half
+    its scale, times the other operand's largest value) is more than the
+    budget against a fine output scale, so the multiply stays in float."""
     x = var("x", (4, 8))
-    c = np.linspace(-3.0, 3.0, 8).astype(np.float32) + np.float32(0.013)
-    before = module([x], q(B.call("add", dq(x, 0.02, 0), B.const(c)), 0.02, 0))
+    c = np.linspace(-3.0, 3.0, 32).astype(np.float32).reshape(4, 8) + np.float32(0.013)
+    before = module([x], q(B.call("multiply", dq(x, 0.02, 0), B.const(c)), 0.02, 0))
     assert structural_equal(rewrite(before)["main"], before["main"])
     # with a coarse output scale the same error is small enough
-    coarse = module([x], q(B.call("add", dq(x, 0.02, 0), B.const(c)), 0.5, 0))
+    coarse = module([x], q(B.call("multiply", dq(x, 0.02, 0), B.const(c)), 0.5, 0))
     (plan,) = rewrite_plans(coarse["main"], coarse)
     assert plan.err <= BUDGET
+    assert "qnn.mul" in ops(rewrite(coarse))
     assert max_difference(coarse, rewrite(coarse)) <= 1
 
 
