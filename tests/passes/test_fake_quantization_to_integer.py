@@ -403,6 +403,75 @@ def test_conv_bias_relu_expected():
     assert max_difference(before, after) <= 1
 
 
+# ------------------------------------------------------------------ affine float operators
+
+def batch_norm_after_dense(gamma_dequantized: bool) -> IRModule:
+    """dense -> quantize -> dequantize -> batch_norm -> relu -> quantize, as
+    onnxruntime's QDQ quantizer leaves a BatchNormalization after a Gemm
+    (with SimplifyInference run first, as in the pipeline); gamma has
+    negative entries, and may itself be a dequantized int8 weight."""
+    x = var("x", (2, 6))
+    gamma = np.array([1.5, -0.5, 2.0, 0.25], np.float32)
+    if gamma_dequantized:
+        g: Expr = dq(B.const(np.array([12, -4, 16, 2], np.int8)), 0.125, 0)
+    else:
+        g = B.const(gamma)
+    h = q(B.call("nn.dense", dq(x, 0.05, 3), dq(B.const(
+        np.random.default_rng(3).integers(-127, 128, (4, 6)).astype(np.int8)), 0.02, 0)),
+        0.1, -5)
+    y = B.call("nn.batch_norm", dq(h, 0.1, -5), g, f32([0.1, 0.2, -0.3, 0.0]),
+               f32([0.5, -1.0, 0.0, 2.0]), f32([1.0, 4.0, 0.25, 2.0]))
+    body = q(B.call("nn.relu", B.proj(y, 0)), 0.08, -128)
+    return run_pass("SimplifyInference", module([x], body))
+
+
+@pytest.mark.parametrize("gamma_dequantized", [False, True])
+def test_batch_norm_between_dequantize_and_quantize(gamma_dequantized):
+    before = batch_norm_after_dense(gamma_dequantized)
+    after = rewrite(before)
+    assert not float_calls(after), str(after)
+    assert max_difference(before, after, seeds=range(4)) <= 1
+
+
+@pytest.mark.parametrize("name,factor", [("multiply", -0.75), ("divide", 0.3),
+                                         ("multiply", [0.5, -2.0, 0.0]), ("divide", [3.0, -1.0, 7.0])])
+def test_scaling_by_a_constant(name, factor):
+    x = var("x", (2, 3), "uint8")
+    c = np.asarray(factor, np.float32)
+    y = B.call(name, dq(x, 0.05, 100), B.const(c))
+    before = module([x], q(B.call("subtract", y, f32(0.25)), 0.02, 7, "uint8"))
+    after = rewrite(before)
+    assert not float_calls(after)
+    assert max_difference(before, after) <= 1
+
+
+def test_constant_divided_by_a_tensor_stays_float():
+    x = var("x", (4,))
+    before = module([x], q(B.call("divide", f32(1.0), dq(x, 0.05, 0)), 0.1, 0))
+    assert structural_equal(rewrite(before)["main"], before["main"])
+
+
+def test_add_constant_expected():
+    """``x + c``: x widened to 2**k times its scale (k = 24 - 8 bits of
+    |q - z| <= 255), c rounded to that scale, one requantize."""
+    before = typed("""def @main(%x: Tensor[(3), int8]) {
+          %0 = qnn.dequantize(%x, 0.5f, 127);
+          qnn.quantize(add(%0, 1.3f), 0.25f, 0, out_dtype="int8")
+        }""")
+    k = 16
+    c_int = round(1.3 * 2 ** k / 0.5)
+    expected = typed(f"""def @main(%x: Tensor[(3), int8]) {{
+          %0 = cast(%x, dtype="int32");
+          %1 = subtract(%0, 127);
+          %2 = multiply(%1, {1 << k});
+          %3 = add(%2, {c_int});
+          qnn.requantize(%3, {0.5 / 2 ** k}f, 0, 0.25f, 0, rounding="TONEAREST", out_dtype="int8")
+        }}""")
+    after = rewrite(before)
+    assert_structural_equal(after["main"], expected["main"])
+    assert max_difference(before, after) <= 1
+
+
 # ------------------------------------------------------------------ what stays in float
 
 def test_shared_float_node_is_not_computed_twice():
@@ -824,3 +893,77 @@ def test_qdq_onnx_model_compiled(tmp_path):
         got = run_quant(x)
         np.testing.assert_array_equal(got, aot.interpret(after, x))
         assert np.max(np.abs(got - run_plain(x))) <= QDQ_STEP * 1.0001
+
+
+# ------------------------------------------------------------------ models quantized by onnxruntime
+
+def _mlperf_models():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "examples" / "mlperf_tiny" / "models.py"
+    spec = importlib.util.spec_from_file_location("mlperf_tiny_models_fq2i", path)
+    module_ = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_)
+    return module_
+
+
+def ort_quantized(name: str, tmp_path):
+    """An MLPerf Tiny model (examples/mlperf_tiny/models.py) pre-processed
+    (batch norms folded) and quantized by onnxruntime's static quantizer in
+    QDQ format (int8 activations, per-channel int8 weights), and the
+    largest output difference the rule allows: one step of the last
+    quantize the pass rewrites (the logits' when a softmax follows them:
+    softmax at most halves a difference in its inputs, and its own
+    quantize may round it up by one more step)."""
+    onnx = pytest.importorskip("onnx")
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    models = _mlperf_models()
+    model = models.build(name)
+    shape = models.input_shape(model)
+    feed = model.graph.input[0].name
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{feed: np.random.default_rng(s).standard_normal(shape)
+                                  .astype(np.float32)} for s in range(4)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    float_path, pre_path, q_path = (str(tmp_path / f"{n}.onnx") for n in ("f", "p", "q"))
+    onnx.save(model, float_path)
+    quant_pre_process(float_path, pre_path)
+    quantization.quantize_static(pre_path, q_path, Reader(),
+                                 quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+                                 activation_type=quantization.QuantType.QInt8,
+                                 weight_type=quantization.QuantType.QInt8)
+    qmodel = onnx.load(q_path)
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in qmodel.graph.initializer}
+    dequantized = [n for n in qmodel.graph.node if n.op_type == "DequantizeLinear"
+                   and n.input[0] not in inits]
+    step = float(inits[dequantized[-1].input[1]])
+    softmax = [n for n in qmodel.graph.node if n.op_type == "Softmax"]
+    if softmax:
+        logits = [n for n in dequantized if n.output[0] == softmax[0].input[0]][0]
+        step += 0.5 * float(inits[logits.input[1]])
+    return qmodel, shape, step
+
+
+@pytest.mark.parametrize("name", ["ds_cnn", "fc_autoencoder"])
+def test_onnxruntime_quantized_model(name, tmp_path):
+    """Every quantized layer becomes integer; what stays float is the
+    input's QuantizeLinear, the last DequantizeLinear and a softmax (between
+    a dequantize and a quantize: it has no integer form); the outputs are
+    within the rule."""
+    qmodel, shape, step = ort_quantized(name, tmp_path)
+    before = run_pass("SimplifyInference", aot.from_onnx(qmodel))
+    after = rewrite(before)
+    left = set(float_calls(after))
+    assert left <= {"divide", "round", "cast", "add", "clip", "qnn.dequantize", "nn.softmax"}
+    assert float_calls(after).count("qnn.dequantize") == 1 + ("nn.softmax" in left)
+    assert not {"nn.conv2d", "nn.dense", "nn.batch_norm"} & set(ops(after))
+    for seed in range(2):
+        x = np.random.default_rng(100 + seed).standard_normal(shape).astype(np.float32)
+        assert np.max(np.abs(aot.interpret(before, x) - aot.interpret(after, x))) <= step * 1.0001
