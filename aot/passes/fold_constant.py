@@ -151,6 +151,12 @@ def _is_known_value(e: Expr) -> bool:
     return isinstance(e, Tuple)
 
 
+def _same_constructor(c: Constructor, d: Constructor) -> bool:
+    """The interpreter's test: one object, or the same name of the same type
+    (a copied module may hold equal constructors)."""
+    return c is d or (c.name == d.name and c.belong_to == d.belong_to)
+
+
 def _to_expr(value: Value, span: Span | None) -> Expr:
     """A runtime value (an array or nested tuple of arrays) as a Constant or
     Tuple of Constants, typed."""
@@ -291,7 +297,7 @@ class _Folder(ExprMutator):
         if isinstance(pattern, PatternConstructor):
             if not (isinstance(value, Call) and isinstance(value.op, Constructor)):
                 raise _Unknown
-            if value.op is not pattern.constructor:
+            if not _same_constructor(value.op, pattern.constructor):
                 return None
             parts = value.args
         else:
