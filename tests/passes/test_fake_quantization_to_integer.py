@@ -895,6 +895,41 @@ def test_qdq_onnx_model_compiled(tmp_path):
         assert np.max(np.abs(got - run_plain(x))) <= QDQ_STEP * 1.0001
 
 
+def test_integer_forms_compiled(tmp_path):
+    """The integer forms the pass makes that the QDQ CNN does not use
+    (qnn.mul, qnn.concatenate, average pooling as a depthwise qnn.conv2d,
+    a widened accumulator with per-channel signs, clip and maximum tails,
+    mean as an int32 sum, relu and max pooling on integers) compiled to C:
+    bit for bit the interpreter's results, within the rule of the float
+    program's."""
+    x, y = var("x", (1, 4, 6, 6)), var("y", (1, 4, 6, 6))
+    a, b = dq(x, 0.05, 3), dq(y, 0.08, -2)
+    gamma = np.array([1.5, -0.5, 2.0, 0.0], np.float32).reshape(1, 4, 1, 1)
+    beta = np.array([0.1, 0.2, -0.3, 0.0], np.float32).reshape(1, 4, 1, 1)
+    norm = B.call("add", B.call("multiply", a, B.const(gamma)), B.const(beta))
+    outputs = [
+        q(B.call("multiply", a, b), 0.1, 0),
+        q(B.call("concatenate", B.tuple_(a, b), axis=1), 0.07, 1),
+        q(B.call("nn.avg_pool2d", a, pool_size=[3, 3], padding=[1, 1], count_include_pad=True),
+          0.05, 3),
+        q(B.call("clip", norm, a_min=0.0, a_max=6.0), 0.03, -128),
+        q(B.call("maximum", a, f32(0.2)), 0.05, 3),
+        q(B.call("mean", a, axis=[2, 3], keepdims=True), 0.02, 0),
+        q(B.call("nn.max_pool2d", B.call("nn.relu", a), pool_size=[2, 2]), 0.05, 3),
+    ]
+    before = module([x, y], B.tuple_(*outputs))
+    after = rewrite(before)
+    assert not float_calls(after)
+    assert {"qnn.mul", "qnn.concatenate", "qnn.conv2d", "sum"} <= set(ops(after))
+    run = aot.load(aot.compile(after, tmp_path / "forms", name="fq2i_forms"))
+    for seed in range(2):
+        args = random_args(before, seed)
+        got, want, floats = run(*args), aot.interpret(after, *args), aot.interpret(before, *args)
+        for g, w, f in zip(got, want, floats):
+            np.testing.assert_array_equal(g, w)
+            assert np.abs(g.astype(int) - f.astype(int)).max() <= 1
+
+
 # ------------------------------------------------------------------ models quantized by onnxruntime
 
 def _mlperf_models():
