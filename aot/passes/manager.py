@@ -305,7 +305,12 @@ def run_pass(p: Pass | str, mod: IRModule, ctx: PassContext | None = None,
     opts = ctx.options_for(p)
     for inst in ctx.instruments:
         inst.before(p, mod)
-    out = p.fn(mod) if p.options is None else p.fn(mod, opts)
+    # the pass sees ``ctx`` as the current context (a pass may read its level)
+    token = _STACK.set(_STACK.get() + (ctx,))
+    try:
+        out = p.fn(mod) if p.options is None else p.fn(mod, opts)
+    finally:
+        _STACK.reset(token)
     assert isinstance(out, IRModule), f"pass {p.name} returned {type(out).__name__}"
     for inst in ctx.instruments:
         inst.after(p, out)

@@ -44,6 +44,7 @@ PROGRAM = Sequential([
     "PartialEvaluate",        # 3: static closures, matches, refs and loops evaluated
     "InferType",
     "Inline",                 # 1: functions marked inline, small single-use ones
+    "FoldConstant",           # 1: also `if`/`match` on constants, tuple projections
     "DeadCodeElimination",    # 1: unused pure lets, unreachable globals
     "EtaExpandOps",           # 0: operators used as values become functions
     "InferType",

@@ -242,3 +242,32 @@ def test_required_level_4_pass_runs_in_its_pipeline(tmp_path):
     for n in (1, -1):
         got = aot.load(tmp_path / "defunc")(x, np.array(n, dtype="int32"))
         np.testing.assert_array_equal(got, aot.interpret(mod, x, np.array(n, dtype="int32")))
+
+
+def test_a_pass_sees_the_context_it_runs_under():
+    """FuseOps reads the opt level: run with an explicit context (not
+    entered with ``with``), level 0 must still mean one operator per kernel."""
+    from aot.passes.fuse_ops import primitive_groups
+    out = DATAFLOW(typed(), PassContext(opt_level=0))
+    assert len(primitive_groups(out["main"])) == 3
+    seen = []
+
+    @register_pass("_Probe", opt_level=0)
+    def _probe(mod: IRModule) -> IRModule:
+        """Records the current context."""
+        seen.append(current())
+        return mod
+
+    try:
+        ctx = PassContext(opt_level=1)
+        run_pass("_Probe", typed(), ctx)
+        assert seen == [ctx]
+    finally:
+        manager._REGISTRY.pop("_Probe")
+
+
+def test_compile_at_opt_level_0_fuses_nothing(tmp_path):
+    art = aot.compile(aot.parse(SRC), tmp_path / "o0", name="o0", opt_level=0, build=False)
+    assert len(art.metadata["kernels"]) == 3
+    art = aot.compile(aot.parse(SRC), tmp_path / "o3", name="o3", build=False)
+    assert len(art.metadata["kernels"]) == 1
