@@ -12,10 +12,9 @@ returning the node as it is.  They run in one bottom-up walk
 (:func:`~aot.ir.pattern.rewrite_bottom_up`, not Relay's round-based
 ``rewrite``): after a call's arguments are simplified the rules
 (:data:`CALLBACKS`, in order) are matched against it, and a replacement is
-matched again, so chains collapse in one walk; a merged chain that turns
-out to be the identity is then removed by the rule for a single no-op
-(``reshape`` to the same type, ``transpose`` by the identity, ``cast`` to
-the same dtype).  Every replacement has the type of the call it replaces
+matched again, so chains collapse in one walk (a merged chain may be the
+identity: then it is ``x``).  Every replacement has the type of the call
+it replaces
 (it carries that ``checked_type``, so the rules at the parents read
 correct types), and the module is re-typed at the end.
 
@@ -206,7 +205,7 @@ class DropNoOpReshape(_Rule):
 
 class MergeReshapes(_Rule):
     """Two of reshape/squeeze/expand_dims in a row -> one reshape of ``x``
-    to the final (static) shape."""
+    to the final (static) shape, or ``x`` if that is its shape."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -216,9 +215,11 @@ class MergeReshapes(_Rule):
         t = _tensor(post)
         if t is None or not _static(t):
             return post
+        x = node_map[self.x][0]
+        if _tensor(x) == t:
+            return x
         attrs = ReshapeAttrs(newshape=tuple(int(d) for d in t.shape), allowzero=0 in t.shape)
-        return Call(op("reshape"), (node_map[self.x][0],), attrs, span=post.span,
-                    checked_type=t)
+        return Call(op("reshape"), (x,), attrs, span=post.span, checked_type=t)
 
 
 # --------------------------------------------------------------- transpose
@@ -249,7 +250,7 @@ class DropNoOpTranspose(_Rule):
 
 class MergeTransposes(_Rule):
     """``transpose(transpose(x, a), b)`` -> ``transpose(x, c)`` with
-    ``c[j] = a[b[j]]``."""
+    ``c[j] = a[b[j]]``, or ``x`` if ``c`` is the identity."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -263,8 +264,11 @@ class MergeTransposes(_Rule):
             return post
         ndim = len(it.shape)
         a, b = _perm(inner, ndim), _perm(post, ndim)
-        axes = TransposeAttrs(axes=tuple(a[j] for j in b))
-        return Call(op("transpose"), (node_map[self.x][0],), axes, span=post.span,
+        composed = tuple(a[j] for j in b)
+        x = node_map[self.x][0]
+        if composed == tuple(range(ndim)):
+            return x
+        return Call(op("transpose"), (x,), TransposeAttrs(axes=composed), span=post.span,
                     checked_type=post.checked_type)
 
 
@@ -326,7 +330,7 @@ class DropNoOpCast(_Rule):
 
 class MergeCasts(_Rule):
     """``cast(cast(x, mid), dst)`` -> ``cast(x, dst)`` when every value
-    survives (:func:`cast_chain_exact`)."""
+    survives (:func:`cast_chain_exact`), or ``x`` if ``dst`` is its dtype."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -337,9 +341,11 @@ class MergeCasts(_Rule):
         assert isinstance(post, Call)
         x = node_map[self.x][0]
         src, mid = _tensor(x), _tensor(node_map[self.inner][0])
-        if src is None or mid is None or \
-                not cast_chain_exact(src.dtype, mid.dtype, _cast_to(post)):
+        dst = _cast_to(post)
+        if src is None or mid is None or not cast_chain_exact(src.dtype, mid.dtype, dst):
             return post
+        if src.dtype == dst:
+            return x
         return Call(op("cast"), (x,), post.attrs, span=post.span,
                     checked_type=post.checked_type)
 

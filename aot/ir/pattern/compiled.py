@@ -35,6 +35,7 @@ matcher's memo.  In particular:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
@@ -53,9 +54,11 @@ class _NotCompiled(Exception):
     """The pattern needs the general matcher."""
 
 
+@lru_cache(maxsize=1024)
 def compile_pattern(pattern: DFPattern) -> Compiled | None:
     """The closure matching ``pattern``, or ``None`` if it is not a tree of
-    compiled kinds (see the note)."""
+    compiled kinds (see the note).  Cached by pattern identity (patterns
+    are immutable), so a pass's rules compile once per process."""
     try:
         return _Compiler().compile(pattern)
     except _NotCompiled:

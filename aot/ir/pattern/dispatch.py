@@ -22,6 +22,7 @@ of the other.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Hashable
 
 from ..expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
@@ -48,8 +49,10 @@ def node_keys(e: Expr) -> tuple[Hashable, ...]:
     return (type(e),)
 
 
+@lru_cache(maxsize=1024)
 def root_keys(p: DFPattern) -> Keys | None:
-    """The keys of the nodes ``p`` can match at its root (``None``: any)."""
+    """The keys of the nodes ``p`` can match at its root (``None``: any).
+    Cached by pattern identity (patterns are immutable)."""
     if isinstance(p, CallPattern):
         names = _op_names(p.op)
         if names is None:
@@ -86,3 +89,28 @@ def _op_names(p: DFPattern) -> Keys | None:
 def may_match(keys: Keys | None, e: Expr) -> bool:
     """Can a pattern with root ``keys`` match ``e``?"""
     return keys is None or any(k in keys for k in node_keys(e))
+
+
+class Dispatch:
+    """Which of a list of patterns may match a node, per node key (the
+    answers are remembered: one per operator name and node class)."""
+
+    def __init__(self, patterns: tuple[DFPattern, ...]) -> None:
+        self.keys = [root_keys(p) for p in patterns]
+        self._known: dict[Hashable, tuple[int, ...]] = {}
+
+    def indices(self, e: Expr) -> tuple[int, ...]:
+        """The positions of the patterns that may match ``e``, in order."""
+        keys = node_keys(e)
+        found = self._known.get(keys[0])
+        if found is None:
+            found = self._known[keys[0]] = tuple(
+                i for i, ks in enumerate(self.keys)
+                if ks is None or any(k in ks for k in keys))
+        return found
+
+
+@lru_cache(maxsize=256)
+def dispatch_for(patterns: tuple[DFPattern, ...]) -> Dispatch:
+    """The (shared) :class:`Dispatch` of ``patterns``."""
+    return Dispatch(patterns)

@@ -68,8 +68,9 @@ from typing import Any, Hashable, Sequence
 from ..expr import Call, Expr, Function, Op
 from ..module import IRModule
 from ..structural import structural_equal
-from .compiled import compile_pattern, match_compiled
-from .dispatch import node_keys, root_keys
+from ..visitor import rebuild
+from .compiled import compile_pattern
+from .dispatch import dispatch_for
 from .grouper import GroupMutator, PatternGrouper, group_matches
 from .infer import type_expr
 from .matcher import DFPatternMatcher
@@ -180,14 +181,15 @@ class _BottomUpRewriter(GroupMutator):
 
     def __init__(self, callbacks: Sequence[Any], mod: IRModule | None, max_steps: int) -> None:
         super().__init__()
-        patterns = [as_pattern(cb.pattern) for cb in callbacks]
-        self.callbacks = [(cb, p, compile_pattern(p)) for cb, p in zip(callbacks, patterns)]
-        self.keys = [root_keys(p) for p in patterns]
         self.mod = mod
         self.max_steps = max_steps
-        #: node key -> the callbacks that may match such a node, in order
+        patterns = tuple(as_pattern(cb.pattern) for cb in callbacks)
+        self.entries = [(cb, p, compile_pattern(p)) for cb, p in zip(callbacks, patterns)]
+        self.dispatch = dispatch_for(patterns)
+        #: operator name or node class -> the callbacks that may match
         self._candidates: dict[Hashable, list[tuple[Any, DFPattern, Any]]] = {}
-        #: the rewritten nodes: final, never offered again
+        #: the rewritten nodes some callback could match: final, never
+        #: offered again
         self.settled: set[Expr] = set()
 
     def candidates(self, e: Expr) -> list[tuple[Any, DFPattern, Any]]:
@@ -195,16 +197,24 @@ class _BottomUpRewriter(GroupMutator):
         key = e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else type(e)
         found = self._candidates.get(key)
         if found is None:
-            keys = node_keys(e)
-            found = [cb for cb, ks in zip(self.callbacks, self.keys)
-                     if ks is None or any(k in ks for k in keys)]
-            self._candidates[key] = found
+            found = self._candidates[key] = [self.entries[i]
+                                             for i in self.dispatch.indices(e)]
         return found
+
+    def visit_call(self, node: Call) -> Any:
+        # GroupMutator's hook without its generator layer: calls are most nodes
+        fn = yield node.op
+        args = []
+        for a in node.args:
+            args.append((yield a))
+        return self.after(node, rebuild(node, op=fn, args=tuple(args)))
 
     def after(self, pre: Expr, post: Expr) -> Expr:
         for _ in range(self.max_steps):
             candidates = self.candidates(post)
-            out = self._offer(pre, post, candidates) if candidates else post
+            if not candidates:
+                return post
+            out = self._offer(pre, post, candidates)
             if out is post or out in self.settled:
                 self.settled.add(out)
                 return out
@@ -217,12 +227,15 @@ class _BottomUpRewriter(GroupMutator):
         """The first replacement a callback gives for ``post``, or ``post``."""
         for cb, pattern, fast in candidates:
             if fast is not None:
-                node_map = match_compiled(fast, post)
+                trail: list[tuple[DFPattern, Expr]] = []
+                if not fast(post, trail):
+                    continue
+                node_map = {p: [e] for p, e in trail}   # a tree binds each pattern once
             else:
                 matcher = DFPatternMatcher(post, self.mod)
-                node_map = matcher.memo if matcher.match(pattern, post) else None
-            if node_map is None:
-                continue
+                if not matcher.match(pattern, post):
+                    continue
+                node_map = matcher.memo
             out = cb.callback(pre, post, node_map)
             if not isinstance(out, Expr):
                 raise RewriteError(f"rewrite callback {type(cb).__name__} returned "
