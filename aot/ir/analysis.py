@@ -14,6 +14,8 @@ annotation is its checked type anyway.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .adt import Constructor, pattern_vars
 from .expr import Call, Expr, Function, GlobalVar, Let, Match, Var
 from .module import IRModule
@@ -21,7 +23,8 @@ from .types import FuncType, Type, TypeVar, type_children
 from .visitor import ExprVisitor, Visit, children, post_order
 
 __all__ = [
-    "bound_vars", "free_vars", "all_vars", "global_refs",
+    "bound_vars", "free_vars", "all_vars", "global_refs", "binding_sites",
+    "FreeVarSets", "free_vars_by_node",
     "free_type_vars", "bound_type_vars", "all_type_vars",
     "let_function_refs", "recursive_lets",
 ]
@@ -33,16 +36,27 @@ def _vars_and_binders(expr: Expr) -> tuple[list[Var], set[Var]]:
     its value, a pattern's variables before the clause's right-hand side),
     and the set of those bound inside ``expr``."""
     nodes = post_order(expr)
-    binders: set[Var] = set()
+    return [n for n in nodes if isinstance(n, Var)], set(_binding_sites(nodes))
+
+
+def _binding_sites(nodes: list[Expr]) -> list[Var]:
+    out: list[Var] = []
     for node in nodes:
         if isinstance(node, Let):
-            binders.add(node.var)
+            out.append(node.var)
         elif isinstance(node, Function):
-            binders.update(node.params)
+            out.extend(node.params)
         elif isinstance(node, Match):
             for clause in node.clauses:
-                binders.update(pattern_vars(clause.lhs))
-    return [n for n in nodes if isinstance(n, Var)], binders
+                out.extend(pattern_vars(clause.lhs))
+    return out
+
+
+def binding_sites(expr: Expr) -> list[Var]:
+    """The variable of every binding site inside ``expr`` (let, function
+    parameters, match patterns), in post-order of the binders; a variable
+    bound at two sites appears twice."""
+    return _binding_sites(post_order(expr))
 
 
 def bound_vars(expr: Expr) -> list[Var]:
@@ -68,6 +82,77 @@ def all_vars(expr: Expr) -> list[Var]:
 def global_refs(expr: Expr) -> list[GlobalVar]:
     """Global functions referenced from ``expr``, in order of first use."""
     return [n for n in post_order(expr) if isinstance(n, GlobalVar)]
+
+
+# ------------------------------------------------- free variables per node
+
+_EMPTY: frozenset[Var] = frozenset()
+
+
+class FreeVarSets(ExprVisitor):
+    """``memo[node]`` = the free variables of ``node`` (a frozenset), for
+    every node visited: bottom-up, one visit per node however shared.
+
+    A binder removes its variables from its scope: a function its
+    parameters from its body, a match pattern its variables from the
+    clause's right-hand side, a let its variable from its body and -- when
+    the value is a function (a recursive let) -- from its value.  A let
+    whose value is not a function does not bind its variable in the value,
+    so such a use stays free (that is a use out of scope).
+
+    ``closed(function)`` true: the function is taken as closed (empty set)
+    and not entered (e.g. primitive functions)."""
+
+    def __init__(self, closed: Callable[[Function], bool] | None = None) -> None:
+        super().__init__()
+        self.closed = closed
+
+    def visit_var(self, node: Var) -> frozenset[Var]:
+        return frozenset((node,))
+
+    def _none(self, node: Expr) -> frozenset[Var]:
+        return _EMPTY
+
+    visit_global_var = visit_constant = visit_op = visit_constructor = _none
+
+    def _union(self, node: Expr) -> Visit:
+        out = _EMPTY
+        for c in children(node):
+            out = out | (yield c)
+        return out
+
+    visit_tuple = visit_tuple_getitem = visit_call = visit_if = _union
+    visit_ref_create = visit_ref_read = visit_ref_write = _union
+
+    def visit_function(self, node: Function) -> Visit:
+        if self.closed is not None and self.closed(node):
+            return _EMPTY
+        body = yield node.body
+        return body - frozenset(node.params)
+
+    def visit_let(self, node: Let) -> Visit:
+        value = yield node.value
+        body = yield node.body
+        if isinstance(node.value, Function):      # a recursive let
+            value = value - {node.var}
+        return value | (body - {node.var})
+
+    def visit_match(self, node: Match) -> Visit:
+        out = yield node.data
+        for clause in node.clauses:
+            rhs = yield clause.rhs
+            out = out | (rhs - frozenset(pattern_vars(clause.lhs)))
+        return out
+
+
+def free_vars_by_node(expr: Expr,
+                      closed: Callable[[Function], bool] | None = None) -> dict[Expr, frozenset[Var]]:
+    """The free variables of every node of ``expr`` (see
+    :class:`FreeVarSets`; unordered sets, where :func:`free_vars` gives the
+    free variables of one expression in order of first use)."""
+    sets = FreeVarSets(closed)
+    sets.visit(expr)
+    return sets.memo
 
 
 # ------------------------------------------------------------ type variables

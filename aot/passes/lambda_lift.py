@@ -76,12 +76,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..ir.adt import pattern_vars
+from ..ir.analysis import FreeVarSets
 from ..ir.attrs import FuncAttrs
-from ..ir.expr import Call, Expr, Function, GlobalVar, Let, Match, Var
+from ..ir.expr import Call, Expr, Function, GlobalVar, Let, Var
 from ..ir.module import IRModule
 from ..ir.types import FuncType, Type, TypeVar, free_type_vars
-from ..ir.visitor import ExprMutator, ExprVisitor, Visit, children, post_order, rebuild
+from ..ir.visitor import ExprMutator, Visit, post_order, rebuild
 from .manager import register_pass
 
 __all__ = ["lambda_lift", "is_closure", "is_primitive", "CLOSURE_ATTR"]
@@ -105,53 +105,6 @@ def is_closure(func: Function) -> bool:
 
 def _skipped(func: Function) -> bool:
     return is_primitive(func) or func.attrs.get("Compiler") is not None
-
-
-# ----------------------------------------------------------- free variables
-
-_EMPTY: frozenset[Var] = frozenset()
-
-
-class _FreeVars(ExprVisitor):
-    """``memo[node]`` = the free variables of ``node`` (a frozenset).
-    Primitive functions are closed and not entered."""
-
-    def visit_var(self, node: Var) -> frozenset[Var]:
-        return frozenset((node,))
-
-    def _none(self, node: Expr) -> frozenset[Var]:
-        return _EMPTY
-
-    visit_global_var = visit_constant = visit_op = visit_constructor = _none
-
-    def _union(self, node: Expr) -> Visit:
-        out = _EMPTY
-        for c in children(node):
-            out = out | (yield c)
-        return out
-
-    visit_tuple = visit_tuple_getitem = visit_call = visit_if = _union
-    visit_ref_create = visit_ref_read = visit_ref_write = _union
-
-    def visit_function(self, node: Function) -> Visit:
-        if is_primitive(node):
-            return _EMPTY
-        body = yield node.body
-        return body - frozenset(node.params)
-
-    def visit_let(self, node: Let) -> Visit:
-        value = yield node.value
-        body = yield node.body
-        if isinstance(node.value, Function):      # a recursive let
-            value = value - {node.var}
-        return value | (body - {node.var})
-
-    def visit_match(self, node: Match) -> Visit:
-        out = yield node.data
-        for clause in node.clauses:
-            rhs = yield clause.rhs
-            out = out | (rhs - frozenset(pattern_vars(clause.lhs)))
-        return out
 
 
 def _type_vars_of(func: Function) -> list[TypeVar]:
@@ -238,7 +191,7 @@ class _GlobalLifter:
         self.gv = gv
         self.func = func
         self.names = names
-        self.free = _FreeVars()
+        self.free = FreeVarSets(closed=is_primitive)     # primitive functions are closed
         self.free.visit(func)
         self.order: dict[Var, int] = {}
         self.poly = False

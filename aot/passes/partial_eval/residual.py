@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir import adt
+from ...ir.analysis import FreeVarSets
 from ...ir.adt import Constructor
 from ...ir.expr import (Call, Expr, Function, Let, Match, Op, RefCreate, RefWrite, Var)
 from ...ir.visitor import ExprFunctor, ExprMutator, Visit, children, post_order
@@ -96,45 +96,6 @@ def _write_only_refs(func: Function) -> frozenset[Var]:
     return frozenset(created - observed)
 
 
-class _FreeVars(ExprFunctor[frozenset]):
-    """memo[node] = the variables free in node."""
-
-    _EMPTY: frozenset = frozenset()
-
-    def visit_var(self, node: Var) -> frozenset:
-        return frozenset((node,))
-
-    def _leaf(self, node: Expr) -> frozenset:
-        return self._EMPTY
-
-    visit_global_var = visit_constant = visit_op = visit_constructor = _leaf
-
-    def _union(self, node: Expr) -> Visit:
-        out = self._EMPTY
-        for child, _ in _uses(node):
-            out = out | (yield child)
-        return out
-
-    visit_tuple = visit_tuple_getitem = visit_call = visit_if = _union
-    visit_ref_create = visit_ref_read = visit_ref_write = _union
-
-    def visit_function(self, node: Function) -> Visit:
-        body = yield node.body
-        return body - frozenset(node.params)
-
-    def visit_let(self, node: Let) -> Visit:
-        value = yield node.value
-        body = yield node.body
-        return (value | body) - {node.var}
-
-    def visit_match(self, node: Match) -> Visit:
-        out = yield node.data
-        for clause in node.clauses:
-            rhs = yield clause.rhs
-            out = out | (rhs - frozenset(adt.pattern_vars(clause.lhs)))
-        return out
-
-
 class _Impure(ExprFunctor[bool]):
     """memo[node] = evaluating node may have an effect that matters: call
     a function value or write a live reference.  Creating a closure has
@@ -173,7 +134,7 @@ class _Impure(ExprFunctor[bool]):
 class _DeadLets(ExprMutator):
     def __init__(self, write_only: frozenset[Var]) -> None:
         super().__init__()
-        self.free = _FreeVars()
+        self.free = FreeVarSets()
         self.impure = _Impure(write_only)
 
     def visit_let(self, node: Let) -> Visit:
