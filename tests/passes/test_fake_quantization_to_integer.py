@@ -445,10 +445,14 @@ def test_scaling_by_a_constant(name, factor):
     assert max_difference(before, after) <= 1
 
 
-def test_constant_divided_by_a_tensor_stays_float():
+def test_constant_divided_by_a_tensor_is_a_lookup_table():
+    """``c / x`` is not linear (no accumulator); as an elementwise function
+    of one 8-bit input it is a table, division by zero included."""
     x = var("x", (4,))
     before = module([x], q(B.call("divide", f32(1.0), dq(x, 0.05, 0)), 0.1, 0))
-    assert structural_equal(rewrite(before)["main"], before["main"])
+    after = rewrite(before)
+    assert ops(after) == ["cast", "subtract", "take"]
+    assert max_difference(before, after) == 0
 
 
 def test_add_constant_expected():
@@ -470,6 +474,82 @@ def test_add_constant_expected():
     after = rewrite(before)
     assert_structural_equal(after["main"], expected["main"])
     assert max_difference(before, after) <= 1
+
+
+# ------------------------------------------------------------------ lookup tables, split
+
+def hard_swish(a: Expr) -> Expr:
+    relu6 = B.call("clip", B.call("add", a, f32(3.0)), a_min=0.0, a_max=6.0)
+    return B.call("multiply", a, B.call("divide", relu6, f32(6.0)))
+
+
+LOOKUP = {
+    "sigmoid": (lambda a: B.call("sigmoid", a), 1 / 256, -128),
+    "tanh": (lambda a: B.call("tanh", a), 1 / 128, 0),
+    "hard_swish": (hard_swish, 0.04, -10),
+    "leaky_relu": (lambda a: B.call("nn.leaky_relu", a, alpha=0.1), 0.05, 3),
+    "exp_scaled": (lambda a: B.call("multiply", B.call("exp", a), f32(0.5)), 0.1, -128),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOKUP))
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_elementwise_region_as_lookup_table(name, dtype):
+    """TVM's table lookup (its tanh), for any elementwise region of one
+    8-bit input: the table is the float program's own values, so the
+    result is exact."""
+    fn, scale, zp = LOOKUP[name]
+    x = var("x", (3, 16), dtype)
+    before = module([x], q(fn(dq(x, 0.05, 3 if dtype == "int8" else 130)), scale,
+                           zp + (128 if dtype == "uint8" else 0), dtype))
+    after = rewrite(before)
+    assert "take" in ops(after) and not float_calls(after)
+    assert max_difference(before, after) == 0
+
+
+def test_lookup_table_expected():
+    before = typed("""def @main(%x: Tensor[(4), uint8]) {
+          %0 = qnn.dequantize(%x, 0.1f, 128);
+          qnn.quantize(sigmoid(%0), 0.00390625f, 0, out_dtype="uint8")
+        }""")
+    after = rewrite(before)
+    codes = (np.arange(256) - 128).astype(np.float32) * np.float32(0.1)
+    table = aot.interpret(typed("""def @main(%v: Tensor[(256), float32]) {
+          qnn.quantize(sigmoid(%v), 0.00390625f, 0, out_dtype="uint8")
+        }"""), codes)
+    x = var("x", (4,), "uint8")
+    expected = module([x], B.call("take", B.const(table), B.call("cast", x, dtype="int32"),
+                                  axis=0))
+    assert_structural_equal(after["main"], expected["main"])
+
+
+@pytest.mark.parametrize("why,build", [
+    ("two inputs", lambda a, b: B.call("sigmoid", B.call("add", a, b))),
+    ("a constant that is not a scalar",
+     lambda a, b: B.call("sigmoid", B.call("add", a, f32(np.linspace(0, 1, 16))))),
+    ("not elementwise", lambda a, b: B.call("nn.softmax", a)),
+])
+def test_no_lookup_table(why, build):
+    x, y = var("x", (3, 16)), var("y", (3, 16))
+    before = module([x, y], q(build(dq(x, 0.05, 0), dq(y, 0.05, 0)), 0.01, 0))
+    assert "take" not in ops(rewrite(before)), why
+
+
+def test_no_lookup_table_for_16_bits():
+    x = var("x", (4,), "int16")
+    before = module([x], q(B.call("sigmoid", dq(x, 0.001, 0)), 1 / 256, -128))
+    assert structural_equal(rewrite(before)["main"], before["main"])
+
+
+@pytest.mark.parametrize("sections", [2, [1, 3]])
+def test_split(sections):
+    """TVM's split cases: an item of a split of an Exact value."""
+    x = var("x", (1, 3, 4, 4))
+    parts = B.call("split", dq(x, 2.0, 0), indices_or_sections=sections, axis=3)
+    before = module([x], q(B.proj(parts, 1), 2.0, 0))
+    after = rewrite(before)
+    assert not float_calls(after) and "split" in ops(after)
+    assert max_difference(before, after) == 0
 
 
 # ------------------------------------------------------------------ what stays in float
@@ -529,10 +609,10 @@ def test_bias_rounding_over_the_budget_stays_float():
           %0 = qnn.dequantize(%x, %s, 0);
           qnn.quantize(%0, 2f, 0, out_dtype="int8")
         }"""),
-    ("an operator without an integer form",
+    ("an operator without an integer form (and not elementwise)",
      """def @main(%x: Tensor[(4), int8]) {
           %0 = qnn.dequantize(%x, 0.1f, 0);
-          qnn.quantize(exp(%0), 0.1f, 0, out_dtype="int8")
+          qnn.quantize(nn.softmax(%0), 0.1f, 0, out_dtype="int8")
         }"""),
     ("a float input that is not dequantized",
      """def @main(%x: Tensor[(4), int8], %y: Tensor[(4), float32]) {
@@ -899,7 +979,8 @@ def test_integer_forms_compiled(tmp_path):
     """The integer forms the pass makes that the QDQ CNN does not use
     (qnn.mul, qnn.concatenate, average pooling as a depthwise qnn.conv2d,
     a widened accumulator with per-channel signs, clip and maximum tails,
-    mean as an int32 sum, relu and max pooling on integers) compiled to C:
+    mean as an int32 sum, relu and max pooling on integers, a lookup
+    table, an item of a split) compiled to C:
     bit for bit the interpreter's results, within the rule of the float
     program's."""
     x, y = var("x", (1, 4, 6, 6)), var("y", (1, 4, 6, 6))
@@ -916,11 +997,13 @@ def test_integer_forms_compiled(tmp_path):
         q(B.call("maximum", a, f32(0.2)), 0.05, 3),
         q(B.call("mean", a, axis=[2, 3], keepdims=True), 0.02, 0),
         q(B.call("nn.max_pool2d", B.call("nn.relu", a), pool_size=[2, 2]), 0.05, 3),
+        q(hard_swish(a), 0.04, -10),
+        q(B.proj(B.call("split", b, indices_or_sections=2, axis=1), 1), 0.08, -2),
     ]
     before = module([x, y], B.tuple_(*outputs))
     after = rewrite(before)
     assert not float_calls(after)
-    assert {"qnn.mul", "qnn.concatenate", "qnn.conv2d", "sum"} <= set(ops(after))
+    assert {"qnn.mul", "qnn.concatenate", "qnn.conv2d", "sum", "take", "split"} <= set(ops(after))
     run = aot.load(aot.compile(after, tmp_path / "forms", name="fq2i_forms"))
     for seed in range(2):
         args = random_args(before, seed)

@@ -43,15 +43,15 @@ their tie rules), and saturation keeps that, so:
   final quantize) of the float QDQ program's output** whenever the float
   program's own error is below 5/8 of a step (on 8-bit models it is
   about 1e-5 of a step);
-* **it is exactly the float program's output** where every operator of
-  the region is exact on integers: a dequantize -> quantize pair with the
-  same parameters disappears; reshape, transpose, squeeze, expand_dims,
-  batch_flatten, strided_slice, max pooling, relu, clip, maximum/minimum,
-  pad and concatenate of tensors sharing one set of parameters are exact
-  (the dequantize map ``q -> s * (q - z)`` is increasing and commutes with
-  them); and relu, clip and max pooling directly before a quantize are
-  exact after it (``Q`` is non-decreasing, so ``Q(max(v, c)) =
-  max(Q(v), Q(c))``).
+* **it is exactly the float program's output** where the region is a
+  lookup table (below) or every operator of it is exact on integers: a
+  dequantize -> quantize pair with the same parameters disappears;
+  reshape, transpose, squeeze, expand_dims, batch_flatten, strided_slice,
+  split, max pooling, relu, clip, maximum/minimum, pad and concatenate of
+  tensors sharing one set of parameters are exact (the dequantize map
+  ``q -> s * (q - z)`` is increasing and commutes with them); and relu,
+  clip and max pooling directly before a quantize are exact after it
+  (``Q`` is non-decreasing, so ``Q(max(v, c)) = max(Q(v), Q(c))``).
 
 What contributes to ``e_i`` (each bounded at compile time, a region whose
 sum exceeds the budget stays in float): the fixed-point multipliers
@@ -105,6 +105,12 @@ it can finish with ``Q``'s parameters:
 * ``concatenate`` of Exact operands: ``qnn.concatenate``;
 * ``maximum``/``minimum`` of Exact operands and constants: each operand
   finished as above, a constant quantized by ``Q`` itself;
+* failing all of these, a region of elementwise operators and scalar
+  constants on one 8-bit per-tensor Exact value (sigmoid, tanh,
+  hard-swish, exp, ``1 / x``, ...): a 256-entry lookup table ``take(T, q -
+  min)`` whose entries are the region and ``Q`` evaluated by the
+  interpreter on the 256 dequantized values -- the float program's own
+  arithmetic, so exact (Relay's table lookup for tanh, generalised);
 
 then applies the tails on integers (``Q(0)``, ``Q(lo)``, ``Q(hi)`` are
 computed by evaluating ``Q`` itself on constants).  ``qnn.requantize``

@@ -16,12 +16,14 @@ from ...ir.dtype import DType
 from ...ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem
 from ...ir.module import IRModule
 from ...ir.ops.qnn import BroadcastAttrs, QnnConcatenateAttrs
-from ...ir.ops.transform_init import ClipAttrs
+from ...ir.ops.transform_index import TakeAttrs
+from ...ir.ops.transform_init import CastAttrs, ClipAttrs
+from ...ir.registry import PatternKind, lookup
 from ...ir.pattern import DFPatternMatcher, is_op
 from ...ir.types import TensorType
 from ...ir.visitor import ExprMutator, children, post_order
 from . import accumulators  # noqa: F401  (registers the accumulator rules)
-from .representation import (BINARY, BUDGET, CONCAT, I8, LAYOUT_OPS, QUANT_DTYPES, REL_SLACK,
+from .representation import (BINARY, BUDGET, CONCAT, I8, I32, LAYOUT_OPS, QUANT_DTYPES, REL_SLACK,
                              REQUANT_IN, REQUANT_OUT, SAFE, Acc, Cell, Core, Exact, Plan,
                              QParams, QSite, Rep, flatten_cells, make_call, make_cell,
                              make_requantize, multiplier_ok, param_axis, pool_channel_axis,
@@ -48,6 +50,8 @@ class Analysis:
         self.users: dict[Expr, list[Expr]] = {}
         self.values: dict[Expr, np.ndarray | None] = {}
         self.evaluator = Interpreter(IRModule())
+        self.splits: dict[Expr, Expr] = {}
+        self.indices: dict[Expr, Expr] = {}
 
     # ------------------------------------------------------------ walk
     def run(self) -> list[Plan]:
@@ -56,6 +60,11 @@ class Analysis:
             for c in children(node):
                 self.users.setdefault(c, []).append(node)
             self.closed[node] = self._is_closed(node)
+            if isinstance(node, TupleGetItem):
+                projected = self._split_item(node)
+                if projected is not None:
+                    self.reps[node] = projected
+                continue
             if not (isinstance(node, Call) and isinstance(node.op, Op)):
                 continue
             if tensor_type(node) is None:
@@ -90,6 +99,26 @@ class Analysis:
                 if rep is not None:
                     return rep
         return None
+
+    def _split_item(self, node: TupleGetItem) -> Exact | None:
+        """``split(x).i`` of an Exact ``x`` (per tensor, or per channel of
+        another axis): the same item of the integers' split."""
+        tup = node.tuple_value
+        t = tensor_type(node)
+        if not (isinstance(tup, Call) and isinstance(tup.op, Op) and tup.op.name == "split") \
+                or t is None:
+            return None
+        x = self.exact(tup.args[0])
+        xt = tensor_type(tup.args[0])
+        if x is None or xt is None:
+            return None
+        if x.params.axis is not None \
+                and x.params.axis == tup.attrs.axis % len(xt.shape):  # type: ignore[attr-defined]
+            return None
+        if tup not in self.splits:
+            self.splits[tup] = Call(tup.op, (x.expr,), tup.attrs, span=tup.span)
+        item = TupleGetItem(self.splits[tup], node.index, span=node.span)
+        return Exact(item, x.params, t, make_cell(node, make_cell(tup, x.cell)))
 
     # ------------------------------------------------------------ services
     def value(self, e: Expr) -> np.ndarray | None:
@@ -221,7 +250,62 @@ class Analysis:
                                  like=site.node)
             region = flatten_cells([core.cell]) | set(chain[:k]) | set(site.interior)
             return Plan(site, expr, frozenset(region), core.err)
-        return None
+        return self._lookup_table(site)
+
+    # --- elementwise regions of one 8-bit input
+    def _lookup_table(self, site: QSite) -> Plan | None:
+        """A region of elementwise operators (and scalar constants) on one
+        8-bit per-tensor Exact value ``x`` (sigmoid, tanh, hard-swish, ...):
+        ``take(T, x - min)`` with ``T[k] = Q(f(dequantize(k)))`` for every
+        integer ``k`` of the dtype, computed by evaluating the region itself
+        on the 256 dequantized values -- the float program's own
+        arithmetic, so the result is exact.  Tried last: a table costs 256
+        entries of flash."""
+        leaf: Expr | None = None
+        interior: set[Expr] = set()
+        stack = [site.data]
+        while stack:
+            e = stack.pop()
+            if e in interior or e is leaf:
+                continue
+            rep = self.exact(e)
+            if rep is not None and not self.closed.get(e, False):
+                if leaf is not None:
+                    return None                      # a second input
+                leaf = e
+                continue
+            if self.closed.get(e, False):
+                v = self.value(e)
+                if v is None or v.size != 1:
+                    return None
+                continue
+            if not (isinstance(e, Call) and isinstance(e.op, Op) and _is_elementwise(e.op.name)):
+                return None
+            interior.add(e)
+            stack.extend(e.args)
+        x = self.exact(leaf) if leaf is not None else None
+        if x is None or not x.params.per_tensor or x.params.dtype not in BINARY \
+                or x.ttype.shape != tensor_type(site.data).shape:  # type: ignore[union-attr]
+            return None
+        lo, hi = quant.dtype_range(x.params.dtype.np)
+        codes = np.arange(lo, hi + 1, dtype=np.int64)
+        sub = ExprMutator()
+        sub.memo[leaf] = Constant(x.params.dequantized(codes))
+        try:
+            table = self.evaluator.evaluate(sub.visit(site.node))
+        except DiagnosticError:
+            return None
+        if not isinstance(table, np.ndarray) or table.size != codes.size:
+            return None
+        if leaf not in self.indices:
+            index: Expr = make_call("cast", x.expr, attrs=CastAttrs(dtype=I32), like=leaf)
+            if lo != 0:
+                index = make_call("subtract", index, Constant(np.array(lo, np.int32)), like=leaf)
+            self.indices[leaf] = index
+        expr = make_call("take", Constant(table.reshape(-1).astype(site.params.dtype.np)),
+                         self.indices[leaf], attrs=TakeAttrs(axis=0), like=site.node)
+        region = interior | set(site.interior) | flatten_cells([x.cell])
+        return Plan(site, expr, frozenset(region), 0.0)
 
     def _tail(self, t: Call, x: Expr, site: QSite) -> Expr:
         """``t`` applied after the quantize: relu is ``max(., Q(0))``, clip
@@ -357,6 +441,15 @@ class Analysis:
 def _is_tail(name: str) -> bool:
     return name in ("nn.relu", "clip", "nn.max_pool2d", "nn.global_max_pool2d") \
         or name in LAYOUT_OPS
+
+
+def _is_elementwise(name: str) -> bool:
+    """An operator computing each element from the same element of its
+    operands (broadcasting scalars): a table of its values is exact."""
+    op_def = lookup(name)
+    return op_def is not None and op_def.pattern in (PatternKind.ELEMWISE,
+                                                     PatternKind.BROADCAST) \
+        and not name.startswith("qnn.")
 
 
 def _tail_ok(t: Call, site: QSite) -> bool:
