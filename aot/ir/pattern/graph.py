@@ -26,34 +26,20 @@ Everything is iterative; building is O(n log n).
 from __future__ import annotations
 
 from ...passes.dominators import ForwardGraph, PostDomTree
-from ..expr import (Call, Expr, Function, If, Let, Match, RefCreate, RefRead, RefWrite, Tuple,
-                    TupleGetItem)
-from ..visitor import post_order
+from ..expr import Expr, Let, Match
+from ..visitor import children, post_order
 
 
 def dataflow_inputs(e: Expr) -> tuple[Expr, ...]:
-    """The operands of ``e`` as edges of the dataflow graph."""
-    if isinstance(e, Call):
-        return (e.op, *e.args)
-    if isinstance(e, Tuple):
-        return e.fields
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
-    if isinstance(e, Function):
-        return (*e.params, e.body)
+    """The operands of ``e`` as edges of the dataflow graph: its
+    :func:`~aot.ir.visitor.children` but in Relay's order for a let (value,
+    variable, body) and without a match's pattern variables (they are
+    bound, not used)."""
     if isinstance(e, Let):
         return (e.value, e.var, e.body)
-    if isinstance(e, If):
-        return (e.cond, e.true_branch, e.false_branch)
     if isinstance(e, Match):
         return (e.data, *(c.rhs for c in e.clauses))
-    if isinstance(e, RefCreate):
-        return (e.value,)
-    if isinstance(e, RefRead):
-        return (e.ref,)
-    if isinstance(e, RefWrite):
-        return (e.ref, e.value)
-    return ()
+    return children(e)
 
 
 class ExprGraph:
