@@ -387,6 +387,31 @@ def test_concatenate_of_one_tensor(body, expected):
     check(body, expected, X234, RNG.standard_normal((2, 3, 4)).astype(np.float32))
 
 
+def test_a_chain_whose_inner_call_has_other_users_is_merged():
+    """The inner call stays for its other user; the outer one reads x
+    directly (no work is added)."""
+    check("%0 = reshape(%x, newshape=[6, 4]); %1 = cast(%x, dtype=\"float64\");"
+          "(reshape(%0, newshape=[2, 12]), %0, cast(%1, dtype=\"float32\"), %1)",
+          "(reshape(%x, newshape=[2, 12]), reshape(%x, newshape=[6, 4]), %x,"
+          " cast(%x, dtype=\"float64\"))",
+          X234, RNG.standard_normal((2, 3, 4)).astype(np.float32))
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_identity_operand_found_in_either_place_when_both_are_constant_like(first):
+    """add(zeros_like(x), c) with c all -0: c is the identity (x + -0 = x),
+    zeros_like(x) is not (+0); wherever c stands, zeros_like(x) stays."""
+    x = B.var("x", B.tensor((2, 3, 4)))
+    z = B.call("zeros_like", x)
+    c = B.const(np.full((2, 3, 4), -0.0, np.float32))
+    before = aot.infer_types(B.module(main=B.function([x], B.add(z, c) if first
+                                                      else B.add(c, z))))
+    after = simplify(before)
+    body = after["main"].body
+    assert isinstance(body, Call) and body.op.name == "zeros_like"
+    assert_same_values(before, after, RNG.standard_normal((2, 3, 4)).astype(np.float32))
+
+
 def test_concatenate_of_a_tuple_variable_stays():
     body = "concatenate(%t)"
     check(body, body, "%t: (Tensor[(2), float32],)")

@@ -5,9 +5,9 @@ Design note
 This follows Relay's ``DFPatternMatcher`` (src/relay/ir/dataflow_matcher.cc).
 
 *Fast path.*  A pattern that is a tree of the common kinds is matched
-by closures compiled once per matcher (:mod:`~.compiled`), which decide
-the same and fill the same memo; everything below describes the general
-path, which they reproduce.
+by closures compiled once (:mod:`~.compiled`), which decide the same and
+fill the same memo; everything below describes the general path, which
+they reproduce (``fast=False`` forces it).
 
 *Memo.*  One match fills ``memo: pattern -> [expressions]``.  When a
 pattern has matched an expression, it is bound: matching the same pattern
@@ -77,15 +77,14 @@ class DFPatternMatcher:
     """Matches patterns against sub-expressions of one root expression."""
 
     def __init__(self, root: Expr, mod: IRModule | None = None,
-                 graph: ExprGraph | None = None) -> None:
+                 graph: ExprGraph | None = None, fast: bool = True) -> None:
         self.root = root
+        self.fast = fast
         self._graph = graph
         self.types = TypeOracle(root, mod)
         self.memo: dict[DFPattern, list[Expr]] = {}
         self.matched: list[DFPattern] = []
         self.memoize = True
-        #: pattern -> its compiled form (None: not a tree; see .compiled)
-        self._compiled: dict[DFPattern, Any] = {}
 
     @property
     def graph(self) -> ExprGraph:
@@ -97,9 +96,7 @@ class DFPatternMatcher:
     def match(self, pattern: DFPattern, expr: Expr) -> bool:
         """Does ``pattern`` match ``expr`` (a sub-expression of the root)?
         Resets the memo; after a match it holds the node map."""
-        fast = self._compiled.get(pattern, _MISSING)
-        if fast is _MISSING:
-            fast = self._compiled[pattern] = compile_pattern(pattern)
+        fast = compile_pattern(pattern) if self.fast else None
         if fast is not None:
             node_map = match_compiled(fast, expr)
             self.memo = node_map or {}
