@@ -5,64 +5,25 @@ and ours), the interpreter giving the same values before and after, a
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 import pytest
 
 import aot
 from aot.diagnostics import DiagnosticError
-from aot.ir.expr import Call, Op
 from aot.ir.structural import assert_structural_equal
-from aot.ir.types import TensorType
-from aot.ir.visitor import post_order
-from aot.passes.bind_params import bind_params
-from aot.passes.manager import PassContext, Sequential, run_pass
+from aot.passes.manager import PassContext, Sequential
+from pass_helpers import assert_close_on_random_args, check_rewrite, op_counts, run_with_options, typed
 
 PASS = "CombineParallelDense"
 
 
-def typed(text: str, params: dict | None = None):
-    mod = aot.infer_types(aot.parse(text))
-    return aot.infer_types(bind_params(mod, params, "main")) if params else mod
-
-
 def combine(mod, **opts):
-    with PassContext(options={PASS: opts}, verify=True):
-        return run_pass(PASS, mod)
-
-
-def ops(mod) -> collections.Counter:
-    return collections.Counter(n.op.name for n in post_order(mod["main"])
-                               if isinstance(n, Call) and isinstance(n.op, Op))
-
-
-def flatten(value) -> list[np.ndarray]:
-    if isinstance(value, tuple):
-        return [leaf for v in value for leaf in flatten(v)]
-    return [value]
-
-
-def assert_same_values(before, after, seed: int = 0) -> None:
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in before["main"].params:
-        t = p.checked_type
-        assert isinstance(t, TensorType)
-        args.append(rng.standard_normal(t.shape).astype(t.dtype.np))
-    want, got = flatten(aot.interpret(before, *args)), flatten(aot.interpret(after, *args))
-    assert len(want) == len(got)
-    for w, g in zip(want, got):
-        assert w.shape == g.shape and w.dtype == g.dtype
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    return run_with_options(PASS, mod, **opts)
 
 
 def check(before_text: str, expected_text: str, *, params=None, expected_params=None, **opts):
-    before = typed(before_text, params)
-    after = combine(before, **opts)
-    assert_structural_equal(after, typed(expected_text, expected_params))
-    assert_same_values(before, after)
-    return after
+    return check_rewrite(PASS, before_text, expected_text, params=params,
+                         expected_params=expected_params, **opts)
 
 
 def sl(value: str, begin: int, end: int, axis: int = 1) -> str:
@@ -240,8 +201,8 @@ def test_batch_scalar_operand_is_given_two_axes():
     before = (f"def @main({sig}) {{\n  (add(nn.dense(%x, %w1), %c1), "
               f"add(nn.dense(%x, %w2), %c2))\n}}")
     after = combine(typed(before), min_num_branches=2, to_batch_matmul=True)
-    assert ops(after)["expand_dims"] == 2 and ops(after)["add"] == 1
-    assert_same_values(typed(before), after)
+    assert op_counts(after)["expand_dims"] == 2 and op_counts(after)["add"] == 1
+    assert_close_on_random_args(typed(before), after)
 
 
 def test_batch_constant_weights_stacked_at_compile_time():
@@ -251,8 +212,8 @@ def test_batch_constant_weights_stacked_at_compile_time():
                    f"%w2: Tensor[(4, 3), float32]) {{\n  (nn.dense(%x, %w0), nn.dense(%x, %w1), "
                    f"nn.dense(%x, %w2))\n}}", {f"w{i}": a for i, a in enumerate(w)})
     after = combine(before, to_batch_matmul=True)
-    assert ops(after) == {"stack": 1, "nn.batch_matmul": 1, "split": 1, "squeeze": 3}
-    assert_same_values(before, after)
+    assert op_counts(after) == {"stack": 1, "nn.batch_matmul": 1, "split": 1, "squeeze": 3}
+    assert_close_on_random_args(before, after)
 
 
 # ------------------------------------------------------------ both variants
@@ -271,8 +232,8 @@ def _deep_module():
 @pytest.mark.parametrize("to_batch", [False, True])
 def test_deep_graph(to_batch):
     after = combine(_deep_module(), to_batch_matmul=to_batch)
-    assert ops(after)["nn.relu"] == 1 and ops(after)["tanh"] == 10_000
-    assert ops(after)["nn.batch_matmul" if to_batch else "nn.dense"] == 1
+    assert op_counts(after)["nn.relu"] == 1 and op_counts(after)["tanh"] == 10_000
+    assert op_counts(after)["nn.batch_matmul" if to_batch else "nn.dense"] == 1
 
 
 def test_disabled_by_name_and_required():
@@ -288,8 +249,8 @@ def @main(%x: Tensor[(2, 3), float32], %w1: Tensor[(4, 3), float32],
         assert Sequential([PASS])(before) is before
     with PassContext(required=[PASS], verify=True):
         after = Sequential([PASS])(before)
-    assert ops(after)["nn.dense"] == 1
-    assert_same_values(before, after)
+    assert op_counts(after)["nn.dense"] == 1
+    assert_close_on_random_args(before, after)
 
 
 @pytest.mark.parametrize("opts, message", [
