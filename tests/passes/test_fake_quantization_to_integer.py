@@ -433,8 +433,9 @@ def test_batch_norm_between_dequantize_and_quantize(gamma_dequantized):
     assert max_difference(before, after, seeds=range(4)) <= 1
 
 
-@pytest.mark.parametrize("name,factor", [("multiply", -0.75), ("divide", 0.3),
-                                         ("multiply", [0.5, -2.0, 0.0]), ("divide", [3.0, -1.0, 7.0])])
+@pytest.mark.parametrize("name,factor", [
+    ("multiply", -0.75), ("divide", 0.3), ("multiply", [0.5, -2.0, 0.0]),
+    ("divide", [3.0, -1.0, 7.0])])
 def test_scaling_by_a_constant(name, factor):
     x = var("x", (2, 3), "uint8")
     c = np.asarray(factor, np.float32)
