@@ -46,9 +46,11 @@ their tie rules), and saturation keeps that, so:
 * **it is exactly the float program's output** where the region is a
   lookup table (below) or every operator of it is exact on integers: a
   dequantize -> quantize pair with the same parameters disappears;
-  reshape, transpose, squeeze, expand_dims, batch_flatten, strided_slice,
-  split, max pooling, relu, clip, maximum/minimum, pad and concatenate of
-  tensors sharing one set of parameters are exact (the dequantize map
+  the layout operators (reshape, transpose, squeeze, expand_dims,
+  batch_flatten, strided_slice, split, reverse, tile, repeat,
+  broadcast_to, layout_transform), max/min reductions, max pooling, relu,
+  clip, maximum/minimum, pad and concatenate of tensors sharing one set
+  of parameters are exact (the dequantize map
   ``q -> s * (q - z)`` is increasing and commutes with them); and relu,
   clip and max pooling directly before a quantize are exact after it
   (``Q`` is non-decreasing, so ``Q(max(v, c)) = max(Q(v), Q(c))``).

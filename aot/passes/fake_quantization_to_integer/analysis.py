@@ -443,13 +443,19 @@ def _is_tail(name: str) -> bool:
         or name in LAYOUT_OPS
 
 
+#: elementwise and broadcast operators that change the number or order
+#: of elements
+_NOT_ELEMENTWISE = frozenset({"broadcast_to", "broadcast_to_like", "expand_dims", "repeat",
+                              "tile", "full"})
+
+
 def _is_elementwise(name: str) -> bool:
     """An operator computing each element from the same element of its
     operands (broadcasting scalars): a table of its values is exact."""
     op_def = lookup(name)
     return op_def is not None and op_def.pattern in (PatternKind.ELEMWISE,
                                                      PatternKind.BROADCAST) \
-        and not name.startswith("qnn.")
+        and not name.startswith("qnn.") and name not in _NOT_ELEMENTWISE
 
 
 def _tail_ok(t: Call, site: QSite) -> bool:

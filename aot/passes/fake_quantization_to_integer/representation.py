@@ -35,8 +35,12 @@ DENSE_DATA = (I8, U8, I16, U16)
 DENSE_WEIGHT = (I8, U8)
 BINARY = (I8, U8)
 CONCAT = (I8, U8, I16, I32)
+#: one-input operators that only move, repeat or select elements (max/min
+#: reductions select one): they commute with every non-decreasing
+#: elementwise map, so with dequantize and quantize of one set of parameters
 LAYOUT_OPS = ("reshape", "transpose", "squeeze", "expand_dims", "nn.batch_flatten",
-              "strided_slice")
+              "strided_slice", "reverse", "tile", "repeat", "broadcast_to",
+              "layout_transform", "max", "min")
 
 
 # ====================================================================== parameters
