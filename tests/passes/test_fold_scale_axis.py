@@ -9,24 +9,16 @@ two directions meet."""
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 import pytest
 
 import aot
-from aot.ir.expr import Call, Op
-from aot.ir.visitor import post_order
 from aot.passes.bind_params import bind_params
 from aot.passes.fold_scale_axis import fold_scale_axis
 from aot.passes.manager import PassContext, run_pass
+from pass_helpers import op_counts
 
 RNG = np.random.default_rng(11)
-
-
-def _ops(mod) -> collections.Counter:
-    return collections.Counter(n.op.name for n in post_order(mod["main"])
-                               if isinstance(n, Call) and isinstance(n.op, Op))
 
 
 def _fold(text: str, params: dict):
@@ -60,7 +52,7 @@ FOLDED = [
 def test_conv_scale_and_shift_fold(body, ops):
     params = {"w": _f32(8, 4, 3, 3), "b": _f32(8), "s": _f32(8, 1, 1), "t": _f32(8, 1, 1)}
     before, after = _fold(CONV.replace("@BODY@", body), params)
-    assert dict(_ops(after)) == ops
+    assert dict(op_counts(after)) == ops
     x = _f32(1, 4, 6, 6)
     np.testing.assert_allclose(aot.interpret(after, x), aot.interpret(before, x),
                                rtol=1e-5, atol=1e-5)
@@ -72,7 +64,7 @@ def test_dense_scale_and_shift_fold():
             "  add(multiply(nn.dense(%x, %w), %s), %t)\n}\n")
     params = {"w": _f32(3, 5), "s": _f32(3), "t": np.float32(0.5)}
     before, after = _fold(text, params)
-    assert dict(_ops(after)) == {"nn.dense": 1, "nn.bias_add": 1}
+    assert dict(op_counts(after)) == {"nn.dense": 1, "nn.bias_add": 1}
     x = _f32(2, 5)
     np.testing.assert_allclose(aot.interpret(after, x), aot.interpret(before, x), rtol=1e-5)
 
@@ -95,19 +87,19 @@ def test_not_folded(body):
     if "%x3" not in body:
         params["x3"] = _f32(8, 4, 3, 3)
     before, after = _fold(text, params)
-    assert _ops(after)["multiply"] == _ops(before)["multiply"] == 1
+    assert op_counts(after)["multiply"] == op_counts(before)["multiply"] == 1
 
 
 def test_infinite_scale_and_nhwc_are_not_folded():
     s = np.full((8, 1, 1), np.inf, np.float32)
     params = {"w": _f32(8, 4, 3, 3), "b": _f32(8), "s": s, "t": _f32(8, 1, 1)}
     _, after = _fold(CONV.replace("@BODY@", f"multiply({CONV_CALL}, %s)"), params)
-    assert _ops(after)["multiply"] == 1
+    assert op_counts(after)["multiply"] == 1
     text = ("def @main(%x: Tensor[(1, 6, 6, 4), float32], %w: Tensor[(3, 3, 4, 8), float32], "
             "%s: Tensor[(8,), float32]) {\n  multiply(nn.conv2d(%x, %w, padding=[1, 1], "
             "data_layout=\"NHWC\", kernel_layout=\"HWIO\"), %s)\n}\n")
     _, after = _fold(text, {"w": _f32(3, 3, 4, 8), "s": _f32(8)})
-    assert _ops(after)["multiply"] == 1
+    assert op_counts(after)["multiply"] == 1
 
 
 def test_compiled_batch_norm_has_no_epilogue_multiply(tmp_path):
@@ -154,7 +146,7 @@ def test_backward_goes_first_and_takes_the_scale_with_the_bias():
     shift by the scale)."""
     before = _two(CONV1_BN_RELU_CONV2, _f32(8, 1, 1))
     after = run_pass("FoldScaleAxis", before)
-    assert dict(_ops(after)) == {"nn.conv2d": 2, "nn.bias_add": 1, "nn.relu": 1}
+    assert dict(op_counts(after)) == {"nn.conv2d": 2, "nn.bias_add": 1, "nn.relu": 1}
     conv2 = after["main"].body
     np.testing.assert_array_equal(conv2.args[1].data, before["main"].body.args[1].data)
     x = _f32(1, 4, 6, 6)
@@ -169,7 +161,7 @@ def test_forward_alone_takes_the_scale_into_the_next_layer():
     before = _two(CONV1_BN_RELU_CONV2, POW2)
     with PassContext(disabled=["BackwardFoldScaleAxis"]):
         after = run_pass("FoldScaleAxis", before)
-    assert dict(_ops(after)) == {"nn.conv2d": 2, "nn.bias_add": 1, "nn.relu": 1, "add": 1}
+    assert dict(op_counts(after)) == {"nn.conv2d": 2, "nn.bias_add": 1, "nn.relu": 1, "add": 1}
     x = _f32(1, 4, 6, 6)
     np.testing.assert_array_equal(aot.interpret(after, x), aot.interpret(before, x))
 
@@ -181,9 +173,9 @@ def test_forward_picks_up_what_backward_cannot():
             "  (nn.conv2d(nn.relu(multiply(%0, %s)), %w2), %0)")
     before = _two(body, np.abs(_f32(8, 1, 1)) + 0.1)
     with PassContext(disabled=["ForwardFoldScaleAxis"]):
-        assert _ops(run_pass("FoldScaleAxis", before))["multiply"] == 1
+        assert op_counts(run_pass("FoldScaleAxis", before))["multiply"] == 1
     after = run_pass("FoldScaleAxis", before)
-    assert "multiply" not in _ops(after)
+    assert "multiply" not in op_counts(after)
     x = _f32(1, 4, 6, 6)
     for got, want in zip(aot.interpret(after, x), aot.interpret(before, x)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -199,10 +191,10 @@ def test_options_reach_both_directions():
     params = {"w1": _f32(8, 4, 3, 3), "b1": _f32(8), "s": s, "t": t, "w2": _f32(2, 8, 1, 1)}
     text = TWO.replace("@BODY@", body)
     before = aot.infer_types(bind_params(aot.infer_types(aot.parse(text)), params, "main"))
-    assert _ops(run_pass("FoldScaleAxis", before))["divide"] == 2
+    assert op_counts(run_pass("FoldScaleAxis", before))["divide"] == 2
     with PassContext(options={"FoldScaleAxis": {"inexact_divide": True}}):
         after = run_pass("FoldScaleAxis", before)
-    assert "divide" not in _ops(after)
+    assert "divide" not in op_counts(after)
     x = _f32(1, 4, 6, 6)
     for got, want in zip(aot.interpret(after, x), aot.interpret(before, x)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -12,12 +12,10 @@ import pytest
 
 import aot
 from aot import builder as B
-from aot.ir.expr import Call, Op
 from aot.ir.module import IRModule
 from aot.ir.structural import assert_structural_equal
-from aot.ir.visitor import post_order
-from aot.passes.bind_params import bind_params
-from aot.passes.manager import PassContext, Sequential, run_pass
+from aot.passes.manager import PassContext, Sequential
+from pass_helpers import assert_close, main_module, op_names, run_with_options
 
 RNG = np.random.default_rng(5)
 X = "%x: Tensor[(2, 4, 6, 6), float32]"
@@ -34,27 +32,8 @@ def positive(*shape):
     return RNG.uniform(0.5, 1.0, shape).astype(np.float32)
 
 
-def module(sig: str, body: str, params: dict) -> IRModule:
-    text = f"def @main({sig}) {{\n  {body}\n}}\n"
-    return aot.infer_types(bind_params(aot.infer_types(aot.parse(text)), params, "main"))
-
-
 def fold(mod: IRModule, **options) -> IRModule:
-    ctx = PassContext(options={"ForwardFoldScaleAxis": options}) if options else None
-    return run_pass("ForwardFoldScaleAxis", mod, ctx)
-
-
-def ops(mod: IRModule) -> list[str]:
-    return [n.op.name for n in post_order(mod["main"])
-            if isinstance(n, Call) and isinstance(n.op, Op)]
-
-
-def assert_same(before: IRModule, after: IRModule, *args, exact: bool = False) -> None:
-    want, got = aot.interpret(before, *args), aot.interpret(after, *args)
-    if exact:
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    return run_with_options("ForwardFoldScaleAxis", mod, **options)
 
 
 def in_scaled(w: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -74,19 +53,19 @@ def test_tvm_fold_fwd_simple(scale, options):
     w, b = f32(2, 4, 3, 3), f32(4, 1, 1)
     s = scale.reshape(4, 1, 1)
     sig = f"{X}, {W}, %b: Tensor[(4, 1, 1), float32]"
-    before = module(f"{sig}, %s: Tensor[(4, 1, 1), float32]",
-                    CONV.format("add(nn.relu(multiply(%x, %s)), %b)"), {"w": w, "b": b, "s": s})
+    before = main_module(f"{sig}, %s: Tensor[(4, 1, 1), float32]",
+                         CONV.format("add(nn.relu(multiply(%x, %s)), %b)"), {"w": w, "b": b, "s": s})
     after = fold(before, **options)
-    expected = module(sig, CONV.format("add(nn.relu(%x), %b)"),
-                      {"w": in_scaled(w, scale), "b": (b / s).astype(np.float32)})
+    expected = main_module(sig, CONV.format("add(nn.relu(%x), %b)"),
+                           {"w": in_scaled(w, scale), "b": (b / s).astype(np.float32)})
     assert_structural_equal(after, expected)
-    assert_same(before, after, f32(2, 4, 6, 6), exact=not options)
+    assert_close(before, after, f32(2, 4, 6, 6), exact=not options)
 
 
 def test_rounded_shift_quotient_is_not_folded_by_default():
     w, b, s = f32(2, 4, 3, 3), f32(4, 1, 1), positive(4, 1, 1)
-    before = module(f"{X}, {W}, %b: Tensor[(4, 1, 1), float32], %s: Tensor[(4, 1, 1), float32]",
-                    CONV.format("add(nn.relu(multiply(%x, %s)), %b)"), {"w": w, "b": b, "s": s})
+    before = main_module(f"{X}, {W}, %b: Tensor[(4, 1, 1), float32], %s: Tensor[(4, 1, 1), float32]",
+                         CONV.format("add(nn.relu(multiply(%x, %s)), %b)"), {"w": w, "b": b, "s": s})
     assert_structural_equal(fold(before), before)
 
 
@@ -111,19 +90,19 @@ def test_tvm_fold_fwd_fail(body):
     sig = (f"{X}, {W}, %b: Tensor[(4, 1, 1), float32], %s: Tensor[(4, 1, 1), float32], "
            "%neg: Tensor[(4, 1, 1), float32], %y: Tensor[(4, 1, 1), float32], "
            "%full: Tensor[(4, 6, 6), float32]")
-    before = module(sig, body, {"w": f32(2, 4, 3, 3), "b": f32(4, 1, 1), "s": positive(4, 1, 1),
+    before = main_module(sig, body, {"w": f32(2, 4, 3, 3), "b": f32(4, 1, 1), "s": positive(4, 1, 1),
                                 "neg": -positive(4, 1, 1), "full": f32(4, 6, 6)})
     assert_structural_equal(fold(before, inexact_divide=True), before)
 
 
 def test_tvm_fold_fwd_negative_scale():
     w, s = f32(2, 4, 3, 3), -positive(4)
-    before = module(f"{X}, {W}, %s: Tensor[(4, 1, 1), float32]", CONV.format("multiply(%x, %s)"),
-                    {"w": w, "s": s.reshape(4, 1, 1)})
+    before = main_module(f"{X}, {W}, %s: Tensor[(4, 1, 1), float32]", CONV.format("multiply(%x, %s)"),
+                         {"w": w, "s": s.reshape(4, 1, 1)})
     after = fold(before)
-    assert_structural_equal(after, module(f"{X}, {W}", CONV.format("%x"),
-                                          {"w": in_scaled(w, s)}))
-    assert_same(before, after, f32(2, 4, 6, 6))
+    assert_structural_equal(after, main_module(f"{X}, {W}", CONV.format("%x"),
+                                               {"w": in_scaled(w, s)}))
+    assert_close(before, after, f32(2, 4, 6, 6))
 
 
 @pytest.mark.parametrize("rows, k, units", [(2, 4, 3), (3, 5, 4)])
@@ -132,13 +111,13 @@ def test_tvm_fold_fwd_dense(rows, k, units):
     s = np.resize(POW2, k)
     sig = f"%x: Tensor[({rows}, {k}), float32], %w: Tensor[({units}, {k}), float32], " \
           f"%b: Tensor[({k}), float32]"
-    before = module(f"{sig}, %s: Tensor[({k}), float32]",
-                    "nn.dense(add(nn.relu(multiply(%x, %s)), %b), %w)", {"w": w, "b": b, "s": s})
+    before = main_module(f"{sig}, %s: Tensor[({k}), float32]",
+                         "nn.dense(add(nn.relu(multiply(%x, %s)), %b), %w)", {"w": w, "b": b, "s": s})
     after = fold(before)
-    expected = module(sig, "nn.dense(add(nn.relu(%x), %b), %w)",
-                      {"w": (w * s).astype(np.float32), "b": b / s})
+    expected = main_module(sig, "nn.dense(add(nn.relu(%x), %b), %w)",
+                           {"w": (w * s).astype(np.float32), "b": b / s})
     assert_structural_equal(after, expected)
-    assert_same(before, after, f32(rows, k), exact=True)
+    assert_close(before, after, f32(rows, k), exact=True)
 
 
 # ---------------------------------------------------------------- ours
@@ -153,16 +132,16 @@ def test_grouped_and_depthwise_convolutions(groups, w_shape):
     w, s = f32(*w_shape), positive(4)
     conv = f"nn.conv2d({{}}, %w, padding=[1, 1], groups={groups})"
     sig = f"{X}, %w: Tensor[{w_shape}, float32]"
-    before = module(f"{sig}, %s: Tensor[(4, 1, 1), float32]", conv.format("multiply(%x, %s)"),
-                    {"w": w, "s": s.reshape(4, 1, 1)})
+    before = main_module(f"{sig}, %s: Tensor[(4, 1, 1), float32]", conv.format("multiply(%x, %s)"),
+                         {"w": w, "s": s.reshape(4, 1, 1)})
     after = fold(before)
     o, i = w_shape[:2]
     factors = np.array([[s[(oc // (o // groups)) * i + j] for j in range(i)] for oc in range(o)],
                        np.float32)
-    expected = module(sig, conv.format("%x"),
-                      {"w": (w * factors[:, :, None, None]).astype(np.float32)})
+    expected = main_module(sig, conv.format("%x"),
+                           {"w": (w * factors[:, :, None, None]).astype(np.float32)})
     assert_structural_equal(after, expected)
-    assert_same(before, after, f32(2, 4, 6, 6))
+    assert_close(before, after, f32(2, 4, 6, 6))
 
 
 @pytest.mark.parametrize("std, options, folded", [
@@ -174,17 +153,17 @@ def test_input_normalisation(std, options, folded):
     """conv((x - mean) / std): the divide folds into the weight when 1/std
     is exact (or on request); the subtraction stays."""
     w, mean = f32(2, 4, 3, 3), f32(4, 1, 1)
-    before = module(f"{X}, {W}, %m: Tensor[(4, 1, 1), float32], %d: Tensor[(4, 1, 1), float32]",
-                    CONV.format("divide(subtract(%x, %m), %d)"),
-                    {"w": w, "m": mean, "d": std.reshape(4, 1, 1)})
+    before = main_module(f"{X}, {W}, %m: Tensor[(4, 1, 1), float32], %d: Tensor[(4, 1, 1), float32]",
+                         CONV.format("divide(subtract(%x, %m), %d)"),
+                         {"w": w, "m": mean, "d": std.reshape(4, 1, 1)})
     after = fold(before, **options)
     if not folded:
         assert_structural_equal(after, before)
         return
-    assert ops(after) == ["subtract", "nn.conv2d"]
+    assert op_names(after) == ["subtract", "nn.conv2d"]
     recip = (np.float32(1) / std).astype(np.float32)
     np.testing.assert_array_equal(after["main"].body.args[1].data, in_scaled(w, recip))
-    assert_same(before, after, f32(2, 4, 6, 6), exact=not options)
+    assert_close(before, after, f32(2, 4, 6, 6), exact=not options)
 
 
 def test_bias_add_and_subtract_in_the_chain():
@@ -193,30 +172,30 @@ def test_bias_add_and_subtract_in_the_chain():
     s = POW2
     sig = "%x: Tensor[(1, 4, 9), float32], %w: Tensor[(3, 4, 3), float32], " \
           "%b: Tensor[(4), float32], %t: Tensor[(4, 1), float32]"
-    before = module(f"{sig}, %s: Tensor[(4, 1), float32]",
-                    "nn.conv1d(nn.relu(subtract(%t, nn.bias_add(multiply(%x, %s), %b))), %w)",
-                    {"w": w, "b": b, "t": t, "s": s.reshape(4, 1)})
+    before = main_module(f"{sig}, %s: Tensor[(4, 1), float32]",
+                         "nn.conv1d(nn.relu(subtract(%t, nn.bias_add(multiply(%x, %s), %b))), %w)",
+                         {"w": w, "b": b, "t": t, "s": s.reshape(4, 1)})
     after = fold(before)
-    expected = module(sig, "nn.conv1d(nn.relu(subtract(%t, nn.bias_add(%x, %b))), %w)",
-                      {"w": in_scaled(w, s), "b": b / s, "t": t / s.reshape(4, 1)})
+    expected = main_module(sig, "nn.conv1d(nn.relu(subtract(%t, nn.bias_add(%x, %b))), %w)",
+                           {"w": in_scaled(w, s), "b": b / s, "t": t / s.reshape(4, 1)})
     assert_structural_equal(after, expected)
-    assert_same(before, after, f32(1, 4, 9), exact=True)
+    assert_close(before, after, f32(1, 4, 9), exact=True)
 
 
 def test_overflowing_weights_are_not_folded():
     w = np.full((2, 4, 3, 3), 3e38, np.float32)
-    before = module(f"{X}, {W}, %s: Tensor[(4, 1, 1), float32]", CONV.format("multiply(%x, %s)"),
-                    {"w": w, "s": np.full((4, 1, 1), 4.0, np.float32)})
+    before = main_module(f"{X}, {W}, %s: Tensor[(4, 1, 1), float32]", CONV.format("multiply(%x, %s)"),
+                         {"w": w, "s": np.full((4, 1, 1), 4.0, np.float32)})
     assert_structural_equal(fold(before), before)
 
 
 def test_disabled_by_name_leaves_the_module_unchanged():
-    before = module(f"{X}, {W}, %s: Tensor[(4, 1, 1), float32]", CONV.format("multiply(%x, %s)"),
-                    {"w": f32(2, 4, 3, 3), "s": positive(4, 1, 1)})
+    before = main_module(f"{X}, {W}, %s: Tensor[(4, 1, 1), float32]", CONV.format("multiply(%x, %s)"),
+                         {"w": f32(2, 4, 3, 3), "s": positive(4, 1, 1)})
     with PassContext(disabled=["ForwardFoldScaleAxis"]):
         assert Sequential(["ForwardFoldScaleAxis"])(before) is before
         assert_structural_equal(Sequential(["FoldScaleAxis"])(before), before)
-    assert ops(Sequential(["ForwardFoldScaleAxis"])(before)) == ["nn.conv2d"]
+    assert op_names(Sequential(["ForwardFoldScaleAxis"])(before)) == ["nn.conv2d"]
 
 
 def test_deep_chain_of_relus_between_scale_and_layer():
@@ -229,6 +208,6 @@ def test_deep_chain_of_relus_between_scale_and_layer():
     body = B.call("nn.conv2d", e, B.const(w), padding=[1, 1])
     before = aot.infer_types(B.module(main=B.function([x], body)))
     after = fold(before)
-    names = ops(after)
+    names = op_names(after)
     assert names.count("nn.relu") == n and "multiply" not in names
     np.testing.assert_array_equal(after["main"].body.args[1].data, in_scaled(w, s))
