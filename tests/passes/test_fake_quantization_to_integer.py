@@ -1090,3 +1090,52 @@ def test_onnxruntime_quantized_model(name, tmp_path):
     for seed in range(2):
         x = np.random.default_rng(100 + seed).standard_normal(shape).astype(np.float32)
         assert np.max(np.abs(aot.interpret(before, x) - aot.interpret(after, x))) <= step * 1.0001
+
+
+CHAIN_OPS = ["relu", "clip", "transpose", "max_pool", "avg_pool", "conv", "scale", "shift",
+             "sigmoid", "max_reduce"]
+
+
+def chain_op(name: str, h: Expr, rng: np.random.Generator) -> Expr:
+    """One shape-preserving float operator on a (1, 3, 6, 6) tensor."""
+    if name == "relu":
+        return B.call("nn.relu", h)
+    if name == "clip":
+        return B.call("clip", h, a_min=float(np.float32(-rng.random())),
+                      a_max=float(np.float32(rng.random() * 3)))
+    if name == "transpose":
+        return B.call("transpose", h, axes=[0, 1, 3, 2])
+    if name == "max_pool":
+        return B.call("nn.max_pool2d", h, pool_size=[3, 3], padding=[1, 1])
+    if name == "avg_pool":
+        return B.call("nn.avg_pool2d", h, pool_size=[3, 3], padding=[1, 1],
+                      count_include_pad=True)
+    if name == "conv":
+        w = dq(B.const(rng.integers(-127, 128, (3, 3, 3, 3)).astype(np.int8)),
+               (rng.random(3) * 0.05 + 0.01).astype(np.float32), np.zeros(3), axis=0)
+        y = B.call("nn.conv2d", h, w, kernel_size=[3, 3], padding=[1, 1])
+        return B.call("nn.bias_add", y, f32(rng.standard_normal(3)))
+    if name == "scale":
+        return B.call("multiply", h, B.const(rng.uniform(-2, 2, (1, 3, 1, 1)).astype(np.float32)))
+    if name == "shift":
+        return B.call("add", h, f32(rng.uniform(-1, 1)))
+    if name == "sigmoid":
+        return B.call("sigmoid", h)
+    # max_reduce: a reduction, broadcast back to the shape
+    return B.call("broadcast_to", B.call("max", h, axis=[3], keepdims=True), shape=[1, 3, 6, 6])
+
+
+@SETTINGS
+@given(names=st.lists(st.sampled_from(CHAIN_OPS), min_size=1, max_size=4),
+       inp=act_params(), out=act_params(), seed=st.integers(0, 1000))
+def test_rule_on_random_chains(names, inp, out, seed):
+    """Random chains of float operators between a dequantize and a
+    quantize: whatever the pass rewrites is within the rule."""
+    rng = np.random.default_rng(seed)
+    s, z, dt = inp
+    x = var("x", (1, 3, 6, 6), dt)
+    h: Expr = dq(x, s, z)
+    for name in names:
+        h = chain_op(name, h, rng)
+    os_, oz, odt = out
+    check_rule(module([x], q(h, os_, oz, odt)))
