@@ -21,37 +21,16 @@ from aot.ir.structural import assert_structural_equal, structural_equal
 from aot.ir.visitor import post_order
 from aot.passes.lambda_lift import MAX_NAME, is_closure, is_primitive, lambda_lift
 from aot.passes.manager import PassContext, Sequential, get_pass, run_pass
-from aot.values import Closure, ConstructorValue, values_equal
+from aot.values import Closure, ConstructorValue
 from e2e.random_programs import Program, programs
 from test_corpus_semantics import diverges, has_main, ill_typed, load, random_value, records
+from pass_helpers import same_value
 
 HEADER = '#[version = "0.0.5"]\n'
 
 
 def typed(text: str) -> IRModule:
     return aot.infer_types(aot.parse(HEADER + text, source_name="lift.relay"))
-
-
-def same_value(a: object, b: object) -> bool:
-    """Interpreter results equal (ADT values by constructor name; a closure
-    only needs to be a closure: lifting changes the function object)."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, tuple):
-            if not isinstance(y, tuple) or len(x) != len(y):
-                return False
-            stack.extend(zip(x, y))
-        elif isinstance(x, ConstructorValue):
-            if not isinstance(y, ConstructorValue) or x.constructor.name != y.constructor.name:
-                return False
-            stack.extend(zip(x.fields, y.fields))
-        elif isinstance(x, Closure):
-            if not isinstance(y, Closure):
-                return False
-        elif not values_equal(x, y):
-            return False
-    return True
 
 
 def local_functions(mod: IRModule) -> list[Function]:

@@ -28,10 +28,10 @@ from aot.ir.visitor import post_order
 from aot.passes import specialize as specialize_module
 from aot.passes.specialize import MAX_TYPE_DEPTH, mangle_args, mangle_type, specialize
 from aot.passes.type_infer import infer_types
-from aot.values import Closure, ConstructorValue, values_equal
 from e2e.random_programs import Program, programs
 from test_corpus_semantics import (diverges, has_main, ill_typed, load, random_value,
                                    records)
+from pass_helpers import same_value
 
 I32 = TensorType((), DType.INT32)
 F32 = TensorType((), DType.FLOAT32)
@@ -40,28 +40,6 @@ C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def typed(text: str) -> aot.IRModule:
     return infer_types(aot.parse(text, source_name="spec.relay"))
-
-
-def same_value(a: object, b: object) -> bool:
-    """Interpreter results equal (closures only need to be closures: a
-    specialised closure is a different function object)."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, tuple):
-            if not isinstance(y, tuple) or len(x) != len(y):
-                return False
-            stack.extend(zip(x, y))
-        elif isinstance(x, ConstructorValue):
-            if not isinstance(y, ConstructorValue) or x.constructor.name != y.constructor.name:
-                return False
-            stack.extend(zip(x.fields, y.fields))
-        elif isinstance(x, Closure):
-            if not isinstance(y, Closure):
-                return False
-        elif not values_equal(x, y):
-            return False
-    return True
 
 
 def _type_nodes(t: Type) -> list[Type]:
