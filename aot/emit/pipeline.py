@@ -30,7 +30,13 @@ __all__ = ["optimize_for_c", "plan", "compile_module"]
 def _context(opt_level: int | None, entry: str) -> PassContext:
     """The current pass context with ``opt_level`` (when given) and the
     entry function as the option of the passes that need one."""
+    from ..passes.pipelines import in_any_pipeline
+
     ctx = current()
+    for name in sorted(ctx.required):
+        if not in_any_pipeline(name):
+            raise DiagnosticError(f"pass {name} is required but in no pipeline of "
+                                  "aot.passes.pipelines; run it with aot.passes.manager.run_pass")
     if opt_level is not None:
         ctx = ctx.replace(opt_level=opt_level)
     options = dict(ctx.options)

@@ -271,3 +271,9 @@ def test_compile_at_opt_level_0_fuses_nothing(tmp_path):
     assert len(art.metadata["kernels"]) == 3
     art = aot.compile(aot.parse(SRC), tmp_path / "o3", name="o3", build=False)
     assert len(art.metadata["kernels"]) == 1
+
+
+def test_compile_refuses_a_required_pass_in_no_pipeline(tmp_path):
+    with PassContext(required=["ToANormalForm"]):
+        with pytest.raises(DiagnosticError, match="ToANormalForm is required but in no pipeline"):
+            aot.compile(aot.parse(SRC), tmp_path / "x", build=False)
