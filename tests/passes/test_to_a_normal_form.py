@@ -15,11 +15,11 @@ from aot.ir.feature import Feature, detect_feature
 from aot.ir.module import IRModule
 from aot.ir.normal_form import a_normal_form_violations, is_primitive_function
 from aot.ir.structural import assert_structural_equal
-from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
 from aot.interpreter import Interpreter
 from aot.passes.manager import PassContext, Sequential, run_pass
 from aot.values import make_list, values_equal
+from pass_helpers import deep_let_chain, random_args, shared_graph
 
 
 def typed(text: str) -> IRModule:
@@ -29,21 +29,6 @@ def typed(text: str) -> IRModule:
 def anf(mod: IRModule) -> IRModule:
     with PassContext(verify=True):
         return run_pass("ToANormalForm", mod)
-
-
-def random_args(mod: IRModule, seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for p in mod["main"].params:
-        t = p.checked_type
-        assert isinstance(t, TensorType), t
-        if t.dtype.is_bool:
-            out.append(rng.integers(0, 2, t.shape).astype(np.bool_))
-        elif t.dtype.is_float:
-            out.append(rng.standard_normal(t.shape).astype(t.dtype.np))
-        else:
-            out.append(rng.integers(0, 4, t.shape).astype(t.dtype.np))
-    return out
 
 
 def assert_same_values(before: IRModule, after: IRModule, args: list) -> None:
@@ -347,11 +332,7 @@ def test_idempotent() -> None:
 
 def test_ten_thousand_deep_let_chain() -> None:
     n = 10_000
-    x = B.var("x", "float32")
-    vars_ = [x] + [B.var(f"v{i}") for i in range(n)]
-    body = vars_[-1]
-    for i in range(n, 0, -1):
-        body = Let(vars_[i], B.add(vars_[i - 1], 1.0), body)
+    x, body = deep_let_chain(n)
     before = aot.infer_types(B.module(main=B.function([x], body)))
     after = anf(before)
     assert a_normal_form_violations(after) == []
@@ -363,10 +344,7 @@ def test_ten_thousand_deep_let_chain() -> None:
 def test_ten_thousand_node_graph() -> None:
     """A chain in which every node is used twice (by the next two)."""
     n = 10_000
-    x = B.var("x", "float32")
-    a, b = x, B.negative(x)
-    for _ in range(n):
-        a, b = b, B.maximum(a, b)
+    x, b = shared_graph(n)
     before = aot.infer_types(B.module(main=B.function([x], b)))
     assert Feature.fGraph in detect_feature(before)
     after = anf(before)

@@ -17,10 +17,10 @@ from aot.ir.feature import Feature, detect_feature
 from aot.ir.module import IRModule
 from aot.ir.normal_form import basic_block_violations
 from aot.ir.structural import assert_structural_equal
-from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
 from aot.passes.manager import PassContext, Sequential, run_pass
 from aot.values import Closure, ConstructorValue, values_equal
+from pass_helpers import TVM_REF_PROGRAM, deep_let_chain, random_args, shared_graph
 
 
 def typed(text: str) -> IRModule:
@@ -30,21 +30,6 @@ def typed(text: str) -> IRModule:
 def bbnf(mod: IRModule) -> IRModule:
     with PassContext(verify=True):
         return run_pass("ToBasicBlockNormalForm", mod)
-
-
-def random_args(mod: IRModule, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for p in mod["main"].params:
-        t = p.checked_type
-        assert isinstance(t, TensorType), t
-        if t.dtype.is_bool:
-            out.append(rng.integers(0, 2, t.shape).astype(np.bool_))
-        elif t.dtype.is_float:
-            out.append(rng.standard_normal(t.shape).astype(t.dtype.np))
-        else:
-            out.append(rng.integers(0, 4, t.shape).astype(t.dtype.np))
-    return out
 
 
 def check(before: str, expected: str | None) -> IRModule:
@@ -135,10 +120,7 @@ CASES: dict[str, tuple[str, str | None]] = {
     ),
     # TVM test_ref: lets only, nothing shared
     "ref": (
-        """def @main() {
-             let %i = ref(1); let %iv = ref_read(%i); let %u = ref_write(%i, 2);
-             let %uv = ref_read(%i); add(%iv, %uv)
-           }""",
+        TVM_REF_PROGRAM,
         None,
     ),
     # TVM test_let (let1, let1_1, let3): unchanged
@@ -335,11 +317,7 @@ def test_idempotent() -> None:
 def test_ten_thousand_deep_let_chain() -> None:
     """Nothing is shared between blocks: the chain comes back as it is."""
     n = 10_000
-    x = B.var("x", "float32")
-    vars_ = [x] + [B.var(f"v{i}") for i in range(n)]
-    body = vars_[-1]
-    for k in range(n, 0, -1):
-        body = Let(vars_[k], B.add(vars_[k - 1], 1.0), body)
+    x, body = deep_let_chain(n)
     before = aot.infer_types(B.module(main=B.function([x], body)))
     after = bbnf(before)
     assert after["main"] is before["main"]
@@ -349,10 +327,7 @@ def test_ten_thousand_node_graph_under_an_if() -> None:
     """A 10,000-node graph whose last node is used by both branches: one
     binding, the rest stays graph form."""
     n = 10_000
-    x = B.var("x", "float32")
-    a, b = x, B.negative(x)
-    for _ in range(n):
-        a, b = b, B.maximum(a, b)
+    x, b = shared_graph(n)
     body = B.if_(B.less(x, 0.0), b, B.negative(b))
     before = aot.infer_types(B.module(main=B.function([x], body)))
     after = bbnf(before)

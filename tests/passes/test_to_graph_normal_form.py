@@ -16,10 +16,10 @@ from aot.ir.expr import Call, Let, RefCreate, RefWrite
 from aot.ir.feature import Feature, detect_feature
 from aot.ir.module import IRModule
 from aot.ir.structural import assert_structural_equal
-from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
 from aot.passes.manager import PassContext, Sequential, run_pass
 from aot.values import values_equal
+from pass_helpers import TVM_REF_PROGRAM, deep_let_chain, random_args, shared_graph
 
 
 def typed(text: str) -> IRModule:
@@ -29,19 +29,6 @@ def typed(text: str) -> IRModule:
 def run(name: str, mod: IRModule) -> IRModule:
     with PassContext(verify=True):
         return run_pass(name, mod)
-
-
-def random_args(mod: IRModule, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for p in mod["main"].params:
-        t = p.checked_type
-        assert isinstance(t, TensorType), t
-        if t.dtype.is_bool:
-            out.append(rng.integers(0, 2, t.shape).astype(np.bool_))
-        else:
-            out.append(rng.standard_normal(t.shape).astype(t.dtype.np))
-    return out
 
 
 def distinct_calls(mod: IRModule) -> int:
@@ -58,10 +45,7 @@ CASES: dict[str, tuple[str, str | None]] = {
     ),
     # effects keep their lets (TVM's ref program)
     "ref": (
-        """def @main() {
-             let %i = ref(1); let %iv = ref_read(%i); let %u = ref_write(%i, 2);
-             let %uv = ref_read(%i); add(%iv, %uv)
-           }""",
+        TVM_REF_PROGRAM,
         None,
     ),
     "closure": ("def @main(%x: float32) { let %f = fn (%y: float32) { %y }; %f(%x) }", None),
@@ -198,21 +182,14 @@ def test_round_trip_random_dataflow(seed: int) -> None:
 
 def test_round_trip_ten_thousand_node_graph() -> None:
     n = 10_000
-    x = B.var("x", "float32")
-    a, b = x, B.negative(x)
-    for _ in range(n):
-        a, b = b, B.maximum(a, b)
+    x, b = shared_graph(n)
     mod = aot.infer_types(B.module(main=B.function([x], b)))
     assert_round_trip(mod)
 
 
 def test_ten_thousand_deep_let_chain() -> None:
     n = 10_000
-    x = B.var("x", "float32")
-    vars_ = [x] + [B.var(f"v{i}") for i in range(n)]
-    body = vars_[-1]
-    for k in range(n, 0, -1):
-        body = Let(vars_[k], B.add(vars_[k - 1], 1.0), body)
+    x, body = deep_let_chain(n)
     before = aot.infer_types(B.module(main=B.function([x], body)))
     after = run("ToGraphNormalForm", before)
     assert Feature.fLet not in detect_feature(after)
