@@ -87,8 +87,14 @@ def _op_names(p: DFPattern) -> Keys | None:
 
 
 def may_match(keys: Keys | None, e: Expr) -> bool:
-    """Can a pattern with root ``keys`` match ``e``?"""
-    return keys is None or any(k in keys for k in node_keys(e))
+    """Can a pattern with root ``keys`` match ``e``?  (``node_keys`` of
+    ``e`` meets ``keys``, without building them: this runs per node.)"""
+    if keys is None:
+        return True
+    if isinstance(e, Call):
+        op = e.op
+        return Call in keys or (isinstance(op, Op) and op.name in keys)
+    return type(e) in keys
 
 
 class Dispatch:

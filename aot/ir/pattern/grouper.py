@@ -4,9 +4,10 @@ Design note
 -----------
 Relay's ``PatternGrouper``.  Every node of the expression's dataflow graph
 is tried as the root of a match, from the root of the expression down
-(reverse post-order), skipping nodes already inside a group and anything
+(reverse post-order), skipping nodes already inside a group, anything
 inside a function that an earlier partition made
-(``PartitionedFromPattern``).  A match becomes a :class:`Group`:
+(``PartitionedFromPattern``) and nodes the pattern cannot match at its
+root (:mod:`~.dispatch`: an ``add`` pattern is not tried on a ``relu``).  A match becomes a :class:`Group`:
 
 * *inputs*: the expressions matched by the pattern's leaves (wildcards,
   variables, ``is_expr``), or the arguments/fields of calls and tuples
@@ -41,15 +42,17 @@ group is rewritten when the mutator reaches its ``root``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from inspect import isgeneratorfunction
 from types import GeneratorType
 from typing import Any
 
-from ..adt import Constructor
-from ..expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, Var
+from ..adt import Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar
+from ..expr import Call, Constant, Expr, Function, GlobalVar, Match, Op, Tuple, Var
 from ..module import IRModule
-from ..visitor import _METHOD, ExprMutator, post_order
+from ..visitor import _METHOD, ExprMutator, ExprVisitor, Visit, post_order
+from .dispatch import may_match, root_keys
 from .graph import ExprGraph
 from .matcher import DFPatternMatcher
 from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, DataTypePattern,
@@ -77,10 +80,25 @@ class Group:
     node_map: dict[DFPattern, list[Expr]]
     #: expressions passed to the extracted function, one per parameter
     args: tuple[Expr, ...]
-    #: the matched sub-graph as a function of ``args``
-    function: Function
-    #: ``PartitionedFromPattern`` name
-    name: str
+    #: each of ``args`` -> its parameter
+    params: dict[Expr, Var] = field(repr=False)
+
+    @cached_property
+    def _extracted(self) -> tuple[Function, str]:
+        # only partitioning needs the function: built on first use
+        extractor = _Extractor(self.params)
+        body = extractor.visit(self.root)
+        return Function(tuple(self.params.values()), body), "".join(extractor.parts)
+
+    @property
+    def function(self) -> Function:
+        """The matched sub-graph as a function of ``args``."""
+        return self._extracted[0]
+
+    @property
+    def name(self) -> str:
+        """The ``PartitionedFromPattern`` name."""
+        return self._extracted[1]
 
 
 def pattern_children(p: DFPattern) -> tuple[DFPattern, ...]:
@@ -154,28 +172,69 @@ class _Extractor(ExprMutator):
     del _named
 
 
+class _Reach(ExprVisitor):
+    """The nodes :class:`_Extractor` would copy, without copying: everything
+    reachable from the root through the mutator's edges (a match's pattern
+    constructors included) that is not an input."""
+
+    def __init__(self, inputs: dict[Expr, Var]) -> None:
+        super().__init__()
+        self.memo.update(dict.fromkeys(inputs))
+
+    def visit_match(self, node: Match) -> Visit:
+        yield node.data
+        for clause in node.clauses:
+            for sub in _pattern_nodes(clause.lhs):
+                yield sub
+            yield clause.rhs
+
+
+def _pattern_nodes(p: Pattern) -> list[Expr]:
+    """The variables and constructors of a match pattern, in the order
+    :meth:`ExprMutator.visit_pattern` visits them."""
+    out: list[Expr] = []
+    stack = [p]
+    while stack:
+        q = stack.pop()
+        if isinstance(q, PatternVar):
+            out.append(q.var)
+        elif isinstance(q, PatternConstructor):
+            out.append(q.constructor)
+            stack.extend(reversed(q.patterns))
+        elif isinstance(q, PatternTuple):
+            stack.extend(reversed(q.patterns))
+    return out
+
+
 class PatternGrouper:
     """Finds the groups of ``pattern`` in ``root`` (see the note)."""
 
-    def __init__(self, pattern: DFPattern, root: Expr, mod: IRModule | None = None) -> None:
+    def __init__(self, pattern: DFPattern, root: Expr, mod: IRModule | None = None,
+                 graph: ExprGraph | None = None) -> None:
         self.pattern = pattern
         self.root = root
-        self.graph = ExprGraph(root)
+        assert graph is None or graph.root is root, "the graph of another expression"
+        self.graph = graph if graph is not None else ExprGraph(root)
         self.matcher = DFPatternMatcher(root, mod, self.graph)
         self.pattern_order = pattern_post_order(pattern)
+        self._leaves = {p for p in self.pattern_order if not pattern_children(p)}
+        self._has_fuzzy = any(isinstance(p, (DominatorPattern, FunctionPattern))
+                              for p in self.pattern_order)
         self.groups: dict[int, Group] = {}
         self.assignment: dict[Expr, int] = {}
         self._graph_number = 0
 
     def run(self) -> PatternGrouper:
         pre_partitioned: set[Expr] = set()
+        keys = root_keys(self.pattern)
         for node in reversed(self.graph.nodes):
             if node in self.assignment:
                 continue
             if isinstance(node, Function) and node.attrs.get(PARTITIONED_FROM_PATTERN) is not None:
                 pre_partitioned.add(node)
                 pre_partitioned.update(post_order(node.body))
-            if node not in pre_partitioned and self.matcher.match(self.pattern, node):
+            if node not in pre_partitioned and may_match(keys, node) \
+                    and self.matcher.match(self.pattern, node):
                 self._create_group(node)
         return self
 
@@ -190,6 +249,8 @@ class PatternGrouper:
     # ------------------------------------------------------------ one group
     def _fuzzy(self, node_map: dict[DFPattern, list[Expr]]) -> set[Expr]:
         fuzzy: set[Expr] = set()
+        if not self._has_fuzzy:
+            return fuzzy
         for p in self.pattern_order:
             if isinstance(p, DominatorPattern):
                 for q in (p.parent, p.path):
@@ -226,7 +287,7 @@ class PatternGrouper:
                     assert isinstance(m, Call)
                     for a in m.args:
                         make_input(a, p)
-            elif not pattern_children(p):
+            elif p in self._leaves:
                 for m in matches:
                     make_input(m, p)
         return inputs
@@ -235,9 +296,9 @@ class PatternGrouper:
         node_map = self.matcher.node_map()
         inputs = self._inputs(node_map, self._graph_number)
         self._graph_number += 1
-        extractor = _Extractor(inputs)
-        body = extractor.visit(root)
-        interior = [e for e in extractor.memo if e not in inputs]
+        reached = _Reach(inputs)
+        reached.visit(root)
+        interior = [e for e in reached.memo if e not in inputs]
         for e in interior:
             if isinstance(e, _SHARED):
                 continue
@@ -246,12 +307,10 @@ class PatternGrouper:
             if e is root:
                 continue
             for user in self.graph.outputs_of(e):
-                if user not in extractor.memo and not self.graph.post_dominates(root, user):
+                if user not in reached.memo and not self.graph.post_dominates(root, user):
                     return  # an inner value escapes the group
         gid = len(self.groups) + 1
-        function = Function(tuple(inputs.values()), body)
-        self.groups[gid] = Group(gid, root, node_map, tuple(inputs), function,
-                                 "".join(extractor.parts))
+        self.groups[gid] = Group(gid, root, node_map, tuple(inputs), inputs)
         for e in interior:
             self.assignment[e] = gid
 
@@ -263,9 +322,11 @@ def _embeds_constant(e: Expr, p: DFPattern) -> bool:
         isinstance(p, ExprPattern) and isinstance(p.expr, Constant))
 
 
-def group_matches(pattern: DFPattern, root: Expr, mod: IRModule | None = None
-                  ) -> PatternGrouper:
-    return PatternGrouper(pattern, root, mod).run()
+def group_matches(pattern: DFPattern, root: Expr, mod: IRModule | None = None,
+                  graph: ExprGraph | None = None) -> PatternGrouper:
+    """The groups of ``pattern`` in ``root`` (``graph``: ``root``'s graph,
+    if already built)."""
+    return PatternGrouper(pattern, root, mod, graph).run()
 
 
 

@@ -118,10 +118,17 @@ class _Rewriter(GroupMutator):
         return out
 
 
-def _one_pass(cb: Any, expr: Expr, mod: IRModule | None) -> Expr:
+def _one_pass(cb: Any, expr: Expr, mod: IRModule | None, graphs: dict[int, Any]) -> Expr:
+    """One callback over ``expr``; ``graphs`` keeps the last dataflow graph
+    built (``{id(expr): (expr, graph)}``), reused while the expression
+    stays the same object."""
     if getattr(cb, "require_type", False):
         expr = type_expr(expr, mod)
-    grouper = group_matches(as_pattern(cb.pattern), expr, mod)
+    cached = graphs.get(id(expr))
+    graph = cached[1] if cached is not None and cached[0] is expr else None
+    grouper = group_matches(as_pattern(cb.pattern), expr, mod, graph)
+    graphs.clear()
+    graphs[id(expr)] = (expr, grouper.graph)
     if not grouper.groups:
         return expr
     return _Rewriter(grouper, cb).visit(expr)
@@ -131,17 +138,18 @@ def _rewrite_expr(callbacks: Sequence[Any], expr: Expr, mod: IRModule | None,
                   max_rounds: int) -> Expr:
     post = expr
     finished: set[int] = set()
+    graphs: dict[int, Any] = {}
     for _ in range(max_rounds):
         last = post
         for cb in callbacks:
             if id(cb) in finished:
                 continue
             before = post
-            post = _one_pass(cb, post, mod)
-            if getattr(cb, "rewrite_once", False) and \
+            post = _one_pass(cb, post, mod, graphs)
+            if getattr(cb, "rewrite_once", False) and post is not before and \
                     not structural_equal(before, post, map_free_vars=True):
                 finished.add(id(cb))
-        if structural_equal(last, post, map_free_vars=True):
+        if post is last or structural_equal(last, post, map_free_vars=True):
             return post
     names = ", ".join(type(cb).__name__ for cb in callbacks)
     raise RewriteError(f"rewrite did not reach a fixed point after {max_rounds} rounds "
