@@ -14,6 +14,7 @@ from aot.ir.module import IRModule
 from aot.ir.structural import assert_structural_equal
 from aot.ir.visitor import post_order
 from aot.passes.manager import PassContext, Sequential, run_pass
+from pass_helpers import assert_same_values
 
 
 def typed(text: str) -> IRModule:
@@ -32,16 +33,6 @@ def check(before: str, expected: str, *args: object, **options: object) -> IRMod
     if args or not b["main"].params:
         assert_same_values(b, after, *args)
     return after
-
-
-def assert_same_values(before: IRModule, after: IRModule, *args: object) -> None:
-    def leaves(v):
-        return [x for f in v for x in leaves(f)] if isinstance(v, tuple) else [v]
-    want = leaves(aot.interpret(before, *args))
-    got = leaves(aot.interpret(after, *args))
-    assert len(want) == len(got)
-    for w, g in zip(want, got):
-        np.testing.assert_array_equal(g, w)
 
 
 # ------------------------------------------------------- TVM's cases

@@ -16,6 +16,7 @@ from aot.ir.structural import assert_structural_equal
 from aot.ir.visitor import post_order
 from aot.passes.eliminate_common_subexpr import SMALL_CONSTANT, eliminate_common_subexpr
 from aot.passes.manager import PassContext, Sequential, run_pass
+from pass_helpers import assert_same_values
 
 
 def typed(text: str) -> IRModule:
@@ -30,16 +31,6 @@ def cse(mod: IRModule) -> IRModule:
 def calls(mod: IRModule, name: str | None = None) -> list[Call]:
     return [n for f in mod.functions.values() for n in post_order(f)
             if isinstance(n, Call) and isinstance(n.op, Op) and (name is None or n.op.name == name)]
-
-
-def assert_same_values(before: IRModule, after: IRModule, *args: object) -> None:
-    def leaves(v):
-        return [x for f in v for x in leaves(f)] if isinstance(v, tuple) else [v]
-    want = leaves(aot.interpret(before, *args))
-    got = leaves(aot.interpret(after, *args))
-    assert len(want) == len(got)
-    for w, g in zip(want, got):
-        np.testing.assert_array_equal(g, w)
 
 
 X16 = "%x: Tensor[(1, 16), float32]"

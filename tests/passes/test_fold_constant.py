@@ -16,6 +16,7 @@ from aot.ir.types import TensorType, TupleType
 from aot.ir.visitor import post_order
 from aot.passes.fold_constant import fold_constant, is_constant
 from aot.passes.manager import PassContext, Sequential, run_pass
+from pass_helpers import assert_same_values
 
 
 def typed(text: str) -> IRModule:
@@ -35,17 +36,6 @@ def check(before: IRModule, expected: IRModule, *args: object) -> IRModule:
     assert_structural_equal(after, aot.infer_types(expected))
     assert_same_values(before, after, *args)
     return after
-
-
-def assert_same_values(before: IRModule, after: IRModule, *args: object) -> None:
-    def leaves(v):
-        return [x for f in v for x in leaves(f)] if isinstance(v, tuple) else [v]
-    want = leaves(aot.interpret(before, *args))
-    got = leaves(aot.interpret(after, *args))
-    assert len(want) == len(got)
-    for w, g in zip(want, got):
-        assert w.dtype == g.dtype
-        np.testing.assert_array_equal(g, w)
 
 
 # ------------------------------------------------------------- operators

@@ -23,6 +23,7 @@ from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
 from aot.passes.dominators import ForwardGraph, PostDomTree, nodes_between
 from aot.passes.fuse_ops import fuse_ops, is_primitive, primitive_groups
+from pass_helpers import assert_same_values
 
 K = PatternKind
 F32 = DType.parse("float32")
@@ -43,21 +44,6 @@ def groups(mod: IRModule, entry: str = "main") -> list[list[str]]:
     """The operators of each primitive function of ``@entry``, in
     evaluation order."""
     return [op_names(fn) for fn in primitive_groups(mod[entry])]
-
-
-def leaves(value: object) -> list[np.ndarray]:
-    if isinstance(value, tuple):
-        return [x for f in value for x in leaves(f)]
-    return [value]
-
-
-def assert_same_values(before: IRModule, after: IRModule, *args: object) -> None:
-    want = leaves(aot.interpret(before, *args))
-    got = leaves(aot.interpret(after, *args))
-    assert len(want) == len(got)
-    for w, g in zip(want, got):
-        assert w.dtype == g.dtype
-        np.testing.assert_array_equal(g, w)
 
 
 def check_group(fn: Function) -> None:

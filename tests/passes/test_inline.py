@@ -17,6 +17,7 @@ from aot.ir.visitor import post_order
 from aot.ir.well_formed import ill_formed
 from aot.passes.inline import call_graph_sccs, fresh_copy
 from aot.passes.manager import PassContext, Sequential, run_pass
+from pass_helpers import assert_same_values
 
 
 def typed(text: str) -> IRModule:
@@ -26,16 +27,6 @@ def typed(text: str) -> IRModule:
 def inline(mod: IRModule, **options: object) -> IRModule:
     with PassContext(options={"Inline": options}, verify=True):
         return run_pass("Inline", mod)
-
-
-def assert_same_values(before: IRModule, after: IRModule, *args: object) -> None:
-    def leaves(v):
-        return [x for f in v for x in leaves(f)] if isinstance(v, tuple) else [v]
-    want = leaves(aot.interpret(before, *args))
-    got = leaves(aot.interpret(after, *args))
-    assert len(want) == len(got)
-    for w, g in zip(want, got):
-        np.testing.assert_array_equal(g, w)
 
 
 T = "Tensor[(3, 5), float32]"
