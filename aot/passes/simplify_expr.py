@@ -14,9 +14,12 @@ returning the node as it is.  They run in one bottom-up walk
 (:data:`CALLBACKS`, in order) are matched against it, and a replacement is
 matched again, so chains collapse in one walk (a merged chain may be the
 identity: then it is ``x``).  Every replacement has the type of the call
-it replaces
-(it carries that ``checked_type``, so the rules at the parents read
-correct types), and the module is re-typed at the end.
+it replaces (it carries that ``checked_type``, so the rules at the
+parents read correct types), and the module is re-typed at the end.
+Relay's ``rewrite`` would also work, but it refuses a match whose inner
+call has other users (``reshape(%0)`` with ``%0 = reshape(x)`` used
+elsewhere stays two reshapes), needs a round per step of a chain, and is
+several times slower (4 ms against 1 ms on a 100-node model).
 
 The rules (``x`` any expression; ``T(e)`` its type):
 
@@ -104,8 +107,9 @@ def _op_name(e: Expr) -> str | None:
 
 
 class _Rule(DFPatternCallback):
-    """A rule: ``self.x`` the operand it keeps, ``self.pattern`` what it
-    matches; :meth:`callback` declines by returning ``post``."""
+    """A rule: ``self.pattern`` what it matches, ``self.x`` the operand its
+    replacement is made of; :meth:`callback` declines by returning
+    ``post``."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -7,7 +7,8 @@ is tried as the root of a match, from the root of the expression down
 (reverse post-order), skipping nodes already inside a group, anything
 inside a function that an earlier partition made
 (``PartitionedFromPattern``) and nodes the pattern cannot match at its
-root (:mod:`~.dispatch`: an ``add`` pattern is not tried on a ``relu``).  A match becomes a :class:`Group`:
+root (:mod:`~.dispatch`: an ``add`` pattern is not tried on a ``relu``).
+A match becomes a :class:`Group`:
 
 * *inputs*: the expressions matched by the pattern's leaves (wildcards,
   variables, ``is_expr``), or the arguments/fields of calls and tuples
@@ -22,7 +23,8 @@ root (:mod:`~.dispatch`: an ``add`` pattern is not tried on a ``relu``).  A matc
   group.  (Relay passes such a node in, and the group loses the ``add``.)
   A constant matched by ``is_constant()`` (or by ``is_expr`` of a
   constant) is embedded in the group, not passed.
-* *function*: the matched sub-graph with every input replaced by a fresh
+* *function* (built when first asked for: only partitioning needs it):
+  the matched sub-graph with every input replaced by a fresh
   parameter (``FunctionVar_<group>_<n>``, annotated with the input's type
   when it has one), and a name listing the nodes in post-order
   (``nn.conv2d_nn.bias_add_nn.relu_``): the ``PartitionedFromPattern``
