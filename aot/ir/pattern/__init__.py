@@ -26,9 +26,12 @@ Patterns match dataflow (graph normal form): in A-normal form an operand
 is a ``let``-bound variable, not the call that computes it.
 
 Modules: :mod:`.patterns` (records and builders), :mod:`.matcher`,
+:mod:`.compiled` (tree patterns as closures: the matcher's fast path),
+:mod:`.dispatch` (which nodes a pattern can match at its root),
 :mod:`.graph` (dataflow graph + post-dominators), :mod:`.grouper`
-(matches as groups), :mod:`.rewrite`, :mod:`.partition`, :mod:`.infer`
-(types for untyped nodes), :mod:`.printer`.
+(matches as groups), :mod:`.rewrite` (``rewrite`` and
+``rewrite_bottom_up``), :mod:`.partition`, :mod:`.infer` (types for
+untyped nodes), :mod:`.printer`.
 """
 
 from .grouper import PARTITIONED_FROM_PATTERN, Group, PatternGrouper, group_matches
