@@ -752,3 +752,38 @@ def test_corpus_program_without_runnable_main_goes_through(rec: dict) -> None:
     """Diverging programs, libraries, programs without @main: the pass
     terminates and its output is well formed and well typed."""
     pe(aot.infer_types(load(rec)))
+
+
+
+# found by tests/e2e/test_random_programs_c.py: `let %o6: fn(..) = subtract; %o6`
+# in an `if` branch whose other branch is a function, passed to @foldr
+RANDOM_P5 = r"""
+#[version = "0.0.5"]
+type Box_p5 {
+  Pair_p5(Tensor[(3,), float32], int32),
+  Opt_p5(Option[int32], Tensor[(3,), float32]),
+  Link_p5(Box_p5, int32),
+  Empty_p5,
+}
+def @main(%x1: int32, %x2: Tensor[(3,), float32], %x3: Tensor[(3,), float32], %x4: List[(int32, Tensor[(3,), float32])]) -> int32 {
+  (match ((let %xs12: List[Tensor[(3,), float32]] = ((match (Cons((4, %x3), Nil)) { %q10 => (Cons(%x2, Cons(%x3, Nil)), %x3), _ => (Cons(%x2, Nil), %x2), Nil => (Cons(%x3, Cons(%x2, Nil)), %x2), %q11 => (Cons(%x3, Nil), %x3) })).0; @foldr((if ((%x1 != %x1)) { (let %r5: Ref[List[int32]] = ref(Nil); (let %o6: fn (Tensor[(3,), float32], Tensor[(3,), float32]) -> Tensor[(3,), float32] = subtract; %o6)) } else { (let %v7: List[Tensor[(3,), float32]] = Cons(%x2, Cons(%x2, Nil)); fn (%p8: Tensor[(3,), float32], %p9: Tensor[(3,), float32]) -> Tensor[(3,), float32] { %p9 }) }), negative(add(%x2, %x3)), %xs12))) { _ => negative(2), _ => (let %xs19: List[int32] = Cons((match (%x2) { _ => %x1, %q17 => %x1 }), @unfoldr(fn (%s18: int32) -> Option[(int32, int32)] { if (%s18 <= 0) { None } else { Some((%s18 - 1, %x1)) } }, minimum(%x1, 4))); @foldr((let %o13: fn (int32, int32) -> int32 = maximum; %o13), (let %v14: fn (int32, Tensor[(3,), float32]) -> Tensor[(3,), float32] = fn (%p15: int32, %p16: Tensor[(3,), float32]) -> Tensor[(3,), float32] { full(-1.5f, shape=[3], dtype="float32") }; %x1), %xs19)) })
+}
+"""
+
+
+def test_operator_value_meeting_a_function_in_a_branch_keeps_its_typed_binding(tmp_path):
+    """A bare operator is polymorphic: residualising ``%o6`` as ``subtract``
+    in the branch made the module ill-typed after PartialEvaluate."""
+    import numpy as np
+
+    import aot
+    from aot.values import make_list
+    mod = aot.parse(RANDOM_P5)
+    aot.compile(mod, tmp_path / "p5", name="p5", build=False)     # the pipeline types it
+    nil = make_list([], mod.constructor("Cons"), mod.constructor("Nil"))
+    args = (np.array(-3, dtype=np.int32), np.array([-1.75, 0.75, -2.5], dtype=np.float32),
+            np.array([1.75, -1.0, 0.5], dtype=np.float32), nil)
+    from aot.passes.manager import run_pass
+    spec = run_pass("Specialize", aot.infer_types(mod))
+    out = run_pass("PartialEvaluate", spec)
+    assert int(aot.interpret(out, *args)) == int(aot.interpret(mod, *args))

@@ -230,6 +230,14 @@ class Evaluator(ExprFunctor[PStatic]):
                 ps = yield from self.closure(e.value, e.var, e.var.name_hint)
             else:
                 ps = yield from self.ev(e.value)
+                if isinstance(ps.dyn, Op):
+                    # an operator used as a value keeps a typed binding: a bare
+                    # operator is polymorphic, and where it meets a function of
+                    # a concrete type (an `if` branch) inference cannot unify them
+                    var = Var(e.var.name_hint, e.var.type_annotation or e.var.checked_type,
+                              span=e.var.span)
+                    self.block.bindings.append((var, ps.dyn))
+                    ps = PStatic(ps.static, var)
             self.env[e.var] = ps
             e = e.body
             if not isinstance(e, Let) or e in self.shared:

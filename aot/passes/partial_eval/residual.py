@@ -152,8 +152,9 @@ class _DeadLets(ExprMutator):
             if let.var not in live and not self.impure.visit(value):
                 continue
             free = self.free.visit(value)
-            if out is let.var and let.var not in free:
-                out = value                     # let %x = e; %x  ->  e
+            if out is let.var and let.var not in free and not isinstance(value, Op):
+                out = value                     # let %x = e; %x  ->  e (a bare
+                                                # operator would lose its type)
             else:
                 out = Let(let.var, value, out, span=let.span)
             live |= free
