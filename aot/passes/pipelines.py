@@ -41,7 +41,7 @@ DATAFLOW = Sequential([
 PROGRAM = Sequential([
     "InferType",
     "Specialize",             # 0: monomorphic instances reachable from the entry
-    "PartialEvaluate",        # 3: static closures, matches, refs and loops evaluated
+    "PartialEvaluate",        # 4: static closures, matches, refs and loops evaluated
     "InferType",
     "Inline",                 # 1: functions marked inline, small single-use ones
     "FoldConstant",           # 1: also `if`/`match` on constants, tuple projections

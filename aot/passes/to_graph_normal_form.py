@@ -8,7 +8,8 @@ long as moving the evaluation is invisible -- the value must be free of
 effects.  FuseOps only fuses inside dataflow regions, so this pass is what
 lets it fuse programs written with lets.
 
-Kept as lets: bindings of functions (closures, possibly recursive), and
+Kept as lets: bindings of functions (closures, possibly recursive), of
+operators and constructors used as values (their type is the binding's), and
 values that touch references or call anything but an operator or a
 constructor (those may have effects, or diverge, and their order matters).
 The check looks at the binding's own expression with let variables as
@@ -27,7 +28,9 @@ __all__ = ["to_graph_normal_form", "graph_normal_form_expr"]
 
 
 def _pure(value: Expr) -> bool:
-    if isinstance(value, Function):
+    if isinstance(value, (Function, Op, Constructor)):
+        # an operator or constructor used as a value is polymorphic: its
+        # type is the let's annotation, lost if the use site named it bare
         return False
     for node in post_order(value, into_functions=False):
         if isinstance(node, (RefCreate, RefRead, RefWrite, Function)):

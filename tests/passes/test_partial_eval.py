@@ -640,9 +640,11 @@ def test_disabled_by_name_leaves_the_module_unchanged() -> None:
     assert_structural_equal(after["main"], typed("def @main() { 8f }")["main"])
 
 
-def test_not_run_below_opt_level_3() -> None:
+def test_runs_only_when_required() -> None:
+    """Level 4: not in the default pipelines until the op-value typing
+    problems the random C programs found are solved (see the design note)."""
     before = typed("def @main() { 1 + 1 }")
-    with PassContext(opt_level=2):
+    with PassContext(opt_level=3):
         assert Sequential(["PartialEvaluate"])(before) is before
 
 

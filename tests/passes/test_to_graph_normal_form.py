@@ -195,3 +195,23 @@ def test_ten_thousand_deep_let_chain() -> None:
     assert Feature.fLet not in detect_feature(after)
     assert distinct_calls(after) == n
     assert float(Interpreter(after).call("main", [np.float32(0.0)])) == float(n)
+
+
+def test_operator_bound_as_a_value_stays_a_let():
+    """``let %o: fn (int32, int32) -> int32 = subtract`` passed to @foldr:
+    substituting the bare (polymorphic) operator leaves nothing to infer its
+    type from (found by the random C programs)."""
+    import aot
+    from aot.passes.manager import PassContext, run_pass
+    text = """
+def @main(%x: int32) -> int32 {
+  let %xs: List[int32] = Cons(%x, Nil);
+  let %o: fn (int32, int32) -> int32 = subtract;
+  @foldr(%o, %x, %xs)
+}
+"""
+    mod = aot.infer_types(aot.parse(text))
+    with PassContext(verify=True):
+        out = run_pass("ToGraphNormalForm", mod)
+    assert "let %o" in str(out["main"])
+    assert int(aot.interpret(out, np.int32(5))) == int(aot.interpret(mod, np.int32(5)))

@@ -109,6 +109,12 @@ everything at an unknown effect (no escape analysis); a residualised
 ``match`` binds its pattern variables to unknown values even when the
 scrutinee is partly static; a node shared between a branch and the code
 after it is evaluated again after the branch.
+
+Placement: registered at level 4 and listed in the PROGRAM pipeline after
+Specialize, so ``--enable-pass PartialEvaluate`` runs it.  It is not on by
+default: the random C programs (tests/e2e/test_random_programs_c.py) found
+residual programs that pass an operator as a value where the later passes
+(EtaExpandOps, ToGraphNormalForm) leave it bare and untypeable.
 """
 
 from __future__ import annotations
@@ -153,4 +159,4 @@ def partial_evaluate(mod: IRModule, opts: PartialEvalOptions | None = None) -> I
     return infer_types(out)
 
 
-register_pass("PartialEvaluate", opt_level=3, options=PartialEvalOptions)(partial_evaluate)
+register_pass("PartialEvaluate", opt_level=4, options=PartialEvalOptions)(partial_evaluate)
