@@ -35,7 +35,7 @@ run: install
 	$(VENV)/bin/aot run $(EXAMPLE) $(EXAMPLE_ARGS) --backend interp
 
 test: install deps
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 # Benchmarks (numbers, never pass/fail): the MLPerf Tiny models against
 # onnxruntime (latency, memory, code and constant bytes, compile time), and
