@@ -161,18 +161,16 @@ def _rewrite_expr(callbacks: Sequence[Any], expr: Expr, mod: IRModule | None,
                        f"(callbacks: {names}); do they undo each other?")
 
 
-def rewrite(callbacks: Any, expr: Expr | IRModule, mod: IRModule | None = None,
-            max_rounds: int = DEFAULT_MAX_ROUNDS) -> Expr | IRModule:
-    """Rewrite ``expr`` (an expression or every function of a module) with
-    ``callbacks`` (one callback or a list) to a fixed point."""
-    cbs = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
+def _apply(run: Any, expr: Expr | IRModule, mod: IRModule | None) -> Expr | IRModule:
+    """``run(expr, mod)`` on an expression, or on every function of a
+    module (typed first; re-inferred if anything changed)."""
     if isinstance(expr, IRModule):
         from ...passes.type_infer import infer_types
         typed = expr if expr.is_typed else infer_types(expr)
         out = typed.copy()
         changed = False
         for gv, func in typed.functions.items():
-            new = _rewrite_expr(cbs, func, typed, max_rounds)
+            new = run(func, typed)
             if new is not func:
                 if not isinstance(new, Function):
                     raise RewriteError(f"rewriting @{gv.name} gave {type(new).__name__}, "
@@ -180,10 +178,22 @@ def rewrite(callbacks: Any, expr: Expr | IRModule, mod: IRModule | None = None,
                 out.add(gv, new)
                 changed = True
         return infer_types(out) if changed else typed
-    result = _rewrite_expr(cbs, expr, mod, max_rounds)
+    result = run(expr, mod)
     if expr.checked_type is not None and result is not expr:
         result = type_expr(result, mod)
     return result
+
+
+def _callbacks(callbacks: Any) -> list[Any]:
+    return list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
+
+
+def rewrite(callbacks: Any, expr: Expr | IRModule, mod: IRModule | None = None,
+            max_rounds: int = DEFAULT_MAX_ROUNDS) -> Expr | IRModule:
+    """Rewrite ``expr`` (an expression or every function of a module) with
+    ``callbacks`` (one callback or a list) to a fixed point."""
+    cbs = _callbacks(callbacks)
+    return _apply(lambda e, m: _rewrite_expr(cbs, e, m, max_rounds), expr, mod)
 
 
 # ====================================================================== bottom-up
@@ -264,22 +274,5 @@ def rewrite_bottom_up(callbacks: Any, expr: Expr | IRModule, mod: IRModule | Non
     ``callbacks`` (one callback or a list) in one bottom-up walk (see the
     note).  A module comes back re-inferred if anything changed, and as it
     is (typed first if it was not) otherwise."""
-    cbs = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
-    if isinstance(expr, IRModule):
-        from ...passes.type_infer import infer_types
-        typed = expr if expr.is_typed else infer_types(expr)
-        out = typed.copy()
-        changed = False
-        for gv, func in typed.functions.items():
-            new = _BottomUpRewriter(cbs, typed, max_steps).visit(func)
-            if new is not func:
-                if not isinstance(new, Function):
-                    raise RewriteError(f"rewriting @{gv.name} gave {type(new).__name__}, "
-                                       "not a function")
-                out.add(gv, new)
-                changed = True
-        return infer_types(out) if changed else typed
-    result = _BottomUpRewriter(cbs, mod, max_steps).visit(expr)
-    if expr.checked_type is not None and result is not expr:
-        result = type_expr(result, mod)
-    return result
+    cbs = _callbacks(callbacks)
+    return _apply(lambda e, m: _BottomUpRewriter(cbs, m, max_steps).visit(e), expr, mod)
