@@ -192,23 +192,24 @@ AOT_DEFINE_SAT_HELPERS(f64, double)
 
 /* ---- binary16 (float16) --------------------------------------------------- */
 
-/* binary16 bits -> float, exactly (every half is a float). */
+/* binary16 bits -> float, exactly (every half is a float).  Without
+ * branches, so that a loop converting halves vectorizes: the exponent and
+ * mantissa fields moved to a float's positions read as 2^-112 times the
+ * half's magnitude -- for a subnormal half too, as a float subnormal -- and
+ * one exact multiply by 2^112 restores it; infinities and NaNs (exponent
+ * all ones, payload kept) are selected instead, then the sign is ored in.
+ * Relies on float subnormals (IEEE mode, no flush-to-zero), as C does. */
 static inline float aot_f16_to_f32(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exponent = (uint32_t)(h >> 10) & 0x1fu;
-    uint32_t mantissa = (uint32_t)h & 0x3ffu;
+    uint32_t shifted = (uint32_t)(h & 0x7fffu) << 13;
+    uint32_t special = shifted | 0x7f800000u;
     uint32_t bits;
     float f;
-    if (exponent == 0x1fu) {          /* infinity or NaN (payload kept) */
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else if (exponent == 0) {       /* zero or subnormal */
-        f = (float)mantissa * 5.9604644775390625e-08f; /* exact: m * 2^-24 */
-        memcpy(&bits, &f, sizeof bits);
-        bits |= sign;
-    } else {                          /* normal: rebias the exponent */
-        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-    }
+    memcpy(&f, &shifted, sizeof f);
+    f *= 5.192296858534828e+33f; /* 2^112 */
+    memcpy(&bits, &f, sizeof bits);
+    bits = (h & 0x7c00u) == 0x7c00u ? special : bits;
+    bits |= (uint32_t)(h & 0x8000u) << 16;
     memcpy(&f, &bits, sizeof f);
     return f;
 }

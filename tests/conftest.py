@@ -11,13 +11,21 @@ os.environ.setdefault("AOT_VERIFY_PASSES", "1")
 
 @pytest.fixture(scope="session", autouse=True)
 def _aot_cache_dir(tmp_path_factory):
-    """Point the C build cache (aot.emit.cache) at a per-session directory,
-    unless the developer chose one with AOT_CACHE_DIR (reusing a cache is
-    safe: entries are keyed by content)."""
+    """Point the C build cache (aot.emit.cache) at a directory of this test
+    run, unless the developer chose one with AOT_CACHE_DIR (reusing a cache
+    is safe: entries are keyed by content).  pytest-xdist's workers share
+    it (the parent of their base temporary directories is the run's): the
+    same C built by two workers is compiled once, and the cache's writes
+    are atomic renames, safe between processes."""
     if os.environ.get("AOT_CACHE_DIR"):
         yield
         return
-    os.environ["AOT_CACHE_DIR"] = str(tmp_path_factory.mktemp("aot-cache"))
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.mktemp("aot-cache")
+    else:
+        root = tmp_path_factory.getbasetemp().parent / "aot-cache"
+        root.mkdir(exist_ok=True)
+    os.environ["AOT_CACHE_DIR"] = str(root)
     try:
         yield
     finally:

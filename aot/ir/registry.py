@@ -73,6 +73,10 @@ class OpDef:
     doc: str
     #: family file the op lives in (for ``aot ops``)
     family: str = ""
+    #: a contraction: each element of its operands is read many times (a
+    #: sum of products over a window or an axis: conv, dense, matmul);
+    #: FuseOps fuses only data movement into its operands
+    contraction: bool = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"

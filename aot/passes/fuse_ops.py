@@ -84,6 +84,21 @@ output node extends the group):
   conv2d, cast + dense, subtract + sum, and elementwise ops feeding a
   ``concatenate``.  An op whose result feeds two anchors joins neither
   (its post-dominator lies beyond them and the path crosses an anchor).
+* *Prologues of a contraction move data only* (an anchor whose operator
+  record says ``contraction``: conv1d/conv2d/conv2d_transpose, dense,
+  matmul, batch_matmul and their qnn forms): injective ops (``pad``,
+  ``reshape``, ``transpose``, slices ...), casts, tuples and
+  projections.  A contraction reads each operand element many
+  times (a dense ``units`` times, a conv2d about ``C_out * KH * KW``
+  times), and a fused prologue is recomputed at every read: layer-norm's
+  divide, multiply and add fused into GPT-2's 3072-unit dense cost a
+  division and three float16 roundings per multiply-accumulate, and that
+  kernel ran 25 times slower than the same dense and a separate
+  elementwise kernel.  Arithmetic before such an anchor is its own kernel
+  (a stored intermediate: arena, exactly planned, for speed -- Relay fuses
+  nothing into conv2d at all).  Other anchors read an element once or a
+  few times (a reduction, batch_norm, softmax, a non-overlapping pool) and
+  take arithmetic prologues (subtract + power + mean).
 * *Tuples*: a ``Tuple`` node (of tensors) is a member only when it fused
   into its consumer; a tuple that is a group's output stays in the outer
   body and its fields fuse into it never (Relay does the same).  A
@@ -113,8 +128,8 @@ tuples of tensors (polymorphic code) are boundaries as well.  Since a
 
 **Deviations from Relay.**
 
-* Prologues into ``OUT_ELEMWISE_FUSABLE`` anchors (pad + conv2d, cast +
-  dense) and injective prologues into reductions: Relay fuses only
+* Data-movement prologues into ``OUT_ELEMWISE_FUSABLE`` anchors (pad +
+  conv2d, cast + dense) and injective prologues into reductions: Relay fuses only
   elementwise/broadcast ops into reductions and nothing into conv2d.  Our
   kernels inline any index expression into the anchor's operand reads.
 * ``COMM_REDUCE`` anchors take epilogues (Relay leaves a reduction alone).
@@ -351,6 +366,18 @@ class _GraphBuilder(ExprVisitor):
 
 # -------------------------------------------------------------- partition
 
+def _is_contraction(node: Expr) -> bool:
+    return isinstance(node, Call) and isinstance(node.op, Op) and node.op.op_def.contraction
+
+
+def _moves_data(node: Expr, pattern: PatternKind) -> bool:
+    """Whether a graph node only moves (or widens) data: an injective
+    operator, a cast, a tuple or a projection."""
+    if isinstance(node, Call):
+        return pattern == K.INJECTIVE or (isinstance(node.op, Op) and node.op.name == "cast")
+    return isinstance(node, (Tuple, TupleGetItem))
+
+
 class _Partition:
     """Union-find over the graph's nodes.  Per representative: the group's
     output node, its anchor (-1 if none), its size and the largest pattern
@@ -368,6 +395,9 @@ class _Partition:
         self.anchor = [i if builder.pattern[i] in _ANCHOR_KINDS else -1 for i in range(n)]
         self.kind = [min(p, K.INJECTIVE) if p not in _ANCHOR_KINDS else K.ELEMWISE
                      for p in builder.pattern]
+        #: the group only moves data (a prologue an OUT_ELEMWISE_FUSABLE
+        #: anchor may take)
+        self.moves_only = [_moves_data(node, p) for node, p in zip(builder.nodes, builder.pattern)]
 
     def find(self, i: int) -> int:
         root = i
@@ -438,8 +468,30 @@ class _Partition:
             return
         if self.anchor[hs] >= 0 and self.b.pattern[self.anchor[hs]] == K.OPAQUE:
             return
+        anchor = self.anchor[hs]
+        if anchor >= 0 and _is_contraction(self.b.nodes[anchor]) \
+                and not all(self.moves_only[g] for g in groups if g != hs) \
+                and self._feeds(sink, anchor):
+            return
         if self._fits(groups):
             self._merge(groups, hs)
+
+    def _feeds(self, node: int, anchor: int) -> bool:
+        """Whether ``node`` is the anchor or reaches it inside its group
+        (then what merges into ``node`` is a prologue of the anchor's
+        operands; otherwise ``node`` is in the epilogue, computed once per
+        output element)."""
+        group = self.find(anchor)
+        stack, seen = [node], {node}
+        while stack:
+            m = stack.pop()
+            if m == anchor:
+                return True
+            for c in self.graph.outputs[m]:
+                if c <= anchor and c not in seen and self.find(c) == group:
+                    seen.add(c)
+                    stack.append(c)
+        return False
 
     def _try_epilogue(self, src: int, sink: int, anchor: int) -> None:
         """Merge the ops after the anchor group's output ``src`` up to
@@ -476,6 +528,7 @@ class _Partition:
         self.size[into] = size
         self.kind[into] = kind
         self.anchor[into] = anchors[0] if anchors else -1
+        self.moves_only[into] = all(self.moves_only[g] for g in groups)
 
     # ------------------------------------------------------------ result
     def check(self) -> None:

@@ -11,7 +11,6 @@ the ulp differences between C's libm and NumPy.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,7 +76,6 @@ def chains(draw):
     return text, [s for _, s in params]
 
 
-@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(chains(), min_size=6, max_size=10), st.integers(0, 2**31 - 1))
 def test_random_chains_match_the_interpreter(programs, seed):

@@ -85,6 +85,8 @@ def sanitized_env() -> dict[str, str]:
     # a report ends the process without flushing Python's buffers: keep
     # pytest's line naming the running test
     env["PYTHONUNBUFFERED"] = "1"
+    # the outer run's options (say ``-n 2``) are not the sanitized run's
+    env.pop("PYTEST_ADDOPTS", None)
     return env
 
 
@@ -233,14 +235,21 @@ def test_sanitizers_catch_an_out_of_bounds_write_and_an_overflow(tmp_path):
 # The sanitized run
 
 
-@pytest.mark.slow
-def test_e2e_tests_pass_under_address_and_undefined_sanitizers():
+def test_every_e2e_file_is_rerun_sanitized():
     files = selected_files()
     assert "tests/e2e/test_lang_c.py" in files and "tests/e2e/test_fusion_c.py" in files
-    result = run_python(["-m", "pytest", *files, "-v", "-p", "no:cacheprovider", "-x",
-                         "--capture=sys", "-m", MARKERS], timeout=RUN_TIMEOUT_S)
+    assert "tests/e2e/test_sanitizers.py" not in files
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", selected_files())
+def test_e2e_file_passes_under_address_and_undefined_sanitizers(path):
+    """One e2e file, sanitized, in its own process: one test per file lets
+    pytest-xdist spread the sanitized run over the workers."""
+    result = run_python(["-m", "pytest", path, "-v", "-p", "no:cacheprovider",
+                         "-x", "--capture=sys", "-m", MARKERS], timeout=RUN_TIMEOUT_S)
     output = result.stdout + result.stderr
-    assert result.returncode == 0, (f"sanitized e2e run failed (exit status "
-                                    f"{result.returncode}):\n{tail(output)}")
+    assert result.returncode == 0, (f"sanitized run of {path} failed (exit status "
+                                         f"{result.returncode}):\n{tail(output)}")
     for report in ("ERROR: AddressSanitizer", "runtime error:"):
         assert report not in output, tail(output)

@@ -269,6 +269,25 @@ GROUP_CASES = [
     ("pad_conv_prologue", "%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 3, 3), float32]",
      "nn.conv2d(nn.pad(%x, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]), %w)",
      [["nn.pad", "nn.conv2d"]]),
+    ("arithmetic_is_no_contraction_prologue",
+     "%x: Tensor[(2, 4), float32], %w: Tensor[(3, 4), float32]",
+     "nn.dense(exp(%x), %w)",
+     [["exp"], ["nn.dense"]]),
+    ("arithmetic_is_no_conv_prologue",  # the relu has joined the pad first
+     "%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 3, 3), float32]",
+     "nn.conv2d(nn.pad(nn.relu(%x), 0f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]), %w)",
+     [["nn.relu", "nn.pad"], ["nn.conv2d"]]),
+    ("moves_then_arithmetic_then_moves_into_dense",
+     "%x: Tensor[(2, 2, 2), int8], %w: Tensor[(3, 4), float32]",
+     "nn.dense(reshape(multiply(cast(%x, dtype=\"float32\"), 2f), newshape=[2, 4]), %w)",
+     [["cast", "multiply", "reshape"], ["nn.dense"]]),
+    ("moves_only_into_dense",
+     "%x: Tensor[(2, 2, 2), int8], %w: Tensor[(3, 4), float32]",
+     "nn.dense(reshape(cast(%x, dtype=\"float32\"), newshape=[2, 4]), %w)",
+     [["cast", "reshape", "nn.dense"]]),
+    ("arithmetic_prologue_of_a_pool", "%x: Tensor[(1, 2, 4, 4), float32]",
+     "nn.max_pool2d(exp(%x), pool_size=[2, 2], strides=[2, 2])",
+     [["exp", "nn.max_pool2d"]]),
     ("epilogue_side_input", "%x: Tensor[(2, 4), float32], %w: Tensor[(3, 4), float32], "
      "%b: Tensor[(2, 3), float32]",
      "add(nn.dense(%x, %w), exp(%b))",
@@ -351,9 +370,9 @@ def test_groups(name, params, body, expected):
 
 
 def test_conv2d_fuse_like_relay():
-    """Relay's test_conv2d_fuse with our prologue rule: the add before the
-    first conv2d joins it; the second path's add joins the conv2d
-    evaluated first."""
+    """Relay's test_conv2d_fuse, with Relay's groups: the add before the
+    first conv2d is its own function (arithmetic is no prologue of a
+    contraction); the second path's add joins the conv2d evaluated first."""
     params = "%x: Tensor[(1, 2, 6, 6), float32], %w1: Tensor[(2, 2, 3, 3), float32], " \
              "%w2: Tensor[(2, 2, 1, 1), float32], %w3: Tensor[(2, 2, 3, 3), float32]"
     after = fuse_checked(f"""
@@ -366,7 +385,7 @@ def test_conv2d_fuse_like_relay():
       %5 = nn.conv2d(%3, %w3, padding=[1, 1], channels=2, kernel_size=[3, 3]);
       add(%4, %5)
     }}""", *_inputs(params))
-    assert groups(after) == [["add", "nn.conv2d", "add", "add"], ["nn.conv2d"],
+    assert groups(after) == [["add"], ["nn.conv2d", "add", "add"], ["nn.conv2d"],
                              ["nn.conv2d", "add"]]
 
 

@@ -30,9 +30,11 @@ def ordinal(i: int) -> str:
 
 
 def defop(name: str, arity: int, rel: Relation, pattern: PatternKind, compute: Compute,
-          doc: str, attrs: type[Attrs] = Attrs, family: str = "") -> OpDef:
+          doc: str, attrs: type[Attrs] = Attrs, family: str = "",
+          contraction: bool = False) -> OpDef:
     return register(OpDef(name=name, arity=arity, attrs_type=attrs, rel=rel,
-                          pattern=pattern, compute=compute, doc=doc, family=family))
+                          pattern=pattern, compute=compute, doc=doc, family=family,
+                          contraction=contraction))
 
 
 def tensor_arg(args: Sequence[Type], i: int, what: str | None = None) -> TensorType | None:

@@ -283,9 +283,9 @@ def _matmul(args: Sequence[np.ndarray], attrs: MatmulAttrs, out: Type) -> np.nda
 
 
 defop("nn.dense", 2, _dense_rel, FUSABLE, _dense, "data @ weight.T (weight is (units, in))",
-      DenseAttrs, FAMILY)
+      DenseAttrs, FAMILY, contraction=True)
 defop("nn.matmul", 2, _matmul_rel, FUSABLE, _matmul, "a @ b, either operand transposed",
-      MatmulAttrs, FAMILY)
+      MatmulAttrs, FAMILY, contraction=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +333,7 @@ def _batch_matmul(args: Sequence[np.ndarray], attrs: BatchMatmulAttrs, out: Type
 
 defop("nn.batch_matmul", 2, _batch_matmul_rel, FUSABLE, _batch_matmul,
       "batched x @ y.T (transpose_b=True by default), batch 1 broadcasts",
-      BatchMatmulAttrs, FAMILY)
+      BatchMatmulAttrs, FAMILY, contraction=True)
 
 
 # ------------------------------------------------------------- bias_add

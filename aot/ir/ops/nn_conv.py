@@ -391,11 +391,14 @@ def _conv2d_transpose(args: Sequence[np.ndarray], attrs: Conv2DTransposeAttrs,
 
 
 defop("nn.conv1d", 2, _conv1d_rel, FUSABLE, _conv1d,
-      "1-d convolution (strides, padding, dilation, groups, layouts)", Conv1DAttrs, FAMILY)
+      "1-d convolution (strides, padding, dilation, groups, layouts)", Conv1DAttrs, FAMILY,
+      contraction=True)
 defop("nn.conv2d", 2, _conv2d_rel, FUSABLE, _conv2d,
-      "2-d convolution (strides, padding, dilation, groups, layouts)", Conv2DAttrs, FAMILY)
+      "2-d convolution (strides, padding, dilation, groups, layouts)", Conv2DAttrs, FAMILY,
+      contraction=True)
 defop("nn.conv2d_transpose", 2, _conv2d_transpose_rel, FUSABLE, _conv2d_transpose,
-      "2-d transposed convolution (weight IOHW by default)", Conv2DTransposeAttrs, FAMILY)
+      "2-d transposed convolution (weight IOHW by default)", Conv2DTransposeAttrs,
+      FAMILY, contraction=True)
 
 __all__ = ["Conv1DAttrs", "Conv2DAttrs", "Conv2DTransposeAttrs", "conv2d_nchw",
            "conv2d_transpose_nchw"]
