@@ -34,8 +34,11 @@ run: install
 	$(VENV)/bin/aot check $(EXAMPLE)
 	$(VENV)/bin/aot run $(EXAMPLE) $(EXAMPLE_ARGS) --backend interp
 
+# pytest-xdist, one worker per core; work stealing keeps both cores busy to
+# the end (the default hands out fixed chunks: 14.5 min against 8.9 min on
+# two cores, the same tests).
 test: install deps
-	$(PY) -m pytest -n auto
+	$(PY) -m pytest -n auto --dist worksteal
 
 # Benchmarks (numbers, never pass/fail): the MLPerf Tiny models against
 # onnxruntime (latency, memory, code and constant bytes, compile time), and

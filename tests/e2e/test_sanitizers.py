@@ -28,6 +28,9 @@ the set-up is not silently unsanitized: a hand-written C function built
 through the same toolchain path must die with an ASan report, another with
 a UBSan report, while the in-bounds calls succeed.
 
+Each e2e file is rerun sanitized in a process of its own (one test per
+file), so pytest-xdist spreads the sanitized run over the cores.
+
 ``make test-sanitize`` runs this file.
 """
 

@@ -28,7 +28,8 @@ def _round32(x: Fraction) -> np.float32:
     if abs(x) >= limit:
         return np.float32(np.inf if x > 0 else -np.inf)
     f = np.float32(float(x))
-    cands = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+    with np.errstate(over="ignore"):   # next to FLT_MAX is infinity: filtered out below
+        cands = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
     finite = [c for c in cands if np.isfinite(c)]
     best = min(finite, key=lambda c: (abs(Fraction(float(c)) - x),
                                       int(np.float32(c).view(np.uint32)) & 1))
