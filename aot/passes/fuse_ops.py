@@ -128,8 +128,8 @@ tuples of tensors (polymorphic code) are boundaries as well.  Since a
 
 **Deviations from Relay.**
 
-* Data-movement prologues into ``OUT_ELEMWISE_FUSABLE`` anchors (pad +
-  conv2d, cast + dense) and injective prologues into reductions: Relay fuses only
+* Data-movement prologues into contractions (pad + conv2d, cast + dense)
+  and injective prologues into reductions: Relay fuses only
   elementwise/broadcast ops into reductions and nothing into conv2d.  Our
   kernels inline any index expression into the anchor's operand reads.
 * ``COMM_REDUCE`` anchors take epilogues (Relay leaves a reduction alone).
@@ -395,8 +395,7 @@ class _Partition:
         self.anchor = [i if builder.pattern[i] in _ANCHOR_KINDS else -1 for i in range(n)]
         self.kind = [min(p, K.INJECTIVE) if p not in _ANCHOR_KINDS else K.ELEMWISE
                      for p in builder.pattern]
-        #: the group only moves data (a prologue an OUT_ELEMWISE_FUSABLE
-        #: anchor may take)
+        #: the group only moves data (a prologue a contraction may take)
         self.moves_only = [_moves_data(node, p) for node, p in zip(builder.nodes, builder.pattern)]
 
     def find(self, i: int) -> int:
