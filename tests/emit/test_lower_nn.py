@@ -126,6 +126,8 @@ DENSE_CASES = [
     ((2, 5), 3, "int32", "int32", "float32"),   # integers summed in float64
     ((2, 5), 3, "int8", "uint8", "uint8"),
     ((2, 11), 3, "float32", "float32", None),   # unrolled by 4, three left over
+    ((2, 7), 6, "float16", "float16", None),    # register tiles of 4 units and 2; odd k
+    ((3, 9), 4, "float32", "float32", None),    # one register tile; odd k
     ((1, 10), 2, "int8", "int8", "int32"),
 ]
 
@@ -433,6 +435,7 @@ C_CASES = [
     ([("x", (2, 9), "uint8"), ("w", (3, 9), "int8")], 'nn.dense(%x, %w, out_dtype="int32")'),
     ([("x", (2, 9), "int8"), ("w", (3, 9), "uint8")], 'nn.dense(%x, %w, out_dtype="uint8")'),
     ([("x", (2, 6), "float16"), ("w", (3, 6), "float16")], "nn.dense(%x, %w)"),
+    ([("x", (2, 7), "float16"), ("w", (6, 7), "float16")], "nn.dense(%x, %w)"),
     ([("x", (9, 2), "float32"), ("w", (9, 3), "float32")], "nn.matmul(%x, %w, transpose_a=True)"),
     ([("x", (2, 9, 3), "int16"), ("y", (1, 4, 9), "int16")],
      'nn.batch_matmul(%x, %y, transpose_a=True, out_dtype="int32")'),

@@ -435,9 +435,9 @@ def _dense(ctx: LowerContext, args: Sequence, attrs: DenseAttrs, out_type: objec
             and w.ndim == 2 and x.shape[-1] > 0 and w.shape[0] >= DENSE_SIMD_MIN_UNITS):
         return _dense_simd(ctx, x, np.asarray(w.constant, dtype=np.float32), shape, dtype,
                            sinks[0])
-    if (dtype is DType.FLOAT32 and x.dtype is DType.FLOAT32 and w.dtype is DType.FLOAT32
+    if (dtype in (DType.FLOAT32, DType.FLOAT16) and x.dtype is dtype and w.dtype is dtype
             and x.shape[-1] > 0 and w.shape[0] >= DENSE_SCALAR_UNITS):
-        return _dense_scalar_tiles(ctx, x, w, shape, sinks[0])
+        return _dense_scalar_tiles(ctx, x, w, shape, dtype, sinks[0])
     p = _matmul_product(x, w, shape, False, True)
     return _product_nest(ctx, p, dtype, sinks[0])
 
@@ -447,12 +447,13 @@ DENSE_SCALAR_UNITS = 4
 
 
 def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, w: TensorValue,
-                        shape: tuple[int, ...], sink: Sink) -> K.Stmt:
-    """The ``scalar`` tuning's float32 dense: tiles of ``BJ`` units in
-    scalar accumulators, so each ``x[k]`` is loaded once per tile; ``k``
-    unrolled twice.  The weight is read in place (a packed copy would
-    double the flash the weights take).  Each output sums its products in
-    ``k`` order in float32, as :func:`_product_nest` does."""
+                        shape: tuple[int, ...], dtype: DType, sink: Sink) -> K.Stmt:
+    """The ``scalar`` tuning's float32 and float16 dense: tiles of ``BJ``
+    units in scalar accumulators, so each ``x[k]`` is loaded (and a half
+    converted) once per tile; ``k`` unrolled twice.  The weight is read in
+    place (a packed copy would double the flash the weights take).  Each
+    output sums its products in ``k`` order in float32 and is then
+    rounded to ``dtype``, as :func:`_product_nest` does."""
     units, reduce = w.shape
     bj = DENSE_SCALAR_UNITS
 
@@ -464,9 +465,9 @@ def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, w: TensorValue,
 
             def step(k: K.Expr) -> list[K.Stmt]:
                 xv = ctx.scalar("xv", DType.FLOAT32)
-                return [K.Decl(xv, x.read((*row, k)))] + [
-                    K.Assign(a, mac(a, xv, w.read((K.add(base, _idx(i), no_wrap=True)
-                                                   if i else base, k))))
+                return [K.Decl(xv, K.cast(DType.FLOAT32, x.read((*row, k))))] + [
+                    K.Assign(a, mac(a, xv, K.cast(DType.FLOAT32, w.read(
+                        (K.add(base, _idx(i), no_wrap=True) if i else base, k)))))
                     for i, a in enumerate(accs)]
             k = ctx.index_var("k")
             pairs, odd = divmod(reduce, 2)
@@ -478,7 +479,7 @@ def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, w: TensorValue,
                 stmts.append(K.block(*step(_idx(reduce - 1))))
             for i, a in enumerate(accs):
                 unit = K.add(K.mul(jt, _idx(bj), no_wrap=True), _idx(i), no_wrap=True)
-                stmts.append(sink((*row, unit), a))
+                stmts.append(sink((*row, unit), K.cast(dtype, a)))
             return stmts
         full = units // bj
         out: list[K.Stmt] = []
