@@ -465,9 +465,9 @@ class _Partition:
         hs = self.find(sink)
         if self._tuple_rooted(hs):
             return
-        if self.anchor[hs] >= 0 and self.b.pattern[self.anchor[hs]] == K.OPAQUE:
-            return
         anchor = self.anchor[hs]
+        if anchor >= 0 and self.b.pattern[anchor] == K.OPAQUE:
+            return
         if anchor >= 0 and _is_contraction(self.b.nodes[anchor]) \
                 and not all(self.moves_only[g] for g in groups if g != hs) \
                 and self._feeds(sink, anchor):

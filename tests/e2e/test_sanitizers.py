@@ -253,6 +253,6 @@ def test_e2e_file_passes_under_address_and_undefined_sanitizers(path):
                          "-x", "--capture=sys", "-m", MARKERS], timeout=RUN_TIMEOUT_S)
     output = result.stdout + result.stderr
     assert result.returncode == 0, (f"sanitized run of {path} failed (exit status "
-                                         f"{result.returncode}):\n{tail(output)}")
+                                    f"{result.returncode}):\n{tail(output)}")
     for report in ("ERROR: AddressSanitizer", "runtime error:"):
         assert report not in output, tail(output)
