@@ -21,8 +21,7 @@ from typing import Any
 from .diagnostics import Diagnostic, DiagnosticError, Span
 from .ir import IRModule
 from .passes.manager import PassContext
-
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def parse(text: str, source_name: str = "<string>", **options: Any) -> IRModule:
@@ -44,7 +43,7 @@ def from_onnx(model: Any, *, input_shapes: dict[str, tuple[int, ...]] | None = N
 
 def infer_types(mod: IRModule) -> IRModule:
     """A new, fully typed module; DiagnosticError on type errors."""
-    from .passes.type_infer import infer_types as _infer
+    from .ir.type_infer import infer_types as _infer
     return _infer(mod)
 
 
@@ -71,7 +70,7 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     host with SIMD units compiled at -O3).
     Returns the :class:`~aot.emit.artifact.Artifact`; DiagnosticError on
     programs the backend cannot compile."""
-    from .emit.pipeline import compile_module
+    from .compiler import compile_module
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
                           arena=arena, entry=entry, build=build, pool_bytes=pool_bytes,
                           max_depth=max_depth, tuning=tuning)
@@ -80,7 +79,7 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
 def load(artifact: Any) -> Any:
     """A callable running a built artifact (or its directory) through
     cffi: NumPy arrays in, NumPy arrays (tuples for tuple results) out."""
-    from .emit.model_loader import load as _load
+    from .emit.build.compiled_model import load as _load
     return _load(artifact)
 
 

@@ -661,7 +661,7 @@ def run(mod: IRModule, *args: Any, entry: str = "main") -> Value:
     """Type-check ``mod``, check ``args`` against ``@entry``'s parameters
     and evaluate ``@entry(*args)``."""
     if not mod.is_typed:
-        from .passes.type_infer import infer_types
+        from .ir.type_infer import infer_types
         mod = infer_types(mod)
     if entry not in mod:
         raise _error(f"no global function @{entry} in the module", None)

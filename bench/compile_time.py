@@ -30,8 +30,8 @@ import numpy as np
 
 import aot
 from aot.emit.artifact import build_artifact, write_artifact
-from aot.emit.lower_model import plan_model
-from aot.emit.pipeline import optimize_for_c
+from aot.emit.lower.dataflow import plan_model
+from aot.compiler import optimize_for_c
 
 
 def program(n_ops: int, widths: list[int], seed: int = 0) -> str:

@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     # the compiler's modules are imported lazily: load them before timing compile
     importlib.import_module("aot.frontend.onnx")
-    importlib.import_module("aot.emit.pipeline")
+    importlib.import_module("aot.compiler")
     rows = []
     with tempfile.TemporaryDirectory(prefix="aot-bench-") as tmp:
         work = args.build_dir or Path(tmp)

@@ -5,7 +5,7 @@
  * artifact carries a copy in DIR/runtime_c/; a model's source includes it
  * only when one of its kernels or constants uses a name defined here.
  *
- * What is here (the catalogue is aot.emit.c_helpers.HELPERS and MACROS;
+ * What is here (the catalogue is aot.emit.c.helpers.HELPERS and MACROS;
  * a test checks this header against it, prototype by prototype):
  *
  *   AOT_NAN_F32 AOT_INF_F32        a quiet NaN / +infinity of type float

@@ -4,7 +4,7 @@
  *
  * Part of the hand-written C99 runtime of `aot` (runtime_c/).  Every
  * artifact carries a copy in DIR/runtime_c/; a model compiled by the
- * program backend (aot.emit.program_lower) includes it.  Everything is
+ * program backend (aot.emit.lower.program) includes it.  Everything is
  * `static` or `static inline`, so two models (or two versions of this
  * header) link into one program without symbol clashes.
  *

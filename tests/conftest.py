@@ -11,7 +11,7 @@ os.environ.setdefault("AOT_VERIFY_PASSES", "1")
 
 @pytest.fixture(scope="session", autouse=True)
 def _aot_cache_dir(tmp_path_factory):
-    """Point the C build cache (aot.emit.cache) at a directory of this test
+    """Point the C build cache (aot.emit.build.cache) at a directory of this test
     run, unless the developer chose one with AOT_CACHE_DIR (reusing a cache
     is safe: entries are keyed by content).  pytest-xdist's workers share
     it (the parent of their base temporary directories is the run's): the

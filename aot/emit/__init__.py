@@ -1,1 +1,14 @@
-"""The C backend: kernel IR, lowering, memory planning, rendering, build and load (not yet written)."""
+"""The C backend, one sub-package per stage, in the order data flows:
+
+1. :mod:`.lower` -- a typed, fused module to data: kernel IR for each fused
+   group (:mod:`.kernel` holds the kernel IR and its verifier and evaluator),
+   the call sequence of a dataflow model, the functions of a whole-language
+   program;
+2. :mod:`.plan` -- the plan records and the static arena;
+3. :mod:`.c` -- C printing and the templates' context;
+4. :mod:`.build` -- gcc/clang + ar into ``lib<name>.a``, and cffi loading.
+
+:mod:`.artifact` writes a plan into an artifact directory and builds it;
+:mod:`.resources` finds the templates and the C runtime.  The driver that
+runs the passes and picks a backend is :mod:`aot.compiler`.
+"""

@@ -1,4 +1,4 @@
-"""Render a :class:`~aot.emit.model_plan.ModelPlan` into an artifact
+"""Render a :class:`~aot.emit.plan.model.ModelPlan` into an artifact
 directory and build it.
 
 The artifact (layout contract, see DESIGN.md)::
@@ -10,7 +10,7 @@ The artifact (layout contract, see DESIGN.md)::
     DIR/metadata.json               shapes, sizes, kernels, ... (sorted JSON)
     DIR/lib/lib<name>.a             after :func:`build_artifact`
 
-Rendering is :mod:`aot.emit.render_context` (every string) plus the Jinja
+Rendering is :mod:`aot.emit.c.context` (every string) plus the Jinja
 templates in ``templates/`` (the skeletons).  The environment uses
 ``StrictUndefined`` (a misspelt context field is an error, not an empty
 string) and ``keep_trailing_newline``; a template error is re-raised as
@@ -31,12 +31,12 @@ from typing import Any, Mapping, Sequence
 import jinja2
 
 from ..diagnostics import DiagnosticError
-from .build import ArtifactLayout, LibraryRequest, build_static_libraries, write_sources
-from .model_plan import ModelPlan
-from .render_context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
+from .build.library import ArtifactLayout, LibraryRequest, build_static_libraries, write_sources
+from .plan.model import ModelPlan
+from .c.context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
                              build_metadata)
 from .resources import runtime_file, templates_dir
-from .toolchain import Toolchain
+from .build.toolchain import Toolchain
 
 __all__ = ["Artifact", "TemplateRenderError", "render_artifact", "write_artifact",
            "open_artifact", "build_artifact", "build_artifacts", "TEMPLATES"]
@@ -174,7 +174,7 @@ def build_artifacts(artifacts: Sequence[Artifact], *, toolchain: Toolchain | Non
                     extra_flags: Sequence[str] = ()) -> list[Path]:
     """Build ``lib/lib<name>.a`` of every artifact (one compile pool for
     all); return the libraries' paths in order.  Compiler errors and
-    warnings raise :class:`~aot.emit.toolchain.BuildError`."""
+    warnings raise :class:`~aot.emit.build.toolchain.BuildError`."""
     requests = [LibraryRequest(a.root, a.name, extra_flags=(*BUILD_FLAGS, *extra_flags))
                 for a in artifacts]
     builds = build_static_libraries(requests, toolchain=toolchain, jobs=jobs,

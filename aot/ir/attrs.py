@@ -41,7 +41,7 @@ class Attrs:
 
     @classmethod
     def from_raw(cls, raw: dict[str, RawValue]) -> Attrs:
-        hints = _hints(cls)
+        hints = field_hints(cls)
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in raw.items():
@@ -72,7 +72,7 @@ NO_ATTRS = Attrs()
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def field_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 

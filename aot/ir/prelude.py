@@ -20,7 +20,7 @@ PRELUDE_PATH = Path(__file__).with_name("prelude.relay")
 
 @functools.cache
 def _load() -> IRModule:
-    from ..passes.type_infer import infer_types
+    from .type_infer import infer_types
     from .parser import parse_module
     mod = parse_module(PRELUDE_PATH.read_text(), str(PRELUDE_PATH), prelude=False)
     return infer_types(mod)

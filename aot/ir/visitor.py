@@ -18,7 +18,7 @@ Python's recursion limit (and C stack) would break a recursive visitor, so
 
 A visit method that needs no children may simply ``return`` (it need not
 be a generator).  Dispatch is by node class: ``Var`` -> ``visit_var``,
-``TupleGetItem`` -> ``visit_tuple_getitem`` and so on (see ``_METHOD``).
+``TupleGetItem`` -> ``visit_tuple_getitem`` and so on (see ``VISIT_METHOD``).
 
 On top of it:
 
@@ -46,7 +46,7 @@ from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op
 R = TypeVar("R")
 Visit = Generator[Expr, Any, Any]
 
-_METHOD: dict[type, str] = {
+VISIT_METHOD: dict[type, str] = {
     Var: "visit_var",
     GlobalVar: "visit_global_var",
     Constant: "visit_constant",
@@ -85,7 +85,7 @@ class ExprFunctor(Generic[R]):
         stack: list[tuple[Expr, GeneratorType]] = []
 
         def start(node: Expr) -> Any:
-            out = getattr(self, _METHOD[type(node)])(node)
+            out = getattr(self, VISIT_METHOD[type(node)])(node)
             if isinstance(out, GeneratorType):
                 stack.append((node, out))
                 return _PENDING

@@ -54,7 +54,7 @@ Replacements are built over the original nodes and applied by one
 :class:`~aot.ir.visitor.ExprMutator` walk that visits each replacement
 in turn, so a group whose root lies below another group (stacked
 Inception blocks) reads the earlier group's rewritten output.  The
-result is re-typed by :func:`~aot.passes.type_infer.infer_types`.
+result is re-typed by :func:`~aot.ir.type_infer.infer_types`.
 """
 
 from __future__ import annotations
@@ -402,7 +402,7 @@ class _Substitute(ExprMutator):
 
 def combine_module(mod: IRModule, combiner: ParallelCombiner) -> IRModule:
     """Every function of ``mod`` with ``combiner`` applied, re-typed."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     assert mod.is_typed, "the combine passes need a typed module"
     out = mod.copy()
     changed = False

@@ -62,7 +62,7 @@ leaving the one at the input.  ``("nn.conv2d:NHWC",)`` makes such a
 graph transpose-free.  Without desired layouts, a function whose rewrite
 would execute *more* transposes than before is left as it was (moving a
 transpose through an ``add`` with a plain operand costs a second transpose
-and gains nothing).  The conv lowering (``aot/emit/lowering/nn_conv.py``)
+and gains nothing).  The conv lowering (``aot/emit/lower/ops/nn_conv.py``)
 and the pooling lowering accept any permutation of the layout letters, so
 every form this pass produces compiles.
 
@@ -446,7 +446,7 @@ class _Converter(ExprMutator):
 def convert_layout(mod: IRModule, opts: ConvertLayoutOptions = ConvertLayoutOptions()) -> IRModule:
     """A new, typed module with the desired layouts and the transposes
     moved and cancelled."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     assert mod.is_typed, "convert_layout needs a typed module"
     desired = parse_desired(opts.desired_layouts)
     out = mod.copy()

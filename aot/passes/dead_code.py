@@ -48,7 +48,7 @@ from ..ir.expr import Expr, Function, GlobalVar, Let, Match, Var
 from ..ir.module import IRModule
 from ..ir.visitor import ExprFunctor, ExprMutator, Visit, children
 from .manager import register_pass
-from .to_graph_normal_form import _pure
+from .to_graph_normal_form import is_pure
 
 __all__ = ["DeadCodeOptions", "dead_code_elimination", "eliminate_dead_code_expr",
            "reachable_globals", "removable"]
@@ -67,7 +67,7 @@ class DeadCodeOptions:
 def removable(value: Expr) -> bool:
     """Evaluating ``value`` has no observable effect (so an unused binding
     of it can go)."""
-    return isinstance(value, Function) or _pure(value)
+    return isinstance(value, Function) or is_pure(value)
 
 
 def _let_chain(node: Let) -> tuple[list[Let], Expr]:
@@ -143,7 +143,7 @@ class _Eliminate(ExprMutator):
         v = let.var
         return (self.inline_once and self.info.uses.get(v, 0) == 1
                 and self.info.use_fn.get(v) is self.info.bind_fn.get(v)
-                and _pure(let.value))
+                and is_pure(let.value))
 
     def visit_let(self, node: Let) -> Visit:
         chain, body = _let_chain(node)

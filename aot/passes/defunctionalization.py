@@ -203,7 +203,7 @@ class _EtaValues(ExprMutator):
 
 
 def _eta_values(mod: IRModule) -> IRModule:
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     out = mod.copy()
     changed = False
     for gv, func in mod.functions.items():
@@ -460,7 +460,7 @@ def first_order_problems(mod: IRModule) -> list[str]:
 def defunctionalize(mod: IRModule, entry: str = "main") -> IRModule:
     """``mod`` (monomorphic, with a first-order ``@entry``) as a first-order
     module; see the module docstring.  The result is typed."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     if not mod.is_typed:
         mod = infer_types(mod)
     _check_input(mod, entry)

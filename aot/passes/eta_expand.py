@@ -136,7 +136,7 @@ class _Expand(ExprMutator):
 
 
 def eta_expand_ops(mod: IRModule) -> IRModule:
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     out = mod.copy()
     changed = False
     for gv, func in mod.functions.items():
@@ -221,7 +221,7 @@ def eta_expand(mod: IRModule, opts: EtaExpandOptions = EtaExpandOptions()) -> IR
     """``mod`` with constructors and/or globals used as values expanded
     into functions that call them (re-typed; unchanged when neither
     option is set)."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     if not (opts.expand_constructor or opts.expand_global_var):
         return mod
     out = mod.copy()

@@ -93,7 +93,7 @@ __all__ = ["fold_constant", "is_constant"]
 
 def fold_constant(mod: IRModule) -> IRModule:
     """A new, typed module with every constant sub-computation folded."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     evaluator = Interpreter(IRModule())
     out = mod.copy()
     for gv, func in mod.functions.items():

@@ -299,7 +299,7 @@ def typed_const(data: np.ndarray, span: Span | None) -> Constant:
 def run_on_functions(mod: IRModule, make_rewriter) -> IRModule:
     """A new, typed module with every function rewritten by a fresh
     ``make_rewriter(use_counts)``."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     assert mod.is_typed, "the scale-axis passes need a typed module"
     out = mod.copy()
     for gv, func in mod.functions.items():

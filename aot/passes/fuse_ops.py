@@ -24,11 +24,11 @@ passes through).  So, as Relay:
    global or constructor) is *extern*: it must be an output;
 2. build the post-dominator tree in one reverse pass, the parent being the
    least common ancestor of the consumers
-   (:class:`~aot.passes.dominators.PostDomTree`);
+   (:class:`~aot.ir.dominators.PostDomTree`);
 3. keep groups in a union-find (:class:`_Partition`), every node starting
    alone, and in three phases over the nodes in order try to merge a
    group *into the group of the post-dominator of its output*, taking along
-   every node on a path between the two (:func:`~aot.passes.dominators.nodes_between`);
+   every node on a path between the two (:func:`~aot.ir.dominators.nodes_between`);
    a merge is all or nothing: it is refused if any node on the way, or the
    group met there, breaks the rules below.
 4. rewrite (:class:`_FuseMutator`): each group with at least one operator
@@ -161,7 +161,7 @@ from ..ir.module import IRModule
 from ..ir.registry import PatternKind
 from ..ir.types import FuncType, TensorType, TupleType, Type
 from ..ir.visitor import ExprMutator, ExprVisitor, Visit, post_order, rebuild
-from .dominators import ForwardGraph, PostDomTree, nodes_between
+from ..ir.dominators import ForwardGraph, PostDomTree, nodes_between
 from .manager import current, register_pass
 
 __all__ = ["fuse_ops", "fuse_expr", "primitive_groups", "is_primitive", "PRIMITIVE_ATTRS"]
@@ -179,7 +179,7 @@ def fuse_ops(mod: IRModule, max_depth: int = 256) -> IRModule:
     first if it is not typed yet."""
     assert max_depth >= 1, max_depth
     if not mod.is_typed:
-        from .type_infer import infer_types
+        from ..ir.type_infer import infer_types
         mod = infer_types(mod)
     out = mod.copy()
     for gv, func in mod.functions.items():

@@ -245,7 +245,7 @@ def _size(func: Function) -> int:
 def inline(mod: IRModule, opts: InlineOptions = InlineOptions()) -> IRModule:
     """A new, typed module with the inlinable globals inlined (see the
     module note)."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     edges = {gv.name: _edges(f) for gv, f in mod.functions.items()}
     graph = {n: sorted(k for k in e.refs if k in mod) for n, e in edges.items()}
     refs: dict[str, int] = {}

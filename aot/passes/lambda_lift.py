@@ -18,7 +18,7 @@ A function that captures nothing is lifted *flat* (``def @L(%p: P) -> R``,
 no attribute) and its occurrence is the bare ``@L``.  We chose Relay's
 form over a flat one with partial application because partial application
 does not exist in the IR: the two-level form needs no new construct, is
-typed by :func:`~aot.passes.type_infer.infer_types` as it stands and runs
+typed by :func:`~aot.ir.type_infer.infer_types` as it stands and runs
 in :func:`aot.interpret` unchanged (calling ``@L(..)`` returns a closure).
 Defunctionalization (:mod:`aot.passes.defunctionalization`) reads the
 same form: ``@L(caps)`` is a closure value, ``@L(caps)(args)`` a direct
@@ -278,7 +278,7 @@ def lambda_lift(mod: IRModule, *, retype: bool = True) -> IRModule:
     checked types; ``retype=False`` skips the final type inference (calls
     of polymorphic lifted globals then lack ``type_args``), for callers
     that infer types again anyway."""
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
     if not mod.is_typed:
         mod = infer_types(mod)
     names = _Names({gv.name for gv in mod.functions})

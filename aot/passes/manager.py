@@ -345,7 +345,7 @@ def verify_module(mod: IRModule, after: str = "") -> None:
     """Raise :class:`PassVerificationError` unless ``mod`` is well formed
     and well typed."""
     from ..ir.well_formed import ill_formed
-    from .type_infer import infer_types
+    from ..ir.type_infer import infer_types
 
     where = f" after {after}" if after else ""
     problems = ill_formed(mod)

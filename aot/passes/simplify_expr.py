@@ -84,7 +84,7 @@ from ..ir.pattern import (DFPattern, DFPatternCallback, is_constant, is_op, is_t
                           rewrite_bottom_up, wildcard)
 from ..ir.types import TensorType
 from .manager import register_pass
-from .to_graph_normal_form import _pure
+from .to_graph_normal_form import is_pure
 
 __all__ = ["simplify_expr", "holds_exactly", "cast_chain_exact", "CALLBACKS"]
 
@@ -145,7 +145,7 @@ def _is_identity(e: Expr, dtype: DType, value: int, negative_zero: bool | None) 
         return False
     if dtype.is_float and value == 0 and negative_zero:
         return False                      # zeros are +0
-    return _pure(e)
+    return is_pure(e)
 
 
 def _filled(name: str) -> DFPattern:
@@ -365,7 +365,7 @@ class CastLikeToCast(_Rule):
     def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
         like = node_map[self.like][0]
         lt = _tensor(like)
-        if lt is None or not _pure(like):
+        if lt is None or not is_pure(like):
             return post
         return Call(op("cast"), (node_map[self.x][0],), CastAttrs(dtype=lt.dtype),
                     span=post.span, checked_type=post.checked_type)

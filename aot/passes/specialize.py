@@ -82,7 +82,7 @@ from ..ir.types import (ANY, BOOL_SCALAR, UNIT, FuncType, GlobalTypeVar, Incompl
                         RefType, TensorType, TupleType, Type, TypeCall, TypeVar, map_type,
                         substitute, type_children)
 from ..ir.visitor import ExprMutator, Visit, rebuild
-from .type_infer import infer_types
+from ..ir.type_infer import infer_types
 from .manager import register_pass
 
 #: Most copies one global may get before we call it polymorphic recursion.

@@ -27,7 +27,7 @@ from .manager import register_pass
 __all__ = ["to_graph_normal_form", "graph_normal_form_expr"]
 
 
-def _pure(value: Expr) -> bool:
+def is_pure(value: Expr) -> bool:
     if isinstance(value, (Function, Op, Constructor)):
         # an operator or constructor used as a value is polymorphic: its
         # type is the let's annotation, lost if the use site named it bare
@@ -42,7 +42,7 @@ def _pure(value: Expr) -> bool:
 
 class _ToGraph(ExprMutator):
     def visit_let(self, node: Let) -> Visit:
-        if not _pure(node.value):
+        if not is_pure(node.value):
             return (yield from super().visit_let(node))
         value = yield node.value
         self.memo[node.var] = value

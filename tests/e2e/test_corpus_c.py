@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import aot
-from aot.emit.pipeline import is_dataflow, optimize_for_c
+from aot.compiler import is_dataflow, optimize_for_c
 from aot.ir.printer import print_module
 from c_harness import Case, check_cases, check_program, compile_and_load
 from test_corpus_lang_c import Entry, Report, entry_for, is_dynamic, run_entries

@@ -4,7 +4,7 @@ UndefinedBehaviorSanitizer.
 ``AOT_SANITIZE=address,undefined`` makes every C build (objects of the
 static library, the cffi extension) instrumented, with no recovery: the
 first invalid access or undefined operation aborts the process with a
-report (see :mod:`aot.emit.toolchain`; such builds are at ``-O0``, where
+report (see :mod:`aot.emit.build.toolchain`; such builds are at ``-O0``, where
 gcc compiles instrumented C many times faster).  An instrumented extension can only
 be loaded into a CPython whose first libraries are the sanitizer runtimes,
 so the tests run in a subprocess started with ``LD_PRELOAD`` (gcc's
@@ -44,9 +44,9 @@ from pathlib import Path
 
 import pytest
 
-from aot.emit.build import build_library, write_sources
-from aot.emit.loader import ExtensionRequest, build_extensions
-from aot.emit.toolchain import (BuildError, SANITIZE_ENV, CompilerKind, find_toolchain,
+from aot.emit.build.library import build_library, write_sources
+from aot.emit.build.extension import ExtensionRequest, build_extensions
+from aot.emit.build.toolchain import (BuildError, SANITIZE_ENV, CompilerKind, find_toolchain,
                                 sanitizer_runtimes)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -200,9 +200,9 @@ def test_sanitized_and_plain_builds_never_share_objects_or_extensions(tmp_path):
 
 CANARY_SCRIPT = """\
 import sys
-from aot.emit.build import build_static_library
-from aot.emit.loader import load_library
-from aot.emit.toolchain import find_toolchain
+from aot.emit.build.library import build_static_library
+from aot.emit.build.extension import load_library
+from aot.emit.build.toolchain import find_toolchain
 
 root, function, argument = sys.argv[1], sys.argv[2], int(sys.argv[3])
 toolchain = find_toolchain()  # from $CC and $AOT_SANITIZE, as the e2e tests do

@@ -1,4 +1,4 @@
-"""The ``simd`` tuning (aot/emit/lowering/tuning.py) compiled to C against
+"""The ``simd`` tuning (aot/emit/lower/ops/tuning.py) compiled to C against
 the interpreter: convolutions and dense layers with their weights bound
 as constants, packed into one program (one build), with fused bias and
 activations as the models have them after batch-norm folding; the C is

@@ -14,9 +14,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from aot.emit import kernel_ir as K
-from aot.emit.kernel_eval import run_kernel
-from aot.emit.model_plan import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo,
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.evaluate import run_kernel
+from aot.emit.plan.model import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo,
                                  ModelPlan, TensorSpec)
 from aot.ir.dtype import DType
 

@@ -2,7 +2,7 @@
 gcc/clang into a shared library and call them through ctypes, plus a
 seeded generator of random well-typed kernel-IR expressions.
 
-Deliberately independent of aot.emit.build (a separate layer)."""
+Deliberately independent of aot.emit.build.library (a separate layer)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from aot.emit import kernel_ir as K
-from aot.emit.cprint import print_kernel
+from aot.emit.kernel import ir as K
+from aot.emit.c.printer import print_kernel
 from aot.emit.resources import runtime_dir
 from aot.ir.dtype import DType
 

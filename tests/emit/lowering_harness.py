@@ -1,7 +1,7 @@
 """Check an operator's lowering against the interpreter without a C
 compiler: the whole of ``main`` becomes one fused group, is lowered to
 kernel IR and executed by the kernel-IR reference evaluator
-(:func:`aot.emit.kernel_eval.run_kernel`); the result must equal
+(:func:`aot.emit.kernel.evaluate.run_kernel`); the result must equal
 ``aot.interpret``'s within the tolerance given.  The C side of the same
 check (compiled through cffi) lives in tests/e2e.
 
@@ -15,9 +15,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 import aot
-from aot.emit.kernel_eval import run_kernel
-from aot.emit.lower_group import LoweredGroup, lower_group
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel.evaluate import run_kernel
+from aot.emit.lower.group import LoweredGroup, lower_group
+from aot.emit.kernel.simplify import simplify_kernel
 from aot.ir.attrs import FuncAttrs
 from aot.ir.expr import Function
 from aot.ir.module import IRModule

@@ -13,12 +13,12 @@ import pytest
 
 from aot.diagnostics import DiagnosticError
 from aot.emit import artifact as artifact_module
-from aot.emit import kernel_ir as K
+from aot.emit.kernel import ir as K
 from aot.emit.artifact import (Artifact, TemplateRenderError, open_artifact, render_artifact,
                                write_artifact)
-from aot.emit.build import ArtifactLayout
-from aot.emit.model_plan import STATUS_CODES, ArgKind, BufferRef, ConstantData, KernelCall
-from aot.emit.render_context import (BUILD_FLAGS, constant_literals, float_literal,
+from aot.emit.build.library import ArtifactLayout
+from aot.emit.plan.model import STATUS_CODES, ArgKind, BufferRef, ConstantData, KernelCall
+from aot.emit.c.context import (BUILD_FLAGS, constant_literals, float_literal,
                                      entry_prototype)
 from aot.emit.resources import runtime_dir, templates_dir
 from aot.ir.dtype import DType

@@ -17,11 +17,11 @@ import pytest
 from pycparser import c_ast, c_parser
 
 from aot.emit.artifact import build_artifact, build_artifacts, write_artifact
-from aot.emit.build import compile_check
-from aot.emit.c_helpers import HELPERS, MACROS
-from aot.emit.model_plan import STATUS_CODES
+from aot.emit.build.library import compile_check
+from aot.emit.c.helpers import HELPERS, MACROS
+from aot.emit.plan.model import STATUS_CODES
 from aot.emit.resources import runtime_dir
-from aot.emit.toolchain import STRICT_FLAGS, available_toolchains
+from aot.emit.build.toolchain import STRICT_FLAGS, available_toolchains
 from artifact_plans import (SCALE, addscale_expected, addscale_plan, constants_plan,
                             half_bool_plan, tuple_plan)
 

@@ -9,8 +9,8 @@ import pytest
 
 from aot.diagnostics import DiagnosticError
 from aot.emit.artifact import build_artifact, write_artifact
-from aot.emit.model_loader import CompiledModel, TensorInfo, load
-from aot.emit.toolchain import available_toolchains
+from aot.emit.build.compiled_model import CompiledModel, TensorInfo, load
+from aot.emit.build.toolchain import available_toolchains
 from aot.ir.dtype import DType
 from artifact_plans import (EDGE_CONSTANTS, addscale_expected, addscale_plan,
                             constants_plan, half_bool_expected, half_bool_plan, run_plan,

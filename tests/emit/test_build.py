@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from aot.diagnostics import DiagnosticError
-from aot.emit.build import (ArtifactLayout, LibraryRequest, build_library,
+from aot.emit.build.library import (ArtifactLayout, LibraryRequest, build_library,
                             build_static_libraries, build_static_library, compile_check,
                             write_sources)
-from aot.emit.toolchain import (STRICT_FLAGS, BuildError, CompilerKind, Toolchain,
+from aot.emit.build.toolchain import (STRICT_FLAGS, BuildError, CompilerKind, Toolchain,
                                 available_toolchains, find_toolchain, probe_toolchain)
 
 TOOLCHAINS = available_toolchains()

@@ -17,15 +17,15 @@ import numpy as np
 import pytest
 from pycparser import c_ast, c_generator, c_parser
 
-from aot.emit import kernel_ir as K
-from aot.emit.c_expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CIndex, CTernary, CUnary,
+from aot.emit.kernel import ir as K
+from aot.emit.c.expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CIndex, CTernary, CUnary,
                              format_c)
-from aot.emit.c_helpers import HELPERS, MACROS
-from aot.emit.cprint import (format_float, format_int, kernel_helpers, kernel_prototype,
+from aot.emit.c.helpers import HELPERS, MACROS
+from aot.emit.c.printer import (format_float, format_int, kernel_helpers, kernel_prototype,
                              print_expr, print_kernel, print_stmt)
-from aot.emit.kernel_eval import run_kernel
-from aot.emit.kernel_walk import buffers_in, stored_buffers
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel.evaluate import run_kernel
+from aot.emit.kernel.walk import buffers_in, stored_buffers
+from aot.emit.kernel.simplify import simplify_kernel
 from aot.ir.dtype import DType
 from aot.ir.ops.elemwise import floor_divide, floor_mod, trunc_divide, trunc_mod
 from aot.ir.ops.transform_init import cast_array

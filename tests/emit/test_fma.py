@@ -1,4 +1,4 @@
-"""``fmaf``: the evaluator's exact model (aot.emit.fma) against exact
+"""``fmaf``: the evaluator's exact model (aot.emit.kernel.fma) against exact
 rational arithmetic and against the C library, and where the lowerings
 use it."""
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aot.emit import kernel_ir as K
-from aot.emit.fma import exact_fma
-from aot.emit.lowering.tuning import using
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.fma import exact_fma
+from aot.emit.lower.ops.tuning import using
+from aot.emit.kernel.simplify import simplify_kernel
 from aot.ir.dtype import DType
 from kernel_c_harness import bits_equal, build, call, compilers
 from lowering_harness import lower_main
@@ -146,7 +146,7 @@ def @main(%x: Tensor[(2, 12), int8], %w: Tensor[(3, 12), int8]) {
 
 
 def _calls(text: str, tuning: str) -> set[str]:
-    from aot.emit.kernel_walk import children, postorder, walk_stmts
+    from aot.emit.kernel.walk import children, postorder, walk_stmts
     with using(tuning):
         _, group = lower_main(text)
     names: set[str] = set()

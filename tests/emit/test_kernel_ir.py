@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from aot.emit import kernel_ir as K
-from aot.emit.cprint import print_expr
-from aot.emit.kernel_eval import evaluate, run_kernel
-from aot.emit.kernel_verify import verify_kernel
-from aot.emit.kernel_walk import buffers_in, stored_buffers, substitute, substitute_stmt, walk_exprs
+from aot.emit.kernel import ir as K
+from aot.emit.c.printer import print_expr
+from aot.emit.kernel.evaluate import evaluate, run_kernel
+from aot.emit.kernel.verify import verify_kernel
+from aot.emit.kernel.walk import buffers_in, stored_buffers, substitute, substitute_stmt, walk_exprs
 from aot.ir.dtype import DType
 
 D = DType

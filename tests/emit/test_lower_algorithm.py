@@ -1,4 +1,4 @@
-"""Lowerings of argsort, sort and topk (aot/emit/lowering/algorithm.py)
+"""Lowerings of argsort, sort and topk (aot/emit/lower/ops/algorithm.py)
 against the interpreter: stability in both directions, NaN / -0.0 / inf
 ordering, every axis, k, ret_type and index dtype, both algorithms
 (selection for small k, merge sort otherwise) over row lengths around
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import aot
-from aot.emit import kernel_ir as K
-from aot.emit.cprint import print_kernel
-from aot.emit.kernel_walk import walk_stmts
-from aot.emit.lower_group import lower_group
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel import ir as K
+from aot.emit.c.printer import print_kernel
+from aot.emit.kernel.walk import walk_stmts
+from aot.emit.lower.group import lower_group
+from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call
 from lowering_harness import assert_close, check_lowering, lower_main, main_as_group
 

@@ -1,5 +1,5 @@
 """Lowerings of nn.conv1d / nn.conv2d / nn.conv2d_transpose
-(aot/emit/lowering/nn_conv.py) against the interpreter, over the attribute
+(aot/emit/lower/ops/nn_conv.py) against the interpreter, over the attribute
 tables of tests/ops/test_nn_conv.py (layouts, strides, symmetric and
 asymmetric padding, dilation, groups and depthwise, integer inputs with
 out_dtype, output_padding), fused prologues and epilogues (cast, nn.pad,
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aot.emit import kernel_ir as K
-from aot.emit.cprint import print_kernel
-from aot.emit.kernel_walk import walk_exprs, walk_stmts
-from aot.emit.lowering import nn_conv
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel import ir as K
+from aot.emit.c.printer import print_kernel
+from aot.emit.kernel.walk import walk_exprs, walk_stmts
+from aot.emit.lower.ops import nn_conv
+from aot.emit.kernel.simplify import simplify_kernel
 from aot.ir.dtype import DType
 from kernel_c_harness import build, call
 from lowering_harness import check_lowering, lower_main, run_lowered

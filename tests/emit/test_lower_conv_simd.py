@@ -1,5 +1,5 @@
-"""The ``simd`` tuning of the convolutions (aot/emit/lowering/nn_conv_simd.py)
-and of nn.dense (aot/emit/lowering/nn.py)
+"""The ``simd`` tuning of the convolutions (aot/emit/lower/ops/nn_conv_simd.py)
+and of nn.dense (aot/emit/lower/ops/nn.py)
 against the interpreter, through the kernel-IR evaluator: weights bound as
 constants (the nest needs them), over strides, dilation, asymmetric
 padding, groups and depthwise, odd channel counts, layouts, conv1d, a
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import aot
-from aot.emit import kernel_ir as K
-from aot.emit.kernel_walk import buffers_in
-from aot.emit.lower_group import lower_group
-from aot.emit.lowering.tuning import using
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.walk import buffers_in
+from aot.emit.lower.group import lower_group
+from aot.emit.lower.ops.tuning import using
 from aot.passes.bind_params import bind_params
 
 from lowering_harness import assert_close, main_as_group, run_lowered

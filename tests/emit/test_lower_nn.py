@@ -1,4 +1,4 @@
-"""Lowerings of the nn family (aot/emit/lowering/nn.py) against the
+"""Lowerings of the nn family (aot/emit/lower/ops/nn.py) against the
 interpreter, through the kernel-IR evaluator: every operator over the
 attribute tables of tests/ops/test_nn.py (small shapes), fused chains in
 one group, and the loop structure of the multiply-accumulate kernels."""
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import aot
-from aot.emit import kernel_ir as K
-from aot.emit.lower_group import lower_group
-from aot.emit.kernel_eval import evaluate
-from aot.emit.kernel_walk import children, postorder, walk_stmts
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel import ir as K
+from aot.emit.lower.group import lower_group
+from aot.emit.kernel.evaluate import evaluate
+from aot.emit.kernel.walk import children, postorder, walk_stmts
+from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call, compilers
 from lowering_harness import assert_close, check_lowering, lower_main, main_as_group
 

@@ -1,5 +1,5 @@
-"""Lowerings of the pooling operators (aot/emit/lowering/nn_pool.py) and of
-image.resize2d / nn.upsampling (aot/emit/lowering/image.py) against the
+"""Lowerings of the pooling operators (aot/emit/lower/ops/nn_pool.py) and of
+image.resize2d / nn.upsampling (aot/emit/lower/ops/image.py) against the
 interpreter, over the attribute tables of tests/ops/test_nn_pool.py and
 tests/ops/test_image.py: layouts, strides, symmetric and asymmetric
 padding, dilation, ceil_mode, count_include_pad, windows wholly in the
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aot.emit import kernel_ir as K
-from aot.emit.kernel_walk import walk_exprs, walk_stmts
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.walk import walk_exprs, walk_stmts
+from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call
 from lowering_harness import check_lowering, lower_main, run_lowered
 

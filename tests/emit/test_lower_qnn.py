@@ -1,4 +1,4 @@
-"""Lowering of the qnn family (aot/emit/lowering/qnn.py, qnn_linear.py,
+"""Lowering of the qnn family (aot/emit/lower/ops/qnn.py, qnn_linear.py,
 _quant.py) against the interpreter: the fixed-point helpers against
 aot.ir.quant on TFLite's golden cases, every operator over the tables of
 tests/ops/test_qnn.py (constant, per-channel and run-time parameters), and
@@ -14,19 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aot
-from aot.emit import kernel_ir as K
-from aot.emit.kernel_eval import evaluate
-from aot.emit.kernel_walk import walk_exprs, walk_stmts, stmt_exprs
-from aot.emit.lower_group import LoweredGroup, lower_group
-from aot.emit.lowering import _quant as Q
-from aot.emit.te import LowerContext, LoweringError, TensorValue, from_buffer
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.evaluate import evaluate
+from aot.emit.kernel.walk import walk_exprs, walk_stmts, stmt_exprs
+from aot.emit.lower.group import LoweredGroup, lower_group
+from aot.emit.lower.ops import fixed_point as Q
+from aot.emit.lower.registry import LowerContext, LoweringError, TensorValue, from_buffer
 from aot.ir import quant
 from aot.ir.dtype import DType
 from aot.ir.expr import Constant, Function
 from aot.ir.module import IRModule
 from aot.ir.visitor import ExprMutator
-from aot.emit.kernel_verify import verify_kernel
-from aot.emit.simplify import simplify_kernel
+from aot.emit.kernel.verify import verify_kernel
+from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call, compilers
 from lowering_harness import _flatten, assert_close, main_as_group, run_lowered
 

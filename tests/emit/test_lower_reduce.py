@@ -1,4 +1,4 @@
-"""Lowerings of the reductions (aot/emit/lowering/reduce.py) against the
+"""Lowerings of the reductions (aot/emit/lower/ops/reduce.py) against the
 interpreter: every operator over a table of axis forms (None, lists,
 negative axes, keepdims, exclude, empty and 0-d cases) and dtypes, the
 documented NaN / tie / wrap semantics, fused prologues and epilogues, the
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import aot
-from aot.emit.cprint import print_kernel
-from aot.emit.lower_group import lower_group
-from aot.emit.simplify import simplify_kernel
-from aot.emit import kernel_ir as K
+from aot.emit.c.printer import print_kernel
+from aot.emit.lower.group import lower_group
+from aot.emit.kernel.simplify import simplify_kernel
+from aot.emit.kernel import ir as K
 from aot.ir.dtype import DType
-from aot.emit.kernel_walk import stmt_exprs, walk_exprs, walk_stmts
+from aot.emit.kernel.walk import stmt_exprs, walk_exprs, walk_stmts
 from kernel_c_harness import build, call
 from lowering_harness import (assert_close, check_lowering, lower_main, main_as_group,
                               run_lowered)

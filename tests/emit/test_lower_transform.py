@@ -1,4 +1,4 @@
-"""Lowering of the shape transforms (aot/emit/lowering/transform.py):
+"""Lowering of the shape transforms (aot/emit/lower/ops/transform.py):
 reshape, reshape_like, squeeze, expand_dims, transpose, reverse,
 concatenate, stack, split, tile, repeat, broadcast_to(_like) and the
 collapse_sum anchors, alone and fused with elementwise operators, run by

@@ -1,4 +1,4 @@
-"""Lowering of the index-based transforms (aot/emit/lowering/transform_index.py):
+"""Lowering of the index-based transforms (aot/emit/lower/ops/transform_index.py):
 strided_slice (every attribute form), take (clip / wrap / fast, negative
 and out-of-range indices of every integer dtype, axis=None, batch_dims),
 gather, one_hot and where, run by the kernel-IR evaluator -- which checks
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aot.emit.te import LoweringError
+from aot.emit.lower.registry import LoweringError
 from kernel_c_harness import compilers
 from lowering_harness import lower_main
 from transform_case_helpers import case, check_case, check_cases_in_c, kernel_c, values

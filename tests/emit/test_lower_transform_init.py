@@ -1,6 +1,6 @@
-"""Lowering of the value-creating transforms (aot/emit/lowering/transform_init.py:
+"""Lowering of the value-creating transforms (aot/emit/lower/ops/transform_init.py:
 cast, cast_like, clip, full, full_like, zeros, ones, zeros_like, ones_like,
-arange) and of layout_transform (aot/emit/lowering/layout.py), run by the
+arange) and of layout_transform (aot/emit/lower/ops/layout.py), run by the
 kernel-IR evaluator against the interpreter and once compiled with the C
 compilers.  Conversions are exercised on edge values (NaN, infinities,
 saturation, wrap-around, -0.0)."""

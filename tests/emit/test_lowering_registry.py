@@ -5,7 +5,7 @@ or injective operator must lower to index expressions)."""
 
 import pytest
 
-from aot.emit.te import all_lowerings, lookup_lowering
+from aot.emit.lower.registry import all_lowerings, lookup_lowering
 from aot.ir.registry import PatternKind, all_ops
 
 OPS = all_ops()

@@ -1,4 +1,4 @@
-"""Decision trees for ``match`` (aot.emit.match_tree) against the
+"""Decision trees for ``match`` (aot.emit.lower.match_tree) against the
 interpreter's own matching.
 
 Hand cases are Relay programs whose clause ``i`` returns ``i``: the clause
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import aot
 from aot.diagnostics import DiagnosticError
-from aot.emit.match_tree import (Fail, Leaf, Switch, compile_match, evaluate, iter_nodes,
+from aot.emit.lower.match_tree import (Fail, Leaf, Switch, compile_match, evaluate, iter_nodes,
                                  tree_size)
 from aot.interpreter import match_pattern
 from aot.ir.adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple,

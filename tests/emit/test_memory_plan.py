@@ -1,4 +1,4 @@
-"""Tests of the static memory planner (aot.emit.memory_plan)."""
+"""Tests of the static memory planner (aot.emit.plan.arena)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aot.emit.memory_plan import (
+from aot.emit.plan.arena import (
     ALGORITHMS, InPlace, MemoryPlan, TensorLife, align_up, lower_bound, plan_memory,
     verify_plan,
 )
@@ -426,7 +426,7 @@ def test_small_plans_against_brute_force(workload):
 
 @pytest.mark.parametrize("seed,max_life", [(0, 30), (1, 120)])
 def test_list_and_vector_first_fit_agree(monkeypatch, seed, max_life):
-    from aot.emit import memory_plan
+    from aot.emit.plan import arena as memory_plan
     tensors, pairs = random_workload(400, seed, max_life=max_life)
     monkeypatch.setattr(memory_plan, "_VECTOR_ROW", 10**9)
     by_list = plan_memory(tensors, pairs)

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from aot.emit import kernel_ir as K
-from aot.emit.cprint import print_expr, print_stmt
-from aot.emit.kernel_eval import evaluate
-from aot.emit.kernel_verify import verify_kernel
-from aot.emit.kernel_walk import buffers_in
-from aot.emit.simplify import simplify_expr, simplify_kernel, simplify_stmt
+from aot.emit.kernel import ir as K
+from aot.emit.c.printer import print_expr, print_stmt
+from aot.emit.kernel.evaluate import evaluate
+from aot.emit.kernel.verify import verify_kernel
+from aot.emit.kernel.walk import buffers_in
+from aot.emit.kernel.simplify import simplify_expr, simplify_kernel, simplify_stmt
 from aot.ir.dtype import DType
 from kernel_c_harness import ALL_DTYPES, ExprGen, bits_equal, random_values
 

@@ -1,9 +1,9 @@
-"""Tensor values and the lowering context (aot/emit/te.py)."""
+"""Tensor values and the lowering context (aot/emit/lower/registry.py)."""
 
 import numpy as np
 
-from aot.emit import kernel_ir as K
-from aot.emit.te import LowerContext, broadcast_index, constant_value, from_buffer
+from aot.emit.kernel import ir as K
+from aot.emit.lower.registry import LowerContext, broadcast_index, constant_value, from_buffer
 from aot.ir.dtype import DType
 
 

@@ -15,9 +15,9 @@ from typing import Sequence
 import numpy as np
 
 import aot
-from aot.emit.cprint import print_kernel
-from aot.emit.lower_group import LoweredGroup, lower_group
-from aot.emit.simplify import simplify_kernel
+from aot.emit.c.printer import print_kernel
+from aot.emit.lower.group import LoweredGroup, lower_group
+from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call
 from lowering_harness import _flatten, assert_close, check_lowering, main_as_group
 

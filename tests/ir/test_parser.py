@@ -646,7 +646,7 @@ PRELUDE_CLASHES = [
 def test_program_definitions_shadow_the_prelude_and_type_check(own, uses, result):
     pytest.importorskip("aot.ir.prelude")
     from aot import interpret
-    from aot.passes.type_infer import infer_types
+    from aot.ir.type_infer import infer_types
     mod = infer_types(parse_module(own + "\n" + uses, "clash.relay"))
     assert str(interpret(mod)) == result
 

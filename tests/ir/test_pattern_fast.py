@@ -14,9 +14,8 @@ from aot import builder as B
 from aot.ir import Call, Constant, Function, Tuple, TupleGetItem, Var, const
 from aot.ir.dtype import DType
 from aot.ir.module import IRModule
-from aot.ir.pattern import (DFPatternCallback, DFPatternMatcher, RewriteError, dominates,
-                            has_attr, has_dtype, is_constant, is_expr, is_op, is_tuple,
-                            is_tuple_get_item, is_var, rewrite, rewrite_bottom_up, wildcard)
+from aot.ir.pattern import DFPatternCallback, DFPatternMatcher, RewriteError, dominates, has_attr, has_dtype, is_constant, is_expr, is_op, is_tuple, is_tuple_get_item, is_var, rewrite_bottom_up, wildcard
+from aot.ir.pattern import rewrite
 from aot.ir.pattern import CallPattern
 from aot.ir.pattern.compiled import _op_name, _reassociates, compile_pattern
 from aot.ir.pattern.grouper import pattern_post_order
@@ -24,7 +23,7 @@ from aot.ir.pattern.dispatch import may_match, root_keys
 from aot.ir.structural import assert_structural_equal, structural_equal
 from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
-from aot.passes.type_infer import infer_types
+from aot.ir.type_infer import infer_types
 
 T = TensorType((2, 3), DType.FLOAT32)
 OPS = ["add", "multiply", "subtract", "divide", "nn.relu", "negative"]

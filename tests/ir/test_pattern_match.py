@@ -20,7 +20,7 @@ from aot.ir.pattern import (AltPattern, AttrPattern, CallPattern, ConstantPatter
                             is_tuple_get_item, is_var, match, wildcard)
 from aot.ir.registry import PatternKind
 from aot.ir.types import TensorType
-from aot.passes.type_infer import infer_types
+from aot.ir.type_infer import infer_types
 
 K_ELEMWISE = int(PatternKind.ELEMWISE)
 K_BROADCAST = int(PatternKind.BROADCAST)

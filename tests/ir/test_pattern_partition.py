@@ -10,15 +10,15 @@ from aot.ir import Call, Function, Tuple, TupleGetItem, Var, const
 from aot.ir.attrs import FuncAttrs
 from aot.ir.dtype import DType
 from aot.ir.module import IRModule
-from aot.ir.pattern import (DFPatternCallback, FunctionPattern, dominates, is_constant, is_expr,
-                            is_op, is_tuple, is_tuple_get_item, is_var, partition, rewrite,
-                            wildcard)
+from aot.ir.pattern import DFPatternCallback, FunctionPattern, dominates, is_constant, is_expr, is_op, is_tuple, is_tuple_get_item, is_var, wildcard
+from aot.ir.pattern import partition
+from aot.ir.pattern import rewrite
 from aot.ir.registry import PatternKind
 from aot.ir.structural import assert_structural_equal
 from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
 from aot.passes.manager import verify_module
-from aot.passes.type_infer import infer_types
+from aot.ir.type_infer import infer_types
 
 K_ELEMWISE = int(PatternKind.ELEMWISE)
 

@@ -16,12 +16,13 @@ from aot import builder as B
 from aot.ir import Call, Function, Var
 from aot.ir.dtype import DType
 from aot.ir.module import IRModule
-from aot.ir.pattern import DFPatternCallback, dominates, is_op, rewrite, wildcard
+from aot.ir.pattern import DFPatternCallback, dominates, is_op, wildcard
+from aot.ir.pattern import rewrite
 from aot.ir.structural import structural_equal
 from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
 from aot.passes.manager import verify_module
-from aot.passes.type_infer import infer_types
+from aot.ir.type_infer import infer_types
 
 UNARY = ["nn.relu", "tanh", "negative"]
 BINARY = ["add", "multiply", "add", "subtract"]

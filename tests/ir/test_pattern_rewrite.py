@@ -11,13 +11,13 @@ from aot.ir import Call, Function, Tuple, TupleGetItem, Var, const
 from aot.ir.attrs import FuncAttrs
 from aot.ir.dtype import DType
 from aot.ir.module import IRModule
-from aot.ir.pattern import (DFPatternCallback, RewriteError, dominates, is_constant, is_expr,
-                            is_op, is_tuple, rewrite, wildcard)
+from aot.ir.pattern import DFPatternCallback, RewriteError, dominates, is_constant, is_expr, is_op, is_tuple, wildcard
+from aot.ir.pattern import rewrite
 from aot.ir.registry import PatternKind
 from aot.ir.structural import assert_structural_equal, structural_equal
 from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
-from aot.passes.type_infer import infer_types
+from aot.ir.type_infer import infer_types
 
 K_ELEMWISE = int(PatternKind.ELEMWISE)
 

@@ -1,4 +1,4 @@
-"""aot.passes.dominators: post-dominator trees and nodes_between on a
+"""aot.ir.dominators: post-dominator trees and nodes_between on a
 table of small graphs, checked against the definition by brute force on
 random DAGs (hypothesis), and a 10,000-node chain and diamond ladder."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aot.passes.dominators import ForwardGraph, PostDomTree, nodes_between
+from aot.ir.dominators import ForwardGraph, PostDomTree, nodes_between
 
 
 def graph(n: int, edges: list[tuple[int, int]], extern: tuple[int, ...] = ()) -> ForwardGraph:

@@ -21,7 +21,7 @@ from aot.ir.registry import PatternKind
 from aot.ir.structural import assert_structural_equal
 from aot.ir.types import TensorType
 from aot.ir.visitor import post_order
-from aot.passes.dominators import ForwardGraph, PostDomTree, nodes_between
+from aot.ir.dominators import ForwardGraph, PostDomTree, nodes_between
 from aot.passes.fuse_ops import fuse_ops, is_primitive, primitive_groups
 from pass_helpers import assert_same_values
 

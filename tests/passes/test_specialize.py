@@ -27,7 +27,7 @@ from aot.ir.types import (ANY, UNIT, FuncType, GlobalTypeVar, RefType, TensorTyp
 from aot.ir.visitor import post_order
 from aot.passes import specialize as specialize_module
 from aot.passes.specialize import MAX_TYPE_DEPTH, mangle_args, mangle_type, specialize
-from aot.passes.type_infer import infer_types
+from aot.ir.type_infer import infer_types
 from e2e.random_programs import Program, programs
 from test_corpus_semantics import (diverges, has_main, ill_typed, load, random_value,
                                    records)

@@ -14,7 +14,7 @@ from aot.ir.dtype import DType
 from aot.ir.registry import OpDef, PatternKind, Solved
 from aot.ir.types import IncompleteType as Hole
 from aot.ir.visitor import post_order
-from aot.passes.type_solver import TypeSolver
+from aot.ir.type_solver import TypeSolver
 
 
 def typed(text: str, **kw) -> aot.IRModule:

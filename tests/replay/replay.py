@@ -12,6 +12,11 @@ metadata), or the diagnostic when the compile is refused.
 changes the generated C on purpose, it says why and refreshes them::
 
     .venv/bin/python tests/replay/replay.py --update
+
+To see what changed, dump the artifacts before and after the change and
+``diff -r`` the two folders::
+
+    .venv/bin/python tests/replay/replay.py --dump /tmp/before
 """
 
 from __future__ import annotations
@@ -39,17 +44,22 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]
 Program = Callable[[], tuple[aot.IRModule, dict]]
 
 
+def write(mod: aot.IRModule, options: dict, out: Path) -> None:
+    """The artifact's sources in ``out``, or the diagnostic of a refused
+    compile in ``out/refused``."""
+    try:
+        aot.compile(mod, out, build=False, **options)
+    except DiagnosticError as e:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "refused").write_text(str(e))
+
+
 def digest(mod: aot.IRModule, options: dict) -> str:
-    """sha256 over the artifact's files (path and bytes, in path order),
-    or over the diagnostic of a refused compile."""
+    """sha256 over what :func:`write` writes (path and bytes, in path order)."""
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "a"
-        try:
-            aot.compile(mod, out, build=False, **options)
-        except DiagnosticError as e:
-            h.update(b"refused\0" + str(e).encode())
-            return h.hexdigest()
+        write(mod, options, out)
         for path in sorted(p for p in out.rglob("*") if p.is_file()):
             h.update(str(path.relative_to(out)).encode() + b"\0")
             h.update(path.read_bytes() + b"\0")
@@ -115,7 +125,15 @@ def digests(names: list[str] | None = None) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite hashes.json")
+    parser.add_argument("--dump", metavar="DIR", type=Path,
+                        help="write every program's artifact into DIR/<program> instead")
     args = parser.parse_args()
+    if args.dump:
+        for name, program in sorted(programs().items()):
+            np.random.seed(0)
+            mod, options = program()
+            write(mod, options, args.dump / name.replace("/", "__"))
+        return 0
     table = digests()
     if args.update:
         HASHES.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")

@@ -47,7 +47,7 @@ def from_onnx(model: ModelLike, *, input_shapes: Mapping[str, Sequence[int]] | N
     """Import an ONNX model (a path, the serialized bytes or a
     ``ModelProto``) as a typed module.  ``input_shapes`` maps graph input
     names to full static shapes, fixing their free dimensions."""
-    from ...passes.type_infer import infer_types
+    from ...ir.type_infer import infer_types
     proto, source = load_model(model, source_name)
     input_types = _input_types(proto, source, dict(input_shapes or {}))
     mod = import_graph(proto, source, input_types)

@@ -1,7 +1,19 @@
 """Operator families.  Importing this package registers every operator;
 each family lives in its own module and registers its records with
-:func:`aot.ir.ops._common.defop`."""
+:func:`aot.ir.ops.common.defop`."""
 
-from . import (algorithm, elemwise, image, layout, nn, nn_conv, nn_pool, qnn,  # noqa: F401
-               qnn_common, qnn_linear, reduce, transform, transform_broadcast, transform_index,
-               transform_init)
+from . import algorithm
+from . import elemwise
+from . import image
+from . import layout
+from . import nn
+from . import nn_conv
+from . import nn_pool
+from . import qnn
+from . import qnn_common
+from . import qnn_linear
+from . import reduce
+from . import transform
+from . import transform_broadcast
+from . import transform_index
+from . import transform_init

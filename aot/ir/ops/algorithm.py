@@ -27,9 +27,9 @@ import enum
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from ._common import (Attrs, DType, PatternKind, RelationError, TensorType, TupleType, Type,
+from .common import (Attrs, DType, PatternKind, RelationError, TensorType, TupleType, Type,
                       as_array, defop, np, tensor_arg)
-from ._shape_util import normalize_axis, same_type_axis_rel
+from .shape_util import normalize_axis, same_type_axis_rel
 
 FAMILY = "algorithm"
 OPAQUE = PatternKind.OPAQUE

@@ -22,7 +22,7 @@ import math
 from typing import Callable, Sequence
 
 from ..types import Type
-from ._common import (DType, PatternKind, RelationError, TensorType, as_array, broadcast_rel,
+from .common import (DType, PatternKind, RelationError, TensorType, as_array, broadcast_rel,
                       compare_rel, defop, float_to_int, identity_rel, np, out_tensor_type,
                       tensor_arg)
 

@@ -64,9 +64,9 @@ from fractions import Fraction
 from typing import ClassVar, Sequence
 
 from ..types import Dim, Type
-from ._common import ANY, Attrs, DType, PatternKind, RelationError, TensorType, defop, np, \
+from .common import ANY, Attrs, DType, PatternKind, RelationError, TensorType, defop, np, \
     tensor_arg
-from ._nn_util import (NNAttrs, array_from_canonical, array_to_canonical, cast_result,
+from .nn_util import (NNAttrs, array_from_canonical, array_to_canonical, cast_result,
                        check_layout, check_rank, from_canonical, to_canonical)
 
 INJ = PatternKind.INJECTIVE
@@ -148,7 +148,7 @@ class UpSamplingAttrs(Attrs):
 # ----------------------------------------------------------- axis tables
 
 @dataclass(frozen=True, slots=True)
-class _Resize:
+class ResizeGeometry:
     """Everything the kernel needs, independent of the attrs class."""
 
     method: ResizeMethod
@@ -200,7 +200,7 @@ def cubic_weights(t: float, alpha: float) -> list[float]:
             -alpha * t3 + alpha * t2]
 
 
-def _axis_table(in_size: int, out_size: int, r: _Resize, start: float,
+def axis_table(in_size: int, out_size: int, r: ResizeGeometry, start: float,
                 end: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(taps, weights, outside) for one axis: int64 (out, k) source indices
     clamped to the image, float64 (out, k) weights and a bool (out,) mask of
@@ -260,13 +260,13 @@ def _interpolate(x: np.ndarray, ty: np.ndarray, wy: np.ndarray, tx: np.ndarray,
     return _weighted_sum([wy[:, j][:, None] for j in range(wy.shape[1])], rows)
 
 
-def resize_nchw(x: np.ndarray, out_h: int, out_w: int, r: _Resize,
+def resize_nchw(x: np.ndarray, out_h: int, out_w: int, r: ResizeGeometry,
                 out_dtype: DType) -> np.ndarray:
     """Resize the last two axes of ``x`` to ``(out_h, out_w)``."""
     h, w = x.shape[-2], x.shape[-1]
     roi = r.roi
-    ty, wy, oy = _axis_table(h, out_h, r, roi[0], roi[2])
-    tx, wx, ox = _axis_table(w, out_w, r, roi[1], roi[3])
+    ty, wy, oy = axis_table(h, out_h, r, roi[0], roi[2])
+    tx, wx, ox = axis_table(w, out_w, r, roi[1], roi[3])
     if r.method is ResizeMethod.NEAREST_NEIGHBOR:
         value = x[..., ty[:, 0][:, None], tx[:, 0][None, :]]
         if r.mode is not CoordinateMode.TF_CROP_AND_RESIZE:
@@ -307,7 +307,7 @@ def _resize2d_rel(args: Sequence[Type], attrs: Resize2DAttrs) -> Type | None:
 def _resize2d(args: Sequence[np.ndarray], attrs: Resize2DAttrs, out: Type) -> np.ndarray:
     assert isinstance(out, TensorType), out
     roi = attrs.roi or (0.0, 0.0, 0.0, 0.0)
-    r = _Resize(attrs.method, attrs.coordinate_transformation_mode, attrs.rounding_method,
+    r = ResizeGeometry(attrs.method, attrs.coordinate_transformation_mode, attrs.rounding_method,
                 roi, attrs.cubic_alpha, bool(attrs.cubic_exclude),  # type: ignore[arg-type]
                 attrs.extrapolation_value)
     x = array_to_canonical(args[0], attrs.layout, "NCHW")
@@ -351,7 +351,7 @@ _UPSAMPLING_METHOD = {
 def _upsampling(args: Sequence[np.ndarray], attrs: UpSamplingAttrs, out: Type) -> np.ndarray:
     assert isinstance(out, TensorType), out
     mode = CoordinateMode.ALIGN_CORNERS if attrs.align_corners else CoordinateMode.ASYMMETRIC
-    r = _Resize(_UPSAMPLING_METHOD[attrs.method], mode, RoundingMethod.AUTO,
+    r = ResizeGeometry(_UPSAMPLING_METHOD[attrs.method], mode, RoundingMethod.AUTO,
                 (0.0, 0.0, 0.0, 0.0), -0.5, False, 0.0)
     x = array_to_canonical(args[0], attrs.layout, "NCHW")
     oh, ow = to_canonical(out.shape, attrs.layout, "NCHW")[2:]

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from ..types import ANY, Dim
-from ._common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop,
+from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop,
                       np, tensor_arg)
-from ._shape_util import fmt_shape
+from .shape_util import fmt_shape
 
 FAMILY = "transform"
 

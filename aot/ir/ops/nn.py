@@ -47,12 +47,12 @@ from typing import ClassVar, Sequence
 
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
-from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
+from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
                       TupleType, as_array, defop, fmt_shape, identity_rel, np, out_tensor_type,
                       tensor_arg)
-from ._nn_util import (NNAttrs, accumulator, cast_result, check_out_dtype, check_product_dtypes,
+from .nn_util import (NNAttrs, accumulator, cast_result, check_out_dtype, check_product_dtypes,
                        compatible, mul_dim, require_float)
-from ._shape_util import normalize_axis
+from .shape_util import normalize_axis
 
 FAMILY = "nn"
 EW = PatternKind.ELEMWISE
@@ -585,4 +585,5 @@ __all__ = ["LeakyReluAttrs", "PReluAttrs", "SoftmaxAttrs", "DenseAttrs", "Matmul
            "DropoutAttrs", "PadAttrs", "PadMode"]
 
 # The rest of the family registers from its own modules.
-from . import nn_conv, nn_pool  # noqa: E402,F401
+from . import nn_conv
+from . import nn_pool  # noqa: E402,F401

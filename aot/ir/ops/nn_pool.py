@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from ..types import Dim, Type
-from ._common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np, \
+from .common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np, \
     tensor_arg
-from ._nn_util import (check_padding, check_positive, check_spatial_layout, dilated_extent,
+from .nn_util import (check_padding, check_positive, check_spatial_layout, dilated_extent,
                        padding_2d, pair, strided_windows, trunc_div_int, window_count)
 
 FAMILY = "nn"

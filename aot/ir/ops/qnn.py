@@ -100,7 +100,7 @@ from .. import quant
 from ..quant import QuantizationError
 from ..registry import Solved
 from ..types import Dim, IncompleteType, Type, TypeVar
-from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
+from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
                       as_array, broadcast_shapes, defop, np, ordinal, out_tensor_type, tensor_arg)
 from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, normalize_axis,
                          scales, zero_points)
@@ -506,7 +506,7 @@ def _requantize(args: Sequence[np.ndarray], attrs: RequantizeAttrs, out: Type) -
 _ADD_LEFT_SHIFT = 20
 
 
-def _add_multipliers(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, ...]:
+def add_multipliers(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, ...]:
     """TFLite's ``PrepareGeneralSubOp``/``Prepare`` of int8 ADD."""
     twice_max = 2.0 * max(lhs_scale, rhs_scale)
     lhs = quant.quantize_multiplier_smaller_than_one_exp(lhs_scale / twice_max)
@@ -522,7 +522,7 @@ def _add_multipliers(lhs_scale: float, rhs_scale: float, out_scale: float) -> tu
             output.multiplier, output.shift)
 
 
-def _mul_multiplier(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, ...]:
+def mul_multiplier(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, ...]:
     qm = quant.quantize_multiplier(lhs_scale * rhs_scale / out_scale)
     return qm.multiplier, qm.shift
 
@@ -548,7 +548,7 @@ def _binary_operands(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Typ
 
 def _add(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
     a, b, sa, sb, so, oz = _binary_operands(args, attrs, out)
-    ma, sha, mb, shb, mo, sho = map_unique(_add_multipliers, 6, sa, sb, so)
+    ma, sha, mb, shb, mo, sho = map_unique(add_multipliers, 6, sa, sb, so)
     a_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
         quant.wrap_int32(a << _ADD_LEFT_SHIFT), ma, sha)
     b_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
@@ -561,7 +561,7 @@ def _add(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.nda
 
 def _mul(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
     a, b, sa, sb, so, oz = _binary_operands(args, attrs, out)
-    m, s = map_unique(_mul_multiplier, 2, sa, sb, so)
+    m, s = map_unique(mul_multiplier, 2, sa, sb, so)
     product = quant.wrap_int32(a * b)
     scaled = quant.multiply_by_quantized_multiplier(product, m, s)
     dtype = out_tensor_type(out).dtype

@@ -19,8 +19,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..quant import QuantizationError
-from ._common import DType, RelationError, TensorType, tensor_arg
-from ._nn_util import compatible
+from .common import DType, RelationError, TensorType, tensor_arg
+from .nn_util import compatible
 from ..types import Dim, Type
 
 SCALE = DType.FLOAT32
@@ -31,7 +31,7 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     """Relay's rule for quantization axes: ``axis < 0`` counts from the end;
     a rank-0 tensor has the single axis 0 (``axis`` 0 or -1).
 
-    A deliberate variant of :func:`._shape_util.normalize_axis`, which the
+    A deliberate variant of :func:`.shape_util.normalize_axis`, which the
     other families share and which rejects every axis of a rank-0 tensor.
     For rank > 0 both accept the same range; only the messages differ."""
     if rank == 0:

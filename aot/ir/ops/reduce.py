@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
 from ..types import Dim
-from ._common import (Attrs, DType, PatternKind, RelationError, TensorType, Type, as_array,
+from .common import (Attrs, DType, PatternKind, RelationError, TensorType, Type, as_array,
                       defop, np, tensor_arg, tensor_args)
-from ._shape_util import fmt_shape, normalize_axes
+from .shape_util import fmt_shape, normalize_axes
 from .transform_broadcast import wide_sum
 
 FAMILY = "reduce"

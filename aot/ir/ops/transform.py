@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from ..types import Dim
-from ._common import (ANY, Attrs, PatternKind, RelationError, TensorType, TupleType, Type,
+from .common import (ANY, Attrs, PatternKind, RelationError, TensorType, TupleType, Type,
                       as_array, defop, np, out_tensor_type, tensor_arg, tensor_args)
-from ._shape_util import (dims_product, fmt_shape, normalize_axes, normalize_axis,
+from .shape_util import (dims_product, fmt_shape, normalize_axes, normalize_axis,
                           same_type_axis_rel, tuple_tensor_arg)
 
 FAMILY = "transform"
@@ -247,7 +247,7 @@ class TransposeAttrs(Attrs):
     axes: tuple[int, ...] | None = None
 
 
-def _transpose_axes(ndim: int, axes: tuple[int, ...] | None) -> tuple[int, ...]:
+def transpose_axes(ndim: int, axes: tuple[int, ...] | None) -> tuple[int, ...]:
     if axes is None:
         return tuple(reversed(range(ndim)))
     if len(axes) != ndim:
@@ -260,13 +260,13 @@ def _transpose_rel(args: Sequence[Type], attrs: TransposeAttrs) -> Type | None:
     t = tensor_arg(args, 0)
     if t is None:
         return None
-    perm = _transpose_axes(t.ndim, attrs.axes)
+    perm = transpose_axes(t.ndim, attrs.axes)
     return TensorType(tuple(t.shape[a] for a in perm), t.dtype)
 
 
 def _transpose(args: Sequence[np.ndarray], attrs: TransposeAttrs, out: Type) -> np.ndarray:
     (x,) = args
-    return as_array(np.transpose(x, _transpose_axes(x.ndim, attrs.axes)).copy(), x.dtype)
+    return as_array(np.transpose(x, transpose_axes(x.ndim, attrs.axes)).copy(), x.dtype)
 
 
 defop("transpose", 1, _transpose_rel, INJ, _transpose,
@@ -323,7 +323,7 @@ class ExpandDimsAttrs(Attrs):
             raise ValueError(f"num_newaxis must be >= 0, got {self.num_newaxis}")
 
 
-def _expand_pivot(ndim: int, axis: int) -> int:
+def expand_pivot(ndim: int, axis: int) -> int:
     if not -ndim - 1 <= axis <= ndim:
         raise RelationError(f"axis={axis} is out of range for a tensor of rank {ndim} "
                             f"(expected {-ndim - 1} <= axis <= {ndim})")
@@ -331,7 +331,7 @@ def _expand_pivot(ndim: int, axis: int) -> int:
 
 
 def _expand_shape(shape: Sequence[Dim], attrs: ExpandDimsAttrs) -> tuple[Dim, ...]:
-    p = _expand_pivot(len(shape), attrs.axis)
+    p = expand_pivot(len(shape), attrs.axis)
     return tuple(shape[:p]) + (1,) * attrs.num_newaxis + tuple(shape[p:])
 
 
@@ -453,14 +453,14 @@ def _stack_rel(args: Sequence[Type], attrs: StackAttrs) -> Type | None:
     if ts is None:
         return None
     shape = _same_dims(ts, None)
-    p = _expand_pivot(len(shape), attrs.axis)
+    p = expand_pivot(len(shape), attrs.axis)
     return TensorType(tuple(shape[:p]) + (len(ts),) + tuple(shape[p:]), ts[0].dtype)
 
 
 def _stack(args: Sequence, attrs: StackAttrs, out: Type) -> np.ndarray:
     (xs,) = args
     xs = tuple(xs)
-    p = _expand_pivot(xs[0].ndim, attrs.axis)
+    p = expand_pivot(xs[0].ndim, attrs.axis)
     return as_array(np.stack(xs, axis=p), out_tensor_type(out).dtype)
 
 
@@ -480,7 +480,7 @@ class SplitAttrs(Attrs):
                              f"{self.indices_or_sections}")
 
 
-def _split_extents(dim: Dim, attrs: SplitAttrs) -> list[Dim]:
+def split_extents(dim: Dim, attrs: SplitAttrs) -> list[Dim]:
     ios = attrs.indices_or_sections
     if isinstance(ios, int):
         if not isinstance(dim, int):
@@ -514,7 +514,7 @@ def _split_rel(args: Sequence[Type], attrs: SplitAttrs) -> Type | None:
         raise RelationError("cannot split a 0-d tensor")
     axis = normalize_axis(attrs.axis, t.ndim)
     fields = []
-    for ext in _split_extents(t.shape[axis], attrs):
+    for ext in split_extents(t.shape[axis], attrs):
         shape = list(t.shape)
         shape[axis] = ext
         fields.append(TensorType(tuple(shape), t.dtype))
@@ -600,7 +600,10 @@ defop("repeat", 1, _repeat_rel, BC, _repeat, "repeat each element repeats times 
 
 
 # Register the rest of the transform family.
-from . import layout, transform_broadcast, transform_index, transform_init  # noqa: E402,F401
+from . import layout
+from . import transform_broadcast
+from . import transform_index
+from . import transform_init  # noqa: E402,F401
 
 __all__ = ["ReshapeAttrs", "ReshapeLikeAttrs", "TransposeAttrs", "SqueezeAttrs",
            "ExpandDimsAttrs", "ReverseAttrs", "ConcatenateAttrs", "StackAttrs", "SplitAttrs",

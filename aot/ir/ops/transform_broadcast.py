@@ -23,9 +23,9 @@ from typing import ClassVar, Sequence
 
 from ..registry import Solved
 from ..types import Dim
-from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
+from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
                       as_array, defop, np, tensor_arg, tensor_args)
-from ._shape_util import fmt_shape
+from .shape_util import fmt_shape
 
 FAMILY = "transform"
 BC = PatternKind.BROADCAST

@@ -49,9 +49,9 @@ from typing import ClassVar, Sequence
 
 from ..registry import Solved
 from ..types import IncompleteType, TypeVar
-from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
+from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
                       as_array, broadcast_shapes, defop, np, tensor_arg, tensor_args)
-from ._shape_util import fmt_shape, normalize_axes, normalize_axis, require_int_dtype, \
+from .shape_util import fmt_shape, normalize_axes, normalize_axis, require_int_dtype, \
     require_scalar
 from .transform_init import cast_array
 
@@ -100,7 +100,7 @@ def _canonical(index: int, extent: int, stride: int) -> int:
     return min(max(index, lo), hi)
 
 
-def _slice_spec(ndim: int, attrs: StridedSliceAttrs) -> list[_AxisSlice]:
+def slice_spec(ndim: int, attrs: StridedSliceAttrs) -> list[_AxisSlice]:
     size_mode = attrs.slice_mode is SliceMode.SIZE
     if attrs.axes is not None:
         n = len(attrs.axes)
@@ -130,7 +130,7 @@ def _slice_spec(ndim: int, attrs: StridedSliceAttrs) -> list[_AxisSlice]:
     return out
 
 
-def _resolve(s: _AxisSlice, extent: int) -> tuple[int, int, int]:
+def resolve_slice(s: _AxisSlice, extent: int) -> tuple[int, int, int]:
     """Canonical (begin, end, length) of ``s`` on an axis of ``extent``."""
     if s.stride > 0:
         b = 0 if s.begin is None else _canonical(s.begin, extent, s.stride)
@@ -151,9 +151,9 @@ def _strided_slice_rel(args: Sequence[Type], attrs: StridedSliceAttrs) -> Type |
     if t is None:
         return None
     shape = list(t.shape)
-    for s in _slice_spec(t.ndim, attrs):
+    for s in slice_spec(t.ndim, attrs):
         extent = t.shape[s.axis]
-        shape[s.axis] = _resolve(s, extent)[2] if isinstance(extent, int) else ANY
+        shape[s.axis] = resolve_slice(s, extent)[2] if isinstance(extent, int) else ANY
     return TensorType(tuple(shape), t.dtype)
 
 
@@ -161,8 +161,8 @@ def _strided_slice(args: Sequence[np.ndarray], attrs: StridedSliceAttrs,
                    out: Type) -> np.ndarray:
     (x,) = args
     index: list[slice] = [slice(None)] * x.ndim
-    for s in _slice_spec(x.ndim, attrs):
-        b, e, length = _resolve(s, x.shape[s.axis])
+    for s in slice_spec(x.ndim, attrs):
+        b, e, length = resolve_slice(s, x.shape[s.axis])
         if length == 0:
             index[s.axis] = slice(0, 0)
         elif s.stride > 0:
@@ -301,7 +301,7 @@ class OneHotAttrs(Attrs):
             raise ValueError(f"one_hot depth must be >= 1, got {self.depth}")
 
 
-def _one_hot_axis(ndim_indices: int, axis: int) -> int:
+def one_hot_axis(ndim_indices: int, axis: int) -> int:
     n = ndim_indices + 1
     if not -n <= axis < n:
         raise RelationError(f"axis={axis} is out of range for a one-hot result of rank {n}")
@@ -313,7 +313,7 @@ def _one_hot_rel(args: Sequence[Type], attrs: OneHotAttrs) -> Type | Solved | No
     if indices is None:
         return None
     require_int_dtype(indices, "the indices")
-    axis = _one_hot_axis(indices.ndim, attrs.axis)
+    axis = one_hot_axis(indices.ndim, attrs.axis)
     shape = tuple(indices.shape[:axis]) + (attrs.depth,) + tuple(indices.shape[axis:])
     out = TensorType(shape, attrs.dtype)
     refined: list[Type | None] = [None]
@@ -332,7 +332,7 @@ def _one_hot_rel(args: Sequence[Type], attrs: OneHotAttrs) -> Type | Solved | No
 
 def _one_hot(args: Sequence[np.ndarray], attrs: OneHotAttrs, out: Type) -> np.ndarray:
     indices, on, off = args
-    axis = _one_hot_axis(indices.ndim, attrs.axis)
+    axis = one_hot_axis(indices.ndim, attrs.axis)
     on_v = cast_array(np.asarray(on), attrs.dtype)
     off_v = cast_array(np.asarray(off), attrs.dtype)
     hot = indices.astype(np.int64)[..., None] == np.arange(attrs.depth)

@@ -44,10 +44,10 @@ from typing import ClassVar, Sequence
 
 from ..registry import Solved
 from ..types import IncompleteType, TypeVar
-from ._common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
+from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
                       as_array, defop, float_to_int, identity_rel, np, out_tensor_type,
                       tensor_arg, tensor_args)
-from ._shape_util import require_scalar
+from .shape_util import require_scalar
 from .transform_broadcast import InitOpAttrs
 
 FAMILY = "transform"

@@ -210,17 +210,17 @@ class _Compiler:
         return m
 
     def _attr(self, p: AttrPattern) -> Compiled:
-        from .matcher import _MISSING, _call_attr_matches, _op_attr_matches
+        from .matcher import MISSING, call_attr_matches, op_attr_matches
         sub = self.compile(p.pattern)
         items = p.attrs
 
         def attrs_match(e: Expr) -> bool:
             if isinstance(e, Op):
-                return all(_op_attr_matches(e, k, v) for k, v in items)
+                return all(op_attr_matches(e, k, v) for k, v in items)
             if isinstance(e, Call):
-                return all(_call_attr_matches(e.attrs, k, v) for k, v in items)
+                return all(call_attr_matches(e.attrs, k, v) for k, v in items)
             if isinstance(e, Function):
-                return all(e.attrs.get(k, _MISSING) == v for k, v in items)
+                return all(e.attrs.get(k, MISSING) == v for k, v in items)
             return False
 
         def m(e: Expr, trail: Trail) -> bool:

@@ -15,7 +15,7 @@ post-dominators.  This is Relay's ``IndexedGraph<Expr>``:
   one entry per use; ``outputs[i]`` the reverse edges;
 * the root is *external* (its value leaves the graph); every other node's
   immediate post-dominator is the least common ancestor of its users:
-  :class:`aot.passes.dominators.PostDomTree`, the tree FuseOps uses, whose
+  :class:`aot.ir.dominators.PostDomTree`, the tree FuseOps uses, whose
   binary-lifting ancestor tables keep heavily shared nodes (an operator, a
   weight used by every layer of a 10,000-deep chain) O(log n) per query
   instead of O(depth).
@@ -25,7 +25,7 @@ Everything is iterative; building is O(n log n).
 
 from __future__ import annotations
 
-from ...passes.dominators import ForwardGraph, PostDomTree
+from ..dominators import ForwardGraph, PostDomTree
 from ..expr import Expr, Let, Match
 from ..visitor import children, post_order
 

@@ -53,7 +53,7 @@ from typing import Any
 from ..adt import Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar
 from ..expr import Call, Constant, Expr, Function, GlobalVar, Match, Op, Tuple, Var
 from ..module import IRModule
-from ..visitor import _METHOD, ExprMutator, ExprVisitor, Visit, post_order
+from ..visitor import VISIT_METHOD, ExprMutator, ExprVisitor, Visit, post_order
 from .dispatch import may_match, root_keys
 from .graph import ExprGraph
 from .matcher import DFPatternMatcher
@@ -356,6 +356,6 @@ def _hooked(base: Any) -> Any:
     return visit
 
 
-for _name in sorted(set(_METHOD.values())):
+for _name in sorted(set(VISIT_METHOD.values())):
     setattr(GroupMutator, _name, _hooked(getattr(ExprMutator, _name)))
 del _name

@@ -46,7 +46,7 @@ def _fresh_name(mod: IRModule | None) -> str:
 def _infer_open(expr: Expr, mod: IRModule | None) -> tuple[Function, list[Var]]:
     """The typed wrapper function of ``expr`` and the original free
     variables, one per typed parameter."""
-    from ...passes.type_infer import infer_types
+    from ..type_infer import infer_types
     originals = free_vars(expr)
     params = tuple(Var(v.name_hint, v.type_annotation or v.checked_type) for v in originals)
     subst = ExprMutator()

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ..attrs import AttrError, Attrs, RawCallAttrs, _hints, convert
+from ..attrs import AttrError, Attrs, RawCallAttrs, field_hints, convert
 from ..expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from ..module import IRModule
 from ..registry import lookup
@@ -67,7 +67,7 @@ from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, Da
                        LetPattern, ShapePattern, TupleGetItemPattern, TuplePattern, TypePattern,
                        VarPattern, WildcardPattern)
 
-_MISSING = object()
+MISSING = object()
 _COMMUTATIVE = frozenset({"add", "multiply"})
 #: call patterns of these operators may match calls of the other (see the note)
 _REASSOCIATED = frozenset({"divide", "multiply"})
@@ -257,11 +257,11 @@ class DFPatternMatcher:
         if not self.visit(p.pattern, e):
             return False
         if isinstance(e, Op):
-            return all(_op_attr_matches(e, k, v) for k, v in p.attrs)
+            return all(op_attr_matches(e, k, v) for k, v in p.attrs)
         if isinstance(e, Call):
-            return all(_call_attr_matches(e.attrs, k, v) for k, v in p.attrs)
+            return all(call_attr_matches(e.attrs, k, v) for k, v in p.attrs)
         if isinstance(e, Function):
-            return all(e.attrs.get(k, _MISSING) == v for k, v in p.attrs)
+            return all(e.attrs.get(k, MISSING) == v for k, v in p.attrs)
         return False
 
     # ------------------------------------------------------------ dominators
@@ -351,7 +351,7 @@ def _expr_op_name(e: Expr) -> str | None:
 _OP_COLUMNS = ("name", "arity", "pattern", "family")
 
 
-def _op_attr_matches(e: Op, key: str, value: Any) -> bool:
+def op_attr_matches(e: Op, key: str, value: Any) -> bool:
     op_def = lookup(e.name)
     if op_def is None:
         return False
@@ -365,13 +365,13 @@ def _op_attr_matches(e: Op, key: str, value: Any) -> bool:
     return bool(have == value)
 
 
-def _call_attr_matches(attrs: Attrs, key: str, value: Any) -> bool:
+def call_attr_matches(attrs: Attrs, key: str, value: Any) -> bool:
     if isinstance(attrs, RawCallAttrs):
-        return dict(attrs.items).get(key, _MISSING) == value
+        return dict(attrs.items).get(key, MISSING) == value
     if key not in {f.name for f in fields(attrs)}:
         return False
     try:
-        wanted = convert(value, _hints(type(attrs))[key])
+        wanted = convert(value, field_hints(type(attrs))[key])
     except AttrError:
         return False
     return bool(getattr(attrs, key) == wanted)

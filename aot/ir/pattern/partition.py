@@ -76,7 +76,7 @@ def partition(pattern: DFPattern, expr: Expr | IRModule, attrs: dict[str, Any] |
     attrs = dict(attrs or {})
     check = check or (lambda pre: True)
     if isinstance(expr, IRModule):
-        from ...passes.type_infer import infer_types
+        from ..type_infer import infer_types
         typed = expr if expr.is_typed else infer_types(expr)
         out = typed.copy()
         changed = False

@@ -165,7 +165,7 @@ def _apply(run: Any, expr: Expr | IRModule, mod: IRModule | None) -> Expr | IRMo
     """``run(expr, mod)`` on an expression, or on every function of a
     module (typed first; re-inferred if anything changed)."""
     if isinstance(expr, IRModule):
-        from ...passes.type_infer import infer_types
+        from ..type_infer import infer_types
         typed = expr if expr.is_typed else infer_types(expr)
         out = typed.copy()
         changed = False

@@ -233,7 +233,7 @@ def fake_quantization_to_integer(mod: IRModule) -> IRModule:
     operators are exact.
 
     Level 4: only when required (it changes results by up to one step)."""
-    from ..type_infer import infer_types
+    from ...ir.type_infer import infer_types
     typed = mod if mod.is_typed else infer_types(mod)
     out = typed.copy()
     changed = False

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ir.dtype import DType
 from ...ir.expr import Call, Constant, Expr
-from ...ir.ops._nn_util import pair
+from ...ir.ops.nn_util import pair
 from ...ir.ops.nn_conv import Conv2DAttrs
 from ...ir.ops.nn_pool import AvgPool2DAttrs, GlobalPool2DAttrs
 from ...ir.ops.qnn_linear import QnnConv2DAttrs, QnnDenseAttrs

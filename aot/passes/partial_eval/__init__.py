@@ -144,7 +144,7 @@ def partial_evaluate(mod: IRModule, opts: PartialEvalOptions | None = None) -> I
     """Evaluate at compile time what static values allow: fold operators
     on constants, inline calls of known functions, take known branches,
     match known constructors, track references."""
-    from ..type_infer import infer_types
+    from ...ir.type_infer import infer_types
     opts = opts or PartialEvalOptions()
     for name, least in (("max_depth", 1), ("max_unfold", 0)):
         if getattr(opts, name) < least:

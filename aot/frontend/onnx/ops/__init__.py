@@ -1,5 +1,16 @@
 """Converter families, one module per ONNX operator family; importing this
 package registers them all."""
 
-from . import (activation, conv, index, init, linear, math, norm, pad, pool, quant, reduce,  # noqa: F401
-               resize, shape)
+from . import activation
+from . import conv
+from . import index
+from . import init
+from . import linear
+from . import math
+from . import norm
+from . import pad
+from . import pool
+from . import quant
+from . import reduce
+from . import resize
+from . import shape

@@ -32,7 +32,7 @@ import math
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, prod, require_float, reshape_to, scalar_like
+from .util import normalize_axis, prod, require_float, reshape_to, scalar_like
 
 
 def _unary(op_name: str):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import require_float, spatial_ints, spatial_pads
+from .util import require_float, spatial_ints, spatial_pads
 
 _VERSIONS = (11, 22)
 

@@ -29,7 +29,7 @@ from ....ir.dtype import DType
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis
+from .util import normalize_axis
 
 
 def _slice_bounds(start: int, end: int, step: int, dim: int) -> tuple[int, int]:

@@ -21,7 +21,7 @@ import numpy as np
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import broadcast_shape, prod, reshape_to, scalar_like
+from .util import broadcast_shape, prod, reshape_to, scalar_like
 
 
 @converter("Gemm", (11, 13))

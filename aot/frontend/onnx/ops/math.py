@@ -26,7 +26,7 @@ from ....ir.dtype import DType
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import scalar_like
+from .util import scalar_like
 
 
 def _same_dtype(node: Node, xs: Sequence[Expr]) -> None:

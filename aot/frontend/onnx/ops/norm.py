@@ -22,7 +22,7 @@ from ....ir.dtype import DType
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, prod, require_float, reshape_to
+from .util import normalize_axis, prod, require_float, reshape_to
 
 
 @converter("BatchNormalization", (9, 14, 15))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, reshape_to, scalar_like
+from .util import normalize_axis, reshape_to, scalar_like
 
 _MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
 

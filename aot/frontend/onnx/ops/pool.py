@@ -21,7 +21,7 @@ from __future__ import annotations
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import spatial_ints, spatial_pads
+from .util import spatial_ints, spatial_pads
 
 
 def _onnx_out_size(size: int, k: int, s: int, d: int, pad: tuple[int, int],

@@ -49,7 +49,7 @@ from ....ir.expr import Expr
 from ..dtypes import onnx_type_name, to_dtype
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis, reshape_to, spatial_ints, spatial_pads
+from .util import normalize_axis, reshape_to, spatial_ints, spatial_pads
 from .linear import matmul
 
 _QTYPES = (DType.UINT8, DType.INT8, DType.UINT16, DType.INT16)

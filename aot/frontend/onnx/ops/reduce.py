@@ -18,7 +18,7 @@ from __future__ import annotations
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis
+from .util import normalize_axis
 
 
 def _axes(node: Node, rank: int, input_version: int) -> list[int] | None:

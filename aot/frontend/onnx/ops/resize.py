@@ -34,7 +34,7 @@ import numpy as np
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import normalize_axis
+from .util import normalize_axis
 
 _COORD = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
           "tf_half_pixel_for_nn", "tf_crop_and_resize"}

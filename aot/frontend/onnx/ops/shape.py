@@ -22,7 +22,7 @@ from ....ir.dtype import DType
 from ....ir.expr import Expr
 from ..graph import Node
 from ..registry import converter
-from ._util import broadcast_shape, normalize_axis, prod, reshape_to
+from .util import broadcast_shape, normalize_axis, prod, reshape_to
 
 _LATER = (23, 24, 25)
 

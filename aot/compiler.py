@@ -1,0 +1,155 @@
+"""The compilation pipeline, in order.
+
+::
+
+    BindParams -> GRAPH_FORM -> (static tensor program?)
+      yes: DATAFLOW                    -> lower (kernels, slots, arena: aot.emit.lower.dataflow)
+      no:  PROGRAM -> DATAFLOW         -> lower (object pool: aot.emit.lower.program_entry)
+      -> render (aot.emit.artifact) -> build (gcc/clang + ar)
+
+The pass lists are :mod:`aot.passes.pipelines`; which passes run is up to
+the current :class:`~aot.passes.manager.PassContext` (opt level, disabled
+and required passes, instruments, verification).  ``opt_level`` given
+here overrides the context's.  At opt level 0 FuseOps puts every operator
+in its own kernel (useful to tell a fusion bug from a lowering bug).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from .diagnostics import DiagnosticError
+from .ir.module import IRModule
+from .passes.manager import PassContext, current
+from .emit.plan.model import ModelPlan
+
+__all__ = ["optimize_for_c", "plan", "compile_module"]
+
+
+def _context(opt_level: int | None, entry: str) -> PassContext:
+    """The current pass context with ``opt_level`` (when given) and the
+    entry function as the option of the passes that need one."""
+    from .passes.pipelines import in_any_pipeline
+
+    ctx = current()
+    for name in sorted(ctx.required):
+        if not in_any_pipeline(name):
+            raise DiagnosticError(f"pass {name} is required but in no pipeline of "
+                                  "aot.passes.pipelines; run it with aot.passes.manager.run_pass")
+    if opt_level is not None:
+        ctx = ctx.replace(opt_level=opt_level)
+    options = dict(ctx.options)
+    options["Specialize"] = {**options.get("Specialize", {}), "entry": entry}
+    return ctx.replace(options=options)
+
+
+def graph_form(mod: IRModule, *, params: Mapping[str, Any] | None = None,
+               entry: str = "main", ctx: PassContext | None = None) -> IRModule:
+    """BindParams, then :data:`~aot.passes.pipelines.GRAPH_FORM`: the module
+    both the backend choice and the dataflow passes start from."""
+    from .passes.bind_params import bind_params
+    from .passes.pipelines import GRAPH_FORM
+
+    return GRAPH_FORM(bind_params(mod, params or {}, entry), ctx or _context(None, entry))
+
+
+def dataflow_passes(mod: IRModule, *, opt_level: int | None = None,
+                    ctx: PassContext | None = None) -> IRModule:
+    """:data:`~aot.passes.pipelines.DATAFLOW` on a module in graph form."""
+    from .passes.pipelines import DATAFLOW
+
+    return DATAFLOW(mod, ctx or _context(opt_level, "main"))
+
+
+def optimize_for_c(mod: IRModule, *, opt_level: int | None = None,
+                   params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
+    """The typed, fused module the lowering takes."""
+    ctx = _context(opt_level, entry)
+    return dataflow_passes(graph_form(mod, params=params, entry=entry, ctx=ctx), ctx=ctx)
+
+
+def optimize_program(mod: IRModule, *, opt_level: int | None = None,
+                     params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
+    """The typed, monomorphic, fused module the program backend takes."""
+    from .passes.bind_params import bind_params
+    from .passes.pipelines import DATAFLOW, PROGRAM
+
+    ctx = _context(opt_level, entry)
+    return DATAFLOW(PROGRAM(bind_params(mod, params or {}, entry), ctx), ctx)
+
+
+def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
+    """Whether ``entry`` is a static tensor program the dataflow backend
+    compiles (tensor parameters, no control flow, ADTs, closures, refs or
+    calls of globals)."""
+    from .ir.types import TensorType
+    from .ir.visitor import post_order
+    from .emit.lower.dataflow import check_dataflow
+
+    if entry not in mod:
+        return True          # let the dataflow backend report it
+    main = mod[entry]
+    if not all(isinstance(p.checked_type, TensorType) for p in main.params):
+        return False
+    from .ir.expr import Call, Op
+    order = post_order(main.body, into_functions=False)
+    called = {id(n.op) for n in order if isinstance(n, Call) and isinstance(n.op, Op)}
+    # an operator node is shared by its uses: one used as a value is not called anywhere
+    try:
+        check_dataflow([n for n in order if not (isinstance(n, Op) and id(n) in called)])
+    except DiagnosticError:
+        return False
+    return True
+
+
+def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
+         params: Mapping[str, Any] | None = None, arena: str = "caller",
+         entry: str = "main", pool_bytes: int | None = None,
+         max_depth: int | None = None, tuning: str = "scalar") -> ModelPlan:
+    """Everything decided, nothing written.  Static tensor programs go to
+    the dataflow backend (one arena planned at compile time); everything
+    else to the program backend (the object pool).  ``tuning`` shapes the
+    convolution and dense loop nests for a target (:mod:`aot.emit.lower.ops.tuning`)."""
+    from .emit.build.library import check_model_name
+    from .emit.lower.ops.tuning import using as using_tuning
+
+    check_model_name(name)
+    with using_tuning(tuning):
+        return _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
+                     pool_bytes=pool_bytes, max_depth=max_depth)
+
+
+def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[str, Any] | None,
+          arena: str, entry: str, pool_bytes: int | None, max_depth: int | None) -> ModelPlan:
+    from .emit.lower.dataflow import plan_model
+    from .emit.lower.program_entry import plan_program
+
+    if arena not in ("caller", "static"):
+        raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
+    # decided before the optimisations: an operator used as a value
+    # (program backend only) must be eta-expanded before they re-infer types
+    ctx = _context(opt_level, entry)
+    typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
+    if is_dataflow(typed, entry):
+        fused = dataflow_passes(typed, ctx=ctx)
+        return plan_model(fused, name, arena=arena, entry=entry)
+    program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry)
+    return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)
+
+
+def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
+                   opt_level: int | None = None, params: Mapping[str, Any] | None = None,
+                   arena: str = "caller", entry: str = "main", build: bool = True,
+                   pool_bytes: int | None = None, max_depth: int | None = None,
+                   tuning: str = "scalar"):
+    """Write the artifact for ``mod`` into ``out_dir`` and (by default)
+    build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.artifact.Artifact`."""
+    from .emit.artifact import build_artifact, write_artifact
+
+    model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
+                 pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning)
+    artifact = write_artifact(model, Path(out_dir))
+    if build:
+        build_artifact(artifact)
+    return artifact

@@ -1,0 +1,255 @@
+"""Load a built artifact as a Python callable (through cffi).
+
+:func:`load` reads ``metadata.json``, declares the entry function to cffi
+from the prototype recorded there (cffi cannot parse real headers; the
+wrapper includes the real header, so the C compiler checks the two
+agree), loads the static library with :func:`aot.emit.build.extension.load_library`
+and returns a :class:`CompiledModel`.
+
+Calling a :class:`CompiledModel` never lets a bad argument reach C:
+
+* the number of arguments must match the model's inputs;
+* a NumPy array (or NumPy scalar) must have exactly the input's dtype --
+  no silent casts, so a float64 array for a float32 input is an error that
+  says how to convert; a bool array goes to C as its bytes (``uint8_t``
+  0/1), a float16 array as its ``uint16_t`` bits;
+* plain Python values (numbers, nested lists) are converted when that is
+  exact in kind: booleans to anything, integers to integer types when in
+  range and to float types, floats to float types (rounded as a literal
+  would be); anything else is an error;
+* the shape must be the input's shape exactly (a scalar input takes a
+  0-d array or a Python number).
+
+Errors are :class:`~aot.diagnostics.DiagnosticError` naming the model,
+the input and the expected and received shape and dtype.  Outputs are
+fresh arrays (pre-filled with a 0xA5 byte pattern, so an output the C does
+not write completely is noticed, not zero by luck); float16 outputs come
+back as ``np.float16`` and bool outputs as ``np.bool_``.  In caller-arena
+mode each call allocates an arena aligned to ``arena_align`` bytes.  A
+non-zero status raises a DiagnosticError with the status macro's name and
+meaning.  The result is one array or a (nested) tuple shaped like the
+model's ``output_tree``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ...diagnostics import DiagnosticError
+from ...ir.dtype import DType
+from ..artifact import Artifact, build_artifact, open_artifact
+from ..c.types import c_storage_type
+from .extension import load_library
+from ..c.context import METADATA_VERSION
+from .toolchain import Toolchain
+
+__all__ = ["TensorInfo", "CompiledModel", "load"]
+
+_POISON = 0xA5
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """A model input or output as recorded in metadata.json."""
+
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    source_name: str = ""
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def c_type(self) -> str:
+        return c_storage_type(self.dtype)
+
+    def describe(self) -> str:
+        return _describe(self.shape, str(self.dtype))
+
+
+def _describe(shape: Sequence[int], dtype: str) -> str:
+    return f"{dtype}{list(shape)}" if shape else f"{dtype} scalar"
+
+
+def _bad_metadata(root: Path, message: str) -> DiagnosticError:
+    return DiagnosticError(f"{root / 'metadata.json'}: {message}")
+
+
+def _tensor_infos(root: Path, records: Any, what: str) -> tuple[TensorInfo, ...]:
+    if not isinstance(records, list):
+        raise _bad_metadata(root, f"`{what}` must be a list")
+    infos = []
+    for i, record in enumerate(records):
+        try:
+            dtype = DType(record["dtype"])
+            shape = tuple(int(d) for d in record["shape"])
+            infos.append(TensorInfo(i, str(record["name"]), shape, dtype,
+                                    str(record.get("source_name", ""))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _bad_metadata(root, f"{what}[{i}] is malformed ({exc})") from None
+    return tuple(infos)
+
+
+def _tree(value: Any) -> Any:
+    """metadata's output_tree (ints and lists) as ints and tuples."""
+    if isinstance(value, list):
+        return tuple(_tree(v) for v in value)
+    return int(value)
+
+
+class CompiledModel:
+    """A model's C entry function, callable on NumPy arrays."""
+
+    def __init__(self, artifact: Artifact, ffi: Any, lib: Any) -> None:
+        meta = artifact.metadata
+        root = artifact.root
+        self.artifact = artifact
+        self.name: str = artifact.name
+        self.metadata: Mapping[str, Any] = meta
+        self.inputs = _tensor_infos(root, meta.get("inputs"), "inputs")
+        self.outputs = _tensor_infos(root, meta.get("outputs"), "outputs")
+        self.output_tree = _tree(meta.get("output_tree", 0))
+        self.arena_mode: str = meta.get("arena", "caller")
+        self.arena_bytes = int(meta.get("arena_bytes", 0))
+        self.arena_align = int(meta.get("arena_align", 16))
+        self._status = {int(s["value"]): (str(s["macro"]), str(s["meaning"]))
+                        for s in meta.get("status_codes", [])}
+        self._ffi = ffi
+        self._entry = getattr(lib, meta["entry"]["name"])
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{t.name}: {t.describe()}" for t in self.inputs)
+        outs = ", ".join(t.describe() for t in self.outputs)
+        return f"<CompiledModel {self.name}({ins}) -> ({outs})>"
+
+    # -- arguments -----------------------------------------------------
+
+    def _where(self, info: TensorInfo) -> str:
+        return f"model `{self.name}`: input {info.index} `{info.name}`"
+
+    def _convert(self, info: TensorInfo, value: Any) -> np.ndarray:
+        expected = info.describe()
+        if isinstance(value, (np.ndarray, np.generic)):
+            array = np.asarray(value)
+            if array.dtype != info.dtype.np:
+                raise DiagnosticError(
+                    f"{self._where(info)}: expected {expected}, got "
+                    f"{_describe(array.shape, str(array.dtype))} (NumPy arrays are not "
+                    f"converted implicitly; use .astype(numpy.{info.dtype.np.name}))")
+        else:
+            array = self._from_python(info, value)
+        if array.shape != info.shape:
+            raise DiagnosticError(f"{self._where(info)}: expected {expected}, got "
+                                  f"{_describe(array.shape, str(info.dtype))}")
+        return np.ascontiguousarray(array)
+
+    def _from_python(self, info: TensorInfo, value: Any) -> np.ndarray:
+        target = info.dtype
+        try:
+            natural = np.asarray(value)
+        except (ValueError, TypeError) as exc:
+            raise DiagnosticError(f"{self._where(info)}: cannot make an array of "
+                                  f"{type(value).__name__}: {exc}") from None
+        kind = natural.dtype.kind
+        if natural.size == 0:
+            ok = True
+        elif kind == "b":
+            ok = True
+        elif kind in "iu":
+            ok = target.is_int or target.is_float
+        elif kind == "f":
+            ok = target.is_float
+        else:
+            ok = False
+        if not ok:
+            got = "values" if kind == "O" else f"{natural.dtype} values"
+            raise DiagnosticError(f"{self._where(info)}: expected {info.describe()}; "
+                                  f"Python {got} cannot be converted to {target} exactly")
+        if kind in "iu" and target.is_int and natural.size:
+            limits = np.iinfo(target.np)
+            lo, hi = int(natural.min()), int(natural.max())
+            if lo < int(limits.min) or hi > int(limits.max):
+                bad = lo if lo < int(limits.min) else hi
+                raise DiagnosticError(f"{self._where(info)}: value {bad} is out of "
+                                      f"range of {target}")
+        return natural.astype(target.np)
+
+    def _pointer(self, array: np.ndarray, c_type: str) -> Any:
+        if array.size == 0:   # no bytes: any valid pointer will do, never NULL
+            array = np.zeros(1, dtype=np.uint8)
+        return self._ffi.from_buffer(f"{c_type}[]", array, require_writable=False)
+
+    # -- the call ------------------------------------------------------
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != len(self.inputs):
+            names = ", ".join(t.name for t in self.inputs) or "none"
+            raise DiagnosticError(f"model `{self.name}` takes {len(self.inputs)} input(s) "
+                                  f"({names}), got {len(args)}")
+        arrays = [self._convert(info, value) for info, value in zip(self.inputs, args)]
+        pointers = [self._pointer(a, info.c_type) for a, info in zip(arrays, self.inputs)]
+        results = []
+        for info in self.outputs:
+            out = np.empty(info.shape, dtype=info.dtype.np)
+            out.reshape(-1).view(np.uint8).fill(_POISON)
+            results.append(out)
+            pointers.append(self._pointer(out, info.c_type))
+        if self.arena_mode == "caller":
+            pointers.append(self._arena())
+        status = int(self._entry(*pointers))
+        del pointers, arrays   # the inputs and arena stay alive until here
+        if status != 0:
+            macro, meaning = self._status.get(status, ("unknown status", "?"))
+            raise DiagnosticError(f"model `{self.name}` failed with status {status} "
+                                  f"({macro}: {meaning})")
+        return self._shape(self.output_tree, results)
+
+    def _arena(self) -> Any:
+        if self.arena_bytes == 0:
+            return self._ffi.NULL
+        raw = np.empty(self.arena_bytes + self.arena_align, dtype=np.uint8)
+        skip = -raw.ctypes.data % self.arena_align
+        arena = raw[skip:skip + self.arena_bytes]
+        arena.fill(_POISON)
+        return self._ffi.from_buffer("uint8_t[]", arena)
+
+    def _shape(self, tree: Any, results: list[np.ndarray]) -> Any:
+        if isinstance(tree, tuple):
+            return tuple(self._shape(t, results) for t in tree)
+        return results[tree]
+
+
+def load(artifact: Artifact | Path | str, *, toolchain: Toolchain | None = None,
+         cache_dir: Path | str | None = None) -> CompiledModel:
+    """The artifact's model as a callable.  The static library is built
+    first when the artifact has none (call
+    :func:`~aot.emit.artifact.build_artifact` to rebuild after changes)."""
+    if not isinstance(artifact, Artifact):
+        artifact = open_artifact(artifact)
+    meta = artifact.metadata
+    if meta.get("version") != METADATA_VERSION:
+        raise _bad_metadata(artifact.root, f"unsupported artifact version "
+                                           f"{meta.get('version')!r} (this aot reads "
+                                           f"{METADATA_VERSION})")
+    entry = meta.get("entry")
+    if not isinstance(entry, dict) or not isinstance(entry.get("prototype"), str):
+        raise _bad_metadata(artifact.root, "no entry prototype")
+    if not artifact.layout.library.is_file():
+        build_artifact(artifact, toolchain=toolchain, cache_dir=cache_dir)
+    if meta.get("backend") == "program":
+        from .compiled_program import CompiledProgram, program_cdef
+        ffi, lib = load_library(artifact.root, artifact.name, program_cdef(dict(meta)),
+                                toolchain=toolchain, cache_dir=cache_dir)
+        return CompiledProgram(artifact, ffi, lib)
+    ffi, lib = load_library(artifact.root, artifact.name, entry["prototype"] + "\n",
+                            toolchain=toolchain, cache_dir=cache_dir)
+    return CompiledModel(artifact, ffi, lib)

@@ -1,0 +1,783 @@
+"""From a :class:`~aot.emit.plan.model.ModelPlan` to the context the
+templates print, and to ``metadata.json``'s content.
+
+Design note
+-----------
+The templates (``templates/model.h.j2``, ``model.c.j2``, ``model.mk.j2``)
+only print: every string they show -- prototypes, macro lines, kernel
+text, constant initialisers, call statements -- is computed here, so the
+C's exact spelling is testable Python and the templates stay skeletons.
+Nothing here decides anything the plan did not: names, offsets, the call
+order and the kernels come from the plan; this module spells them and
+checks that the plan is consistent (a failed check is an
+``AssertionError``: a bug in whoever built the plan, not a user error).
+
+Spelling rules:
+
+* **Entry function.**  ``int32_t <name>_run(const T *in..., T *out...,
+  void *arena)`` (no ``arena`` in static-arena mode).  Arena arguments are
+  ``(T *)((unsigned char *)arena + offset)`` -- no local variables, so no
+  parameter name can collide with one.  Every pointer is checked against
+  NULL first (``<NAME>_ERR_NULL``); the arena may be NULL when the model
+  needs none (``<NAME>_ARENA_BYTES == 0``).
+* **Static arena.**  C99 has no ``alignas``; the arena is a union of the
+  byte array with ``uint64_t``, ``double``, ``long double`` and ``void *``
+  members, so it is aligned to the strictest of those types (8 or 16 bytes
+  on the usual targets): at least the alignment of every element type.
+  It is never a zero-size array: a model that needs no arena gets none.
+* **Constants** are ``static const`` arrays, every element bit-exact:
+  float32/float64 as C99 hexadecimal floating constants (exact by
+  definition, C99 6.4.4.2), infinities and NaNs through the runtime
+  header's ``AOT_INF_*`` / ``AOT_NAN_*`` macros (constant expressions; a
+  NaN keeps its sign, not its payload), float16 as ``uint16_t`` bit
+  patterns, integers in decimal (``INT32_MIN`` and 64-bit values spelled
+  as :func:`~aot.emit.c.printer.format_int` does), bool as 0/1.  C99 cannot
+  ask for more alignment than the element type's, so that is all a
+  constant table promises (``ConstantData.alignment`` is recorded in the
+  metadata, not enforced).
+* **Build flags.**  :data:`MODEL_CFLAGS` go into ``<name>.mk`` and
+  :data:`BUILD_FLAGS` into aot's own builds: ``-ffp-contract=off`` because
+  kernels must round every float operation separately to match the
+  interpreter bit for bit (clang contracts ``a * b + c`` into an FMA by
+  default), ``-fno-strict-aliasing`` because the arena reuses the same
+  bytes for tensors of different element types, and kernels of one model
+  are inlined into one function where type-based alias analysis could
+  move a load of a dead tensor past the store of its successor.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...version import __version__ as AOT_VERSION
+from ...diagnostics import DiagnosticError
+from ...ir.dtype import DType
+from ..build.library import check_model_name
+from .helpers import HELPERS, MACROS
+from .types import c_storage_type
+from .printer import format_int, kernel_helpers, print_kernel
+from ..kernel.ir import BufferScope, Kernel, is_c_identifier
+from ..kernel.walk import buffers_in, stored_buffers
+from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
+                         KernelCall, KernelInfo, ModelPlan, OutputTree, TensorSpec)
+from ..kernel.simplify import simplify_kernel
+
+__all__ = [
+    "METADATA_VERSION", "BUILD_FLAGS", "MODEL_CFLAGS", "HELPERS_HEADER", "RUNTIME_FILES",
+    "StatusMacro", "TensorView", "ConstantView", "KernelView", "RenderContext",
+    "build_context", "build_metadata", "float_literal", "constant_literals",
+    "entry_name", "entry_prototype", "macro_prefix",
+]
+
+#: Version of the artifact format (metadata.json's ``version``).
+METADATA_VERSION = 1
+#: Flags aot adds when it builds an artifact (see the module note).
+BUILD_FLAGS: tuple[str, ...] = ("-ffp-contract=off", "-fno-strict-aliasing")
+#: ``<NAME>_CFLAGS`` of the make fragment.
+MODEL_CFLAGS: tuple[str, ...] = ("-std=c99", *BUILD_FLAGS)
+HELPERS_HEADER = "aot_kernel_helpers.h"
+RUNTIME_HEADER = "aot_runtime.h"
+#: Files of runtime_c/ every artifact carries (in DIR/runtime_c/).
+RUNTIME_FILES: tuple[str, ...] = (HELPERS_HEADER,)
+#: ... and of a whole-language program's
+PROGRAM_RUNTIME_FILES: tuple[str, ...] = (HELPERS_HEADER, RUNTIME_HEADER)
+
+#: Output lines are kept below this width where the content allows.
+LINE_WIDTH = 100
+_INDENT = "    "
+
+
+# ------------------------------------------------------------ context types
+
+@dataclass(frozen=True, slots=True)
+class StatusMacro:
+    name: str        # "ERR_NULL"
+    macro: str       # "MODEL_ERR_NULL"
+    value: int
+    meaning: str
+    line: str        # the #define line
+
+
+@dataclass(frozen=True, slots=True)
+class TensorView:
+    """A model input or output as the header and the entry see it."""
+    kind: str                 # "input" or "output"
+    index: int
+    name: str                 # C parameter name
+    source_name: str
+    dtype: str
+    c_type: str
+    shape: tuple[int, ...]
+    size: int
+    nbytes: int
+    parameter: str            # "const float *x"
+    description: str          # "float32[2][3]" / "float32 scalar"
+    macro_lines: tuple[str, ...]
+    comment: str              # the comment line above the macros
+
+
+@dataclass(frozen=True, slots=True)
+class ConstantView:
+    c_name: str
+    symbol: str
+    dtype: str
+    c_type: str
+    length: int               # declared array length (>= 1)
+    lines: tuple[str, ...]    # initialiser lines, without indentation
+    comment: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelView:
+    name: str
+    comment: str              # C comment naming the IR the kernel came from
+    text: str                 # the printed kernel (function definition)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderContext:
+    """Everything the three templates print."""
+    name: str
+    NAME: str
+    generator: str
+    header_name: str
+    source_name: str
+    makefile_name: str
+    library_name: str
+    guard: str
+    status_macros: tuple[StatusMacro, ...]
+    memory_lines: tuple[str, ...]
+    count_lines: tuple[str, ...]
+    inputs: tuple[TensorView, ...]
+    outputs: tuple[TensorView, ...]
+    entry_name: str
+    entry_doc: tuple[str, ...]            # lines of the comment before the prototype
+    entry_prototype: str                  # possibly wrapped, without ';'
+    arena_mode: str                       # "caller" or "static"
+    static_arena: bool                    # define the arena union in the source
+    arena_symbol: str
+    arena_bytes: int
+    include_helpers: bool
+    helpers_used: tuple[str, ...]
+    helpers_note: tuple[str, ...]         # comment lines about the helpers
+    constants: tuple[ConstantView, ...]
+    kernels: tuple[KernelView, ...]
+    entry_body: tuple[str, ...]           # statements, without indentation
+    mk_sources: tuple[str, ...]           # artifact-relative
+    mk_cflags: str
+    mk_memory: tuple[tuple[str, int], ...]  # (suffix, bytes) for <NAME>_<suffix> in the .mk
+    runtime_files: tuple[str, ...]
+    #: whole-language programs (None for dataflow models): see program_view
+    program: Any = None
+
+
+# ----------------------------------------------------------------- names
+
+def macro_prefix(name: str) -> str:
+    return name.upper()
+
+
+def entry_name(name: str) -> str:
+    return f"{name}_run"
+
+
+def _tensor_parameter(spec: TensorSpec, is_input: bool) -> str:
+    const = "const " if is_input else ""
+    return f"{const}{c_storage_type(spec.dtype)} *{spec.name}"
+
+
+def _parameters(plan: ModelPlan) -> list[str]:
+    if plan.program is not None:
+        from ..lower.program_entry import entry_parameters
+        return entry_parameters(plan.name, plan.program)
+    params = [_tensor_parameter(t, True) for t in plan.inputs]
+    params += [_tensor_parameter(t, False) for t in plan.outputs]
+    if plan.arena == "caller":
+        params.append("void *arena")
+    return params
+
+
+def entry_prototype(plan: ModelPlan, width: int | None = None) -> str:
+    """``int32_t <name>_run(...)`` without ``;``; wrapped to ``width``
+    columns when given."""
+    head = f"int32_t {entry_name(plan.name)}("
+    params = _parameters(plan) or ["void"]
+    if width is None:
+        return head + ", ".join(params) + ")"
+    return "\n".join(_wrap_list(head, params, ")", width))
+
+
+def _wrap(head: str, items: Sequence[str], separator: str, tail: str, width: int
+          ) -> list[str]:
+    """``head`` + items joined by ``separator`` + ``tail``, broken after a
+    separator so lines stay within ``width``; continuation lines are
+    aligned under the first item."""
+    lines: list[str] = []
+    current = head
+    hang = " " * len(head)
+    for i, item in enumerate(items):
+        piece = item + (separator if i + 1 < len(items) else tail)
+        if len(current) + len(piece.rstrip()) > width and current != head:
+            lines.append(current.rstrip())
+            current = hang
+        current += piece
+    lines.append(current.rstrip())
+    return lines
+
+
+def _wrap_list(head: str, items: Sequence[str], tail: str, width: int) -> list[str]:
+    return _wrap(head, items, ", ", tail, width)
+
+
+def _describe(spec: TensorSpec) -> str:
+    if not spec.shape:
+        return f"{spec.dtype} scalar"
+    return f"{spec.dtype}" + "".join(f"[{d}]" for d in spec.shape)
+
+
+def _safe_comment_text(text: str) -> str:
+    """Text that cannot end or nest a C comment, form a trigraph, or carry
+    non-ASCII bytes."""
+    text = text.replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")
+    return "".join(ch if 32 <= ord(ch) < 127 or ch == "\n" else f"<U+{ord(ch):04X}>"
+                   for ch in text.replace("\t", "    "))
+
+
+def _block_comment(lines: Sequence[str]) -> str:
+    safe = [_safe_comment_text(line).rstrip() for line in lines]
+    safe = [part for line in safe for part in line.split("\n")]
+    return "\n".join(["/*"] + [f" * {line}".rstrip() for line in safe] + [" */"])
+
+
+# ------------------------------------------------------------- literals
+
+def _hex(value: float) -> str:
+    """``float.hex`` without trailing zero digits: ``0x1.8p+1``, ``0x1p-2``
+    (finite values only; ``float.hex`` always writes ``0x1.`` or ``0x0.``)."""
+    mantissa, exponent = value.hex().split("p")
+    return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}"
+
+
+def float_literal(value: float, dtype: DType) -> str:
+    """A bit-exact C99 constant expression of a float32/float64 value
+    (hex float; NaN and infinities through the AOT_ macros)."""
+    assert dtype in (DType.FLOAT32, DType.FLOAT64), dtype
+    suffix = "F32" if dtype is DType.FLOAT32 else "F64"
+    if math.isnan(value) or math.isinf(value):
+        sign = "-" if math.copysign(1.0, value) < 0 else ""
+        return f"{sign}AOT_{'NAN' if math.isnan(value) else 'INF'}_{suffix}"
+    return _hex(value) + ("f" if dtype is DType.FLOAT32 else "")
+
+
+#: integer dtypes whose every value prints as plain decimal
+_PLAIN_INTS = (DType.INT8, DType.INT16, DType.UINT8, DType.UINT16)
+
+
+def constant_literals(dtype: DType, values: np.ndarray) -> list[str]:
+    """One C literal per element of ``values`` (flat, the dtype's storage).
+    Plain Python loops over ``tolist()``: one to two seconds per million
+    elements."""
+    flat = np.ascontiguousarray(values, dtype=dtype.np).reshape(-1)
+    if dtype is DType.FLOAT16:
+        return [f"0x{b:04x}" for b in flat.view(np.uint16).tolist()]
+    if dtype is DType.FLOAT32 or dtype is DType.FLOAT64:
+        suffix = "f" if dtype is DType.FLOAT32 else ""
+        return [_hex(v) + suffix if math.isfinite(v) else float_literal(v, dtype)
+                for v in flat.tolist()]
+    if dtype is DType.BOOL:
+        return ["1" if v else "0" for v in flat.tolist()]
+    if dtype in _PLAIN_INTS:
+        return [str(v) for v in flat.tolist()]
+    spelled: dict[int, str] = {}
+    out = []
+    for v in flat.tolist():
+        text = spelled.get(v)
+        if text is None:
+            text = spelled[v] = format_int(v, dtype).text
+        out.append(text)
+    return out
+
+
+def _pack(items: Sequence[str], width: int) -> list[str]:
+    """Comma-separated items, several per line, lines below ``width``
+    (including the indentation the template adds)."""
+    lines: list[str] = []
+    current = ""
+    limit = width - len(_INDENT)
+    for i, item in enumerate(items):
+        piece = item + ("," if i + 1 < len(items) else "")
+        if current and len(current) + 1 + len(piece) > limit:
+            lines.append(current)
+            current = piece
+        else:
+            current = f"{current} {piece}" if current else piece
+    if current:
+        lines.append(current)
+    return lines
+
+
+# ------------------------------------------------------------ validation
+
+def _fail(plan: ModelPlan, message: str) -> None:
+    raise AssertionError(f"inconsistent ModelPlan `{plan.name}`: {message}")
+
+
+def _check_name(name: str) -> None:
+    check_model_name(name)
+    if name.startswith("_"):
+        raise DiagnosticError(f"invalid model name `{name}`: C reserves identifiers that "
+                              "start with `_` at file scope")
+
+
+def _check_plan(plan: ModelPlan) -> None:
+    """The plan's internal consistency (asserts: these are bugs upstream)."""
+    if plan.arena not in ("caller", "static"):
+        _fail(plan, f"arena mode must be 'caller' or 'static', got {plan.arena!r}")
+    if len(plan.kernels) != len(plan.kernel_info):
+        _fail(plan, "kernels and kernel_info differ in length")
+    if plan.arena_bytes < 0 or plan.pool_bytes < 0:
+        _fail(plan, "negative arena or pool size")
+    file_scope = {entry_name(plan.name), f"{plan.name}_arena"}
+    for k, info in zip(plan.kernels, plan.kernel_info):
+        if k.name != info.name:
+            _fail(plan, f"kernel {k.name} has the info of {info.name}")
+        if not k.name.startswith(plan.name + "_"):
+            _fail(plan, f"kernel {k.name} is not prefixed with the model name")
+        if k.name in file_scope:
+            _fail(plan, f"two file-scope definitions named {k.name}")
+        file_scope.add(k.name)
+    for c in plan.constants:
+        c_name = f"{plan.name}_{c.symbol}"
+        if not is_c_identifier(c_name) or c_name in file_scope:
+            _fail(plan, f"bad or duplicate constant symbol {c.symbol!r}")
+        if c.values.ndim != 1 or c.values.dtype != c.dtype.np:
+            _fail(plan, f"constant {c.symbol}'s values must be a flat array of {c.dtype}, "
+                        f"got {c.values.dtype}{list(c.values.shape)}")
+        file_scope.add(c_name)
+    params = [t.name for t in (*plan.inputs, *plan.outputs)]
+    for p in params:
+        if not is_c_identifier(p) or p == "arena" or p in file_scope:
+            _fail(plan, f"entry parameter name {p!r} is not a C identifier or collides "
+                        "with `arena` or a file-scope name")
+    if len(set(params)) != len(params):
+        _fail(plan, f"duplicate entry parameter names {params}")
+    if plan.program is not None:
+        return                   # kernels are called from the program's functions
+    _check_output_tree(plan)
+    kernels = {k.name: k for k in plan.kernels}
+    called: set[str] = set()
+    used_constants: set[str] = set()
+    for call in plan.calls:
+        kernel = kernels.get(call.kernel)
+        if kernel is None:
+            _fail(plan, f"call of unknown kernel {call.kernel}")
+        assert kernel is not None
+        called.add(kernel.name)
+        _check_call(plan, kernel, call, used_constants)
+    for k in plan.kernels:
+        if k.name not in called:
+            _fail(plan, f"kernel {k.name} is never called (an unused static function "
+                        "does not compile warning-free)")
+        for b in buffers_in(k.body):
+            if b.scope is BufferScope.CONST and b.name not in {p.name for p in k.params}:
+                used_constants.add(b.name)
+    known = {f"{plan.name}_{c.symbol}" for c in plan.constants}
+    if not used_constants <= known:
+        _fail(plan, f"kernels read undefined constant tables {sorted(used_constants - known)}")
+    for c in plan.constants:
+        if f"{plan.name}_{c.symbol}" not in used_constants:
+            _fail(plan, f"constant {c.symbol} is never used (an unused static const "
+                        "does not compile warning-free)")
+
+
+def _leaves(tree: OutputTree) -> list[int]:
+    if isinstance(tree, int):
+        return [tree]
+    return [leaf for sub in tree for leaf in _leaves(sub)]
+
+
+def _check_output_tree(plan: ModelPlan) -> None:
+    leaves = _leaves(plan.output_tree)
+    if leaves != list(range(len(plan.outputs))):
+        _fail(plan, f"output_tree {plan.output_tree!r} must list the outputs in order, "
+                    "each once")
+
+
+def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
+                used_constants: set[str]) -> None:
+    if len(call.args) != len(kernel.params):
+        _fail(plan, f"{kernel.name} takes {len(kernel.params)} arguments, "
+                    f"the call passes {len(call.args)}")
+    written = stored_buffers(kernel.body)
+    constants = {c.symbol: c for c in plan.constants}
+    spans: list[tuple[int, int, bool, bool]] = []  # arena [start, end), written, restrict
+    for ref, param in zip(call.args, kernel.params):
+        where = f"{kernel.name}'s argument {param.name}"
+        if ref.dtype is not param.dtype or ref.size != param.size:
+            _fail(plan, f"{where}: {ref.size} x {ref.dtype} passed for "
+                        f"{param.size} x {param.dtype}")
+        is_written = param.name in written
+        if ref.kind is ArgKind.INPUT or ref.kind is ArgKind.OUTPUT:
+            specs = plan.inputs if ref.kind is ArgKind.INPUT else plan.outputs
+            if not 0 <= ref.index < len(specs):
+                _fail(plan, f"{where}: no {ref.kind.value} {ref.index}")
+            spec = specs[ref.index]
+            if spec.dtype is not ref.dtype or spec.size != ref.size:
+                _fail(plan, f"{where}: does not match {ref.kind.value} {spec.name}")
+            if is_written and ref.kind is ArgKind.INPUT:
+                _fail(plan, f"{where}: the kernel writes into input {spec.name}")
+        elif ref.kind is ArgKind.CONST:
+            c = constants.get(ref.symbol)
+            if c is None or c.dtype is not ref.dtype or max(int(c.values.size), 1) < ref.size:
+                _fail(plan, f"{where}: no constant {ref.symbol!r} of {ref.size} x {ref.dtype}")
+            if is_written:
+                _fail(plan, f"{where}: the kernel writes into constant {ref.symbol}")
+            used_constants.add(f"{plan.name}_{ref.symbol}")
+        else:
+            nbytes = ref.size * ref.dtype.itemsize
+            if ref.offset < 0 or ref.offset % ARENA_ALIGNMENT or \
+                    ref.offset + nbytes > plan.arena_bytes:
+                _fail(plan, f"{where}: arena bytes [{ref.offset}, {ref.offset + nbytes}) are "
+                            f"misaligned or outside the {plan.arena_bytes}-byte arena")
+            spans.append((ref.offset, ref.offset + nbytes, is_written, param.restrict))
+    for i, (a0, a1, aw, ar) in enumerate(spans):
+        for b0, b1, bw, br in spans[i + 1:]:
+            if a0 < b1 and b0 < a1 and (aw or bw) and (ar or br):
+                _fail(plan, f"{kernel.name}: overlapping arena arguments, one written, "
+                            "through restrict parameters")
+
+
+# ------------------------------------------------------------ the context
+
+def _status_macros(NAME: str) -> tuple[StatusMacro, ...]:
+    out = []
+    for suffix, value, meaning in STATUS_CODES:
+        macro = f"{NAME}_{suffix}"
+        out.append(StatusMacro(suffix, macro, value, meaning,
+                               f"#define {macro} {value} /* {_safe_comment_text(meaning)} */"))
+    return tuple(out)
+
+
+def _int_macro(value: int) -> str:
+    return str(value) if value <= 0x7FFFFFFF else f"{value}u" if value <= 0xFFFFFFFF \
+        else f"{value}ul"
+
+
+def _define(macro: str, value: int | str, comment: str = "") -> str:
+    text = f"#define {macro} {_int_macro(value) if isinstance(value, int) else value}"
+    return f"{text} /* {_safe_comment_text(comment)} */" if comment else text
+
+
+def _tensor_view(NAME: str, kind: str, index: int, spec: TensorSpec) -> TensorView:
+    prefix = f"{NAME}_{kind.upper()}_{index}"
+    lines = [_define(f"{prefix}_SIZE", spec.size, "elements"),
+             _define(f"{prefix}_BYTES", spec.nbytes),
+             _define(f"{prefix}_NDIM", len(spec.shape))]
+    lines += [_define(f"{prefix}_DIM_{axis}", d) for axis, d in enumerate(spec.shape)]
+    origin = f" (program name %{spec.source_name})" if spec.source_name else ""
+    storage = c_storage_type(spec.dtype)
+    note = {DType.BOOL: ", 0 or 1", DType.FLOAT16: ", IEEE binary16 bits"}.get(spec.dtype, "")
+    comment = (f"{kind} {index} `{spec.name}`{origin}: {_describe(spec)}, "
+               f"as {storage}{note}")
+    return TensorView(kind=kind, index=index, name=spec.name, source_name=spec.source_name,
+                      dtype=spec.dtype.value, c_type=storage, shape=tuple(spec.shape),
+                      size=spec.size, nbytes=spec.nbytes,
+                      parameter=_tensor_parameter(spec, kind == "input"),
+                      description=_describe(spec), macro_lines=tuple(lines),
+                      comment=_safe_comment_text(comment))
+
+
+def _tree_text(plan: ModelPlan, tree: OutputTree) -> str:
+    if isinstance(tree, int):
+        return plan.outputs[tree].name
+    return "(" + ", ".join(_tree_text(plan, t) for t in tree) + ("," if len(tree) == 1 else "") \
+        + ")"
+
+
+def _entry_doc(plan: ModelPlan, NAME: str, inputs: Sequence[TensorView],
+               outputs: Sequence[TensorView]) -> tuple[str, ...]:
+    if plan.program is not None:
+        return _program_doc(plan, NAME)
+    rows: list[tuple[str, str]] = []
+    for t in inputs:
+        rows.append((t.name, f"input {t.index}: {t.description} (read only)"))
+    for t in outputs:
+        rows.append((t.name, f"output {t.index}: {t.description} (written completely)"))
+    if plan.arena == "caller":
+        rows.append(("arena", f"scratch memory: {NAME}_ARENA_BYTES bytes aligned to"))
+        rows.append(("", f"{NAME}_ARENA_ALIGN bytes; nothing in it is kept between"))
+        rows.append(("", f"calls; may be NULL when {NAME}_ARENA_BYTES is 0"))
+    pad = max((len(r[0]) for r in rows), default=0)
+    lines = [f"Run model `{plan.name}`.", ""]
+    lines += [f"  {n.ljust(pad)}  {text}".rstrip() for n, text in rows]
+    lines += [
+        "",
+        "Tensors are dense row-major arrays of the element type (bool is uint8_t",
+        "holding 0 or 1, float16 is uint16_t holding IEEE binary16 bits); a",
+        "scalar is a pointer to one element.  Outputs must not overlap the",
+        "inputs, each other or the arena.",
+    ]
+    if len(plan.outputs) > 1 or not isinstance(plan.output_tree, int):
+        lines += textwrap.wrap(f"The result is the tuple {_tree_text(plan, plan.output_tree)}.",
+                               width=LINE_WIDTH - 4, break_on_hyphens=False)
+    if plan.arena == "static":
+        lines += ["",
+                  f"The arena ({NAME}_ARENA_BYTES bytes) is a static object of this",
+                  "library: calls must not overlap (not reentrant, not thread safe)."]
+    lines += ["",
+              f"Returns {NAME}_OK (0), or {NAME}_ERR_NULL when a pointer argument is NULL."]
+    return tuple(lines)
+
+
+def _program_doc(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
+    p = plan.program
+    rows = [(x.name, f"input: {x.description}" + (" (read only)" if x.is_tensor else
+                                                  " (a handle, borrowed)"))
+            for x in p.inputs]
+    rows += [(x.name, f"output: {x.description}" + (" (written completely)" if x.is_tensor else
+                                                    " (receives a handle you own)"))
+             for x in p.outputs]
+    pad = max((len(r[0]) for r in rows), default=0)
+    lines = [f"Run program `{plan.name}`.", ""]
+    lines += [f"  {n.ljust(pad)}  {text}".rstrip() for n, text in rows]
+    lines += ["",
+              "Tensors are dense row-major arrays of the element type; tuples are",
+              "flattened into their leaves.  Values live in the object pool",
+              f"({NAME}_POOL_BYTES bytes, a static object of this library: calls must",
+              "not overlap).  Returns {0}_OK, {0}_ERR_NULL, {0}_ERR_POOL (the pool is".format(NAME),
+              f"exhausted), {NAME}_ERR_DEPTH (more than {p.max_depth} nested calls),",
+              f"{NAME}_ERR_MATCH (no clause of a match applies).  On an error the",
+              "value outputs are NULL and the pool holds nothing of the call."]
+    return tuple(lines)
+
+
+def _kernel_view(kernel: Kernel, info: KernelInfo) -> tuple[KernelView, tuple[str, ...]]:
+    simplified = simplify_kernel(kernel)
+    text = print_kernel(simplified)
+    used = kernel_helpers(simplified)
+    lines = [f"{kernel.name}: from"]
+    lines += [f"    {line}" for line in info.source.strip("\n").split("\n")]
+    ops = ", ".join(info.ops) if info.ops else "none"
+    lines.append(f"ops: {ops}; anchor: {info.anchor or 'none'}")
+    return KernelView(kernel.name, _block_comment(lines), text.rstrip("\n")), used
+
+
+def _constant_view(plan: ModelPlan, c: ConstantData) -> ConstantView:
+    literals = constant_literals(c.dtype, c.values)
+    count = len(literals)
+    what = f"{count} x {c.dtype} ({c.nbytes} bytes)"
+    if count == 0:
+        literals = ["0"]
+        what = f"0 x {c.dtype}: one padding element (C has no zero-size arrays)"
+    return ConstantView(c_name=f"{plan.name}_{c.symbol}", symbol=c.symbol,
+                        dtype=c.dtype.value, c_type=c_storage_type(c.dtype),
+                        length=len(literals), lines=tuple(_pack(literals, LINE_WIDTH)),
+                        comment=_safe_comment_text(f"{c.symbol}: {what}"))
+
+
+def _arena_arg(plan: ModelPlan, ref: BufferRef) -> str:
+    base = f"{plan.name}_arena.bytes" if plan.arena == "static" else "(unsigned char *)arena"
+    return f"({c_storage_type(ref.dtype)} *)({base} + {ref.offset})"
+
+
+def _call_arg(plan: ModelPlan, ref: BufferRef) -> str:
+    if ref.kind is ArgKind.INPUT:
+        return plan.inputs[ref.index].name
+    if ref.kind is ArgKind.OUTPUT:
+        return plan.outputs[ref.index].name
+    if ref.kind is ArgKind.CONST:
+        return f"{plan.name}_{ref.symbol}"
+    return _arena_arg(plan, ref)
+
+
+def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
+    width = LINE_WIDTH - len(_INDENT)
+    pointers = [t.name for t in (*plan.inputs, *plan.outputs)]
+    uses_arena = any(ref.kind is ArgKind.ARENA for call in plan.calls for ref in call.args)
+    body: list[str] = []
+    if plan.arena == "caller":
+        if uses_arena:
+            pointers.append("arena")
+        else:
+            body.append("(void)arena;")
+    if pointers:
+        body += _wrap("if (", [f"{p} == NULL" for p in pointers], " || ", ") {", width)
+        body += [f"{_INDENT}return {NAME}_ERR_NULL;", "}"]
+    for call in plan.calls:
+        args = [_call_arg(plan, ref) for ref in call.args]
+        body += _wrap_list(f"{call.kernel}(", args, ");", width) if args \
+            else [f"{call.kernel}();"]
+    body.append(f"return {NAME}_OK;")
+    return tuple(body)
+
+
+def build_context(plan: ModelPlan) -> RenderContext:
+    """Check ``plan`` and spell everything the templates print."""
+    _check_name(plan.name)
+    _check_plan(plan)
+    name, NAME = plan.name, macro_prefix(plan.name)
+    inputs = tuple(_tensor_view(NAME, "input", i, t) for i, t in enumerate(plan.inputs))
+    outputs = tuple(_tensor_view(NAME, "output", i, t) for i, t in enumerate(plan.outputs))
+    used: set[str] = set()
+    kernels = []
+    for kernel, info in zip(plan.kernels, plan.kernel_info):
+        view, names = _kernel_view(kernel, info)
+        kernels.append(view)
+        used.update(names)
+    constants = tuple(_constant_view(plan, c) for c in plan.constants)
+    for c in constants:
+        for line in c.lines:
+            used.update(m for m in MACROS if m in line)
+    helpers_used = tuple(sorted(used))
+    assert set(helpers_used) <= set(HELPERS) | set(MACROS), helpers_used
+    if helpers_used:
+        note = ["Runtime helpers and macros used (from aot_kernel_helpers.h):"]
+        note += _wrap_list("  ", list(helpers_used), "", LINE_WIDTH - 3)
+    else:
+        note = ["Uses no runtime helper."]
+    memory = (
+        _define(f"{NAME}_ARENA_BYTES", plan.arena_bytes,
+                "scratch memory of one call" + (" (a static object of the library)"
+                                                if plan.arena == "static" else "")),
+        _define(f"{NAME}_ARENA_ALIGN", ARENA_ALIGNMENT, "required alignment of the arena"),
+        _define(f"{NAME}_ARENA_LOWER_BOUND_BYTES", plan.arena_lower_bound_bytes,
+                "no plan could use less"),
+        _define(f"{NAME}_POOL_BYTES", plan.pool_bytes, "object pool (inside the library)"),
+        _define(f"{NAME}_CONSTANT_BYTES", plan.constant_bytes, "constant tables (flash)"),
+    )
+    counts = (_define(f"{NAME}_NUM_INPUTS", len(plan.inputs)),
+              _define(f"{NAME}_NUM_OUTPUTS", len(plan.outputs)))
+    return RenderContext(
+        name=name, NAME=NAME, generator=f"aot {AOT_VERSION}",
+        header_name=f"{name}.h", source_name=f"{name}.c", makefile_name=f"{name}.mk",
+        library_name=f"lib{name}.a", guard=f"{NAME}_H_INCLUDED",
+        status_macros=_status_macros(NAME), memory_lines=memory, count_lines=counts,
+        inputs=inputs, outputs=outputs, entry_name=entry_name(name),
+        entry_doc=tuple(_safe_comment_text(line) for line in
+                        _entry_doc(plan, NAME, inputs, outputs)),
+        entry_prototype=entry_prototype(plan, LINE_WIDTH),
+        arena_mode=plan.arena,
+        static_arena=plan.arena == "static" and plan.arena_bytes > 0,
+        arena_symbol=f"{name}_arena", arena_bytes=plan.arena_bytes,
+        include_helpers=bool(helpers_used), helpers_used=helpers_used,
+        helpers_note=tuple(note), constants=constants, kernels=tuple(kernels),
+        entry_body=_entry_body(plan, NAME) if plan.program is None else plan.program.entry_body,
+        mk_sources=(f"src/{name}.c",),
+        mk_cflags=" ".join(MODEL_CFLAGS),
+        mk_memory=(("ARENA_BYTES", plan.arena_bytes), ("ARENA_ALIGN", ARENA_ALIGNMENT),
+                   ("POOL_BYTES", plan.pool_bytes), ("CONSTANT_BYTES", plan.constant_bytes)),
+        runtime_files=RUNTIME_FILES if plan.program is None else PROGRAM_RUNTIME_FILES,
+        program=None if plan.program is None else program_view(plan))
+
+
+# ------------------------------------------------------------- metadata
+
+def _jsonable(value: Any, where: str) -> Any:
+    if isinstance(value, (str, bool, int, float)) or value is None:
+        return value
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v, where) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, where) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    raise AssertionError(f"{where}: {value!r} cannot go into metadata.json")
+
+
+def _tensor_record(view: TensorView) -> dict[str, Any]:
+    return {"index": view.index, "name": view.name, "source_name": view.source_name,
+            "shape": list(view.shape), "dtype": view.dtype, "c_type": view.c_type,
+            "size": view.size, "bytes": view.nbytes}
+
+
+def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
+    """metadata.json's content (the keys of the layout contract and more)."""
+    extra = {}
+    for key, value in plan.extra:
+        assert key not in extra, f"duplicate extra metadata key {key!r}"
+        extra[key] = _jsonable(value, f"extra[{key!r}]")
+    return {
+        "version": METADATA_VERSION,
+        "generator": ctx.generator,
+        "name": plan.name,
+        "inputs": [_tensor_record(t) for t in ctx.inputs],
+        "outputs": [_tensor_record(t) for t in ctx.outputs],
+        "output_tree": _jsonable(plan.output_tree, "output_tree"),
+        "arena": plan.arena,
+        "arena_align": ARENA_ALIGNMENT,
+        "arena_bytes": plan.arena_bytes,
+        "arena_lower_bound_bytes": plan.arena_lower_bound_bytes,
+        "pool_bytes": plan.pool_bytes,
+        "constant_bytes": plan.constant_bytes,
+        "entry": {"name": ctx.entry_name, "prototype": entry_prototype(plan) + ";",
+                  "returns": "int32_t"},
+        "status_codes": [{"name": s.name, "macro": s.macro, "value": s.value,
+                          "meaning": s.meaning} for s in ctx.status_macros],
+        "kernels": [{"name": info.name, "source": info.source, "ops": list(info.ops),
+                     "anchor": info.anchor} for info in plan.kernel_info],
+        "constants": [{"symbol": c.symbol, "c_name": f"{plan.name}_{c.symbol}",
+                       "dtype": c.dtype.value, "size": int(c.values.size), "bytes": c.nbytes,
+                       "alignment": c.alignment} for c in plan.constants],
+        "helpers": list(ctx.helpers_used),
+        "c_flags": list(MODEL_CFLAGS),
+        "files": {
+            "header": f"include/{ctx.header_name}",
+            "sources": list(ctx.mk_sources),
+            "makefile": ctx.makefile_name,
+            "library": f"lib/{ctx.library_name}",
+            "runtime": [f"runtime_c/{f}" for f in ctx.runtime_files],
+        },
+        "extra": extra,
+        **({} if plan.program is None else {"backend": "program",
+                                            "program": program_metadata(plan)}),
+    }
+
+
+# ------------------------------------------------------ whole programs
+
+@dataclass(frozen=True, slots=True)
+class ProgramView:
+    """What the templates print for a whole-language program."""
+    value_typedef: str
+    api_prototypes: tuple[str, ...]
+    ctor_macros: tuple[str, ...]
+    kind_macros: tuple[str, ...]
+    statics: tuple[str, ...]
+    api: tuple[str, ...]
+    prototypes: tuple[str, ...]
+    functions: tuple[str, ...]
+
+
+def program_view(plan: ModelPlan) -> ProgramView:
+    from ..lower.program_entry import api_definitions, api_prototypes
+    p = plan.program
+    NAME = macro_prefix(plan.name)
+    ctors = tuple(_define(f"{NAME}_CTOR_{cname}", cid, f"{adt}.{cname}: tag {tag}, {arity} fields")
+                  for cid, adt, cname, tag, arity in p.constructors)
+    kinds = tuple(_define(f"{NAME}_KIND_{k}", v) for k, v in
+                  (("TENSOR", 1), ("ADT", 2), ("TUPLE", 3), ("CLOSURE", 4), ("REF", 5)))
+    return ProgramView(
+        value_typedef=f"typedef struct aot_obj {plan.name}_value;",
+        api_prototypes=tuple(api_prototypes(plan.name)), ctor_macros=ctors, kind_macros=kinds,
+        statics=p.statics, api=tuple(api_definitions(plan.name, p, plan.pool_bytes)),
+        prototypes=p.prototypes, functions=p.functions)
+
+
+def program_metadata(plan: ModelPlan) -> dict[str, Any]:
+    p = plan.program
+    def leaf(x):
+        rec = {"name": x.name, "kind": "tensor" if x.is_tensor else "value",
+               "type": x.type_json, "description": x.description}
+        if x.is_tensor:
+            rec.update(shape=list(x.spec.shape), dtype=x.spec.dtype.value,
+                       c_type=c_storage_type(x.spec.dtype), bytes=x.spec.nbytes)
+        return rec
+    return {"inputs": [leaf(x) for x in p.inputs], "outputs": [leaf(x) for x in p.outputs],
+            "max_depth": p.max_depth, "types": _jsonable(p.types, "types"),
+            "constructors": [{"id": i, "adt": a, "name": n, "tag": t, "arity": k}
+                             for i, a, n, t, k in p.constructors]}

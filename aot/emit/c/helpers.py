@@ -1,0 +1,87 @@
+"""The catalogue of runtime helpers and macros printed kernels may use.
+
+:data:`HELPERS` maps each helper name to its C prototype and a one-line
+contract; :data:`MACROS` does the same for the constant macros.  The
+runtime header must provide every one of them (a test checks that the
+reference header defines each); :mod:`aot.emit.c.printer` spells only
+names listed here, and :func:`~aot.emit.c.printer.kernel_helpers` reports
+which ones a kernel uses.  Helper names end in the operand dtype's
+:func:`~aot.emit.c.types.helper_suffix`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ...ir.dtype import DType
+from .types import c_storage_type, helper_suffix
+
+__all__ = ["HelperSpec", "HELPERS", "MACROS"]
+
+
+@dataclass(frozen=True, slots=True)
+class HelperSpec:
+    prototype: str
+    doc: str
+
+
+def _build_helpers() -> dict[str, HelperSpec]:
+    h: dict[str, HelperSpec] = {}
+    ints = [d for d in DType if d.is_int]
+    for d in ints:
+        s, t = helper_suffix(d), c_storage_type(d)
+        h[f"aot_div_{s}"] = HelperSpec(
+            f"{t} aot_div_{s}({t} a, {t} b)",
+            "a / b truncating toward zero; 0 when b == 0; MIN / -1 == MIN")
+        h[f"aot_mod_{s}"] = HelperSpec(
+            f"{t} aot_mod_{s}({t} a, {t} b)",
+            "a % b with the sign of a; 0 when b == 0; MIN % -1 == 0")
+        if d.is_signed:
+            h[f"aot_floordiv_{s}"] = HelperSpec(
+                f"{t} aot_floordiv_{s}({t} a, {t} b)",
+                "floor(a / b); 0 when b == 0; MIN / -1 == MIN")
+            h[f"aot_floormod_{s}"] = HelperSpec(
+                f"{t} aot_floormod_{s}({t} a, {t} b)",
+                "a - floor(a / b) * b (sign of b); 0 when b == 0")
+    for d in ints + [DType.FLOAT32, DType.FLOAT64]:
+        s, t = helper_suffix(d), c_storage_type(d)
+        nan = "; NaN if either is NaN; b when a == b (so min(0.0, -0.0) is -0.0)" \
+            if d.is_float else ""
+        h[f"aot_min_{s}"] = HelperSpec(f"{t} aot_min_{s}({t} a, {t} b)", f"min(a, b){nan}")
+        h[f"aot_max_{s}"] = HelperSpec(f"{t} aot_max_{s}({t} a, {t} b)", f"max(a, b){nan}")
+    h["aot_min_f16"] = HelperSpec("float aot_min_f16(float a, float b)",
+                                  "min of two binary16 values held in floats; NaN if either "
+                                  "is NaN; a when a == b (NumPy's float16 tie rule)")
+    h["aot_max_f16"] = HelperSpec("float aot_max_f16(float a, float b)",
+                                  "max of two binary16 values held in floats; NaN if either "
+                                  "is NaN; a when a == b (NumPy's float16 tie rule)")
+    for f in (DType.FLOAT32, DType.FLOAT64):
+        s, t = helper_suffix(f), c_storage_type(f)
+        h[f"aot_floordiv_{s}"] = HelperSpec(f"{t} aot_floordiv_{s}({t} a, {t} b)",
+                                            "NumPy floor_divide on floats")
+        h[f"aot_floormod_{s}"] = HelperSpec(f"{t} aot_floormod_{s}({t} a, {t} b)",
+                                            "NumPy mod (remainder with the sign of b) on floats")
+        for d in ints:
+            name = f"aot_sat_{s}_{helper_suffix(d)}"
+            h[name] = HelperSpec(f"{c_storage_type(d)} {name}({t} x)",
+                                 "truncate toward zero, saturate at the type's limits, NaN -> 0")
+    h["aot_f16_to_f32"] = HelperSpec("float aot_f16_to_f32(uint16_t h)",
+                                     "binary16 bits -> float (exact)")
+    h["aot_f32_to_f16"] = HelperSpec("uint16_t aot_f32_to_f16(float x)",
+                                     "float -> binary16 bits, round to nearest even")
+    h["aot_f64_to_f16"] = HelperSpec("uint16_t aot_f64_to_f16(double x)",
+                                     "double -> binary16 bits, round to nearest even (once)")
+    h["aot_round_f16"] = HelperSpec("float aot_round_f16(float x)",
+                                    "x rounded to the nearest binary16 value, as a float")
+    return dict(sorted(h.items()))
+
+
+HELPERS: Mapping[str, HelperSpec] = _build_helpers()
+
+MACROS: Mapping[str, str] = {
+    "AOT_NAN_F32": "a quiet NaN of type float (e.g. ((float)NAN))",
+    "AOT_INF_F32": "positive infinity of type float (e.g. ((float)INFINITY))",
+    "AOT_NAN_F64": "a quiet NaN of type double (e.g. ((double)NAN))",
+    "AOT_INF_F64": "positive infinity of type double (e.g. ((double)INFINITY))",
+}

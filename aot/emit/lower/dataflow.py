@@ -1,0 +1,411 @@
+"""Lower a fused dataflow ``main`` to a :class:`~aot.emit.plan.model.ModelPlan`.
+
+Design note
+-----------
+After FuseOps, ``main``'s body is a dataflow graph of calls to primitive
+functions, tuples, projections, parameters and constants.  This module
+walks it once in evaluation order and decides everything the emitter
+prints:
+
+1. **Kernels.**  Each call of a primitive function becomes a call of the
+   kernel :func:`~aot.emit.lower.group.lower_group` makes of it.  Groups
+   that lower to the same kernel (same loop nest over the same shapes,
+   same constants) share one C function: repeated blocks of a network cost
+   flash once.  Equal constant tables are stored once.
+2. **Slots.**  Every tensor value is a *slot*: a model input, a constant
+   table, or an intermediate tensor.  Tuples and projections only move
+   slots around; they produce no code.
+3. **Outputs.**  An intermediate tensor that is a leaf of the result is
+   written by its kernel straight into the caller's output buffer.  A leaf
+   that is an input, a constant, or a tensor already claimed by another
+   output is copied by a small copy kernel at the end.
+4. **Memory.**  Intermediates (and kernel scratch buffers) get a lifetime
+   ``[step that writes it, last step that reads it]``; an elementwise
+   kernel may write over an input that dies there (an in-place candidate,
+   see :mod:`aot.emit.lower.group`).  :mod:`aot.emit.plan.arena` packs
+   them into one arena and reports the liveness lower bound next to it.
+
+Programs this dataflow backend does not compile (control flow, ADTs,
+closures, references: the whole-language backend's job) are rejected with
+a diagnostic at the offending node.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from typing import Sequence, Union
+
+import numpy as np
+
+from ...diagnostics import DiagnosticError, Span
+from ...ir.dtype import DType
+from ...ir.adt import Constructor
+from ...ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
+                       RefRead, RefWrite, Tuple, TupleGetItem, Var)
+from ...ir.module import IRModule
+from ...ir.types import TensorType, TupleType, Type
+from ...ir.visitor import post_order
+from ..kernel import ir as K
+from .group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_group,
+                          unflatten)
+from ..plan.arena import InPlace, TensorLife, plan_memory
+from ..plan.model import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo, ModelPlan,
+                         OutputTree, TensorSpec)
+from .registry import LoweringError
+
+__all__ = ["plan_model", "describe_group", "KernelTable", "check_dataflow"]
+
+
+# ------------------------------------------------------------------ slots
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    kind: ArgKind            # INPUT, OUTPUT, CONST or ARENA (an intermediate)
+    key: str                 # "in3", "out0", a constant symbol, or "t12"
+    dtype: DType
+    shape: tuple[int, ...]
+    index: int = 0           # position among the inputs / outputs
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+_Value = Union[_Slot, tuple["_Value", ...]]
+
+
+@dataclass(slots=True)
+class _Step:
+    kernel: str
+    inputs: list[_Slot]
+    consts: list[str]
+    outputs: list[_Slot]
+    scratch: list[_Slot]
+    inplace: tuple[int, ...]
+
+
+class KernelTable:
+    """The kernels and constant tables of one model, equal ones shared
+    (used by this module and by the program backend)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.kernels: list[K.Kernel] = []
+        self.infos: list[KernelInfo] = []
+        self.kernel_keys: dict[tuple, str] = {}
+        self.constants: list[ConstantData] = []
+        self.constant_keys: dict[tuple, str] = {}
+
+    def constant(self, dtype: DType, flat: np.ndarray) -> str:
+        data = np.ascontiguousarray(flat).reshape(-1)
+        key = (dtype, data.tobytes())
+        if key not in self.constant_keys:
+            symbol = f"c{len(self.constants)}"
+            self.constant_keys[key] = symbol
+            self.constants.append(ConstantData(symbol, dtype, data))
+        return self.constant_keys[key]
+
+    def lower_call(self, call: Call) -> tuple[LoweredGroup, str]:
+        """The group lowered from a call of a primitive function and the C
+        name of its (shared) kernel; a lowering failure is a diagnostic at
+        the group's last operator."""
+        fn = call.op
+        assert isinstance(fn, Function)
+        try:
+            group = lower_group(fn, "k", source=describe_group(fn))
+        except LoweringError as e:
+            culprit = group_ops(fn)
+            raise _error(culprit[-1] if culprit else call, str(e)) from None
+        return group, self.kernel(group, [c.op.name for c in group_ops(fn)])
+
+    def kernel(self, group: LoweredGroup, ops: Sequence[str]) -> str:
+        """The C name of ``group``'s kernel, shared with an equal one."""
+        k = group.kernel
+        key = (k.params, k.body)
+        if key not in self.kernel_keys:
+            cname = f"{self.name}_k{len(self.kernels)}"
+            self.kernel_keys[key] = cname
+            self.kernels.append(K.Kernel(cname, k.params, k.body))
+            self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor))
+        return self.kernel_keys[key]
+
+
+class _Builder(KernelTable):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.steps: list[_Step] = []
+        self.temp_count = 0
+
+    def temp(self, t: TensorType) -> _Slot:
+        self.temp_count += 1
+        return _Slot(ArgKind.ARENA, f"t{self.temp_count}", t.dtype,
+                     tuple(int(d) for d in t.shape))
+
+
+# ------------------------------------------------------------- the walk
+
+def _error(node: Expr, message: str) -> DiagnosticError:
+    span: Span | None = getattr(node, "span", None)
+    return DiagnosticError(message, span)
+
+
+def _is_primitive(fn: Expr) -> bool:
+    return isinstance(fn, Function) and bool(fn.attrs.get("Primitive", 0))
+
+
+def _tensor_type(t: Type, node: Expr, what: str) -> list[TensorType]:
+    try:
+        leaves = flatten_type(t)
+    except AssertionError:
+        raise _error(node, f"{what} has type {t}; the dataflow C backend compiles tensors "
+                           "and tuples of tensors only") from None
+    for leaf in leaves:
+        if not all(isinstance(d, int) for d in leaf.shape):
+            raise _error(node, f"{what} has a dynamic shape {leaf}; the C backend needs "
+                               "static shapes")
+    return leaves
+
+
+def _c_names(params: Sequence[Var], model: str) -> list[str]:
+    """C parameter names for the entry's inputs: the program's names made
+    C identifiers, clear of keywords, of the outputs' and arena's names and
+    of the model's file-scope symbols (``<model>_...``)."""
+    names: list[str] = []
+    used = {"arena", "out"}
+    for i, p in enumerate(params):
+        base = re.sub(r"[^A-Za-z0-9_]", "_", p.name_hint) or f"in{i}"
+        if base[0].isdigit():
+            base = "in_" + base
+        if base in K.C_KEYWORDS or keyword.iskeyword(base) or base.startswith("out") or \
+                base.startswith(model + "_") or base.startswith("_"):
+            base = "in_" + base
+        name, n = base, 1
+        while name in used:
+            n += 1
+            name = f"{base}_{n}"
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def describe_group(fn: Function) -> str:
+    """The fused group as text for the kernel's comment and metadata: one
+    line per operator, ``%k = op(args) : type``."""
+    names: dict[int, str] = {id(p): f"%{p.name_hint}" for p in fn.params}
+    lines = []
+    consts = 0
+    for node in post_order(fn.body):
+        if isinstance(node, Constant):
+            data = np.asarray(node.data)
+            names[id(node)] = (repr(data.item()) if data.size == 1 else f"const{list(data.shape)}")
+            consts += 1
+        elif isinstance(node, Tuple):
+            names[id(node)] = "(" + ", ".join(names[id(f)] for f in node.fields) + ")"
+        elif isinstance(node, TupleGetItem):
+            names[id(node)] = f"{names[id(node.tuple_value)]}.{node.index}"
+        elif isinstance(node, Call) and not isinstance(node.op, Function):
+            args = ", ".join(names[id(a)] for a in node.args)
+            attrs = node.attrs.to_raw() if hasattr(node.attrs, "to_raw") else {}
+            shown = "".join(f", {k}={v}" for k, v in sorted(attrs.items()))
+            name = f"%{len(lines)}"
+            lines.append(f"{name} = {node.op.name}({args}{shown}) : {node.checked_type}")
+            names[id(node)] = name
+    return "\n".join(lines)
+
+
+def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
+               entry: str = "main") -> ModelPlan:
+    """The plan of ``mod``'s ``entry`` (typed, fused)."""
+    if entry not in mod:
+        raise DiagnosticError(f"the module has no `@{entry}` function to compile")
+    main = mod[entry]
+    b = _Builder(name)
+
+    inputs: list[TensorSpec] = []
+    values: dict[int, _Value] = {}
+    c_names = _c_names(main.params, name)
+    for p, cname in zip(main.params, c_names):
+        leaves = _tensor_type(p.checked_type, p, f"parameter %{p.name_hint}")
+        if isinstance(p.checked_type, TupleType):
+            raise _error(p, f"parameter %{p.name_hint} is a tuple; the dataflow C backend takes "
+                            "tensor parameters only")
+        t = leaves[0]
+        slot = _Slot(ArgKind.INPUT, f"in{len(inputs)}", t.dtype, tuple(t.shape), len(inputs))
+        inputs.append(TensorSpec(cname, tuple(t.shape), t.dtype, p.name_hint))
+        values[id(p)] = slot
+
+    order = post_order(main.body, into_functions=False)
+    check_dataflow(order)
+    for node in order:
+        if id(node) in values:
+            continue
+        values[id(node)] = _value(b, node, values)
+
+    result = values[id(main.body)]
+    _tensor_type(main.body.checked_type, main.body, "the result of main")
+    outputs, tree = _bind_outputs(b, result)
+    return _finish(b, name, arena, inputs, outputs, tree)
+
+
+_FEATURES = {Let: "a let binding of a closure or an effect", If: "if-then-else",
+             Match: "match", RefCreate: "references", RefRead: "references",
+             RefWrite: "references", GlobalVar: "calls of global functions",
+             Constructor: "algebraic data types", Op: "operators used as values"}
+
+
+def check_dataflow(order: Sequence[Expr]) -> None:
+    """Reject, at the first offending node, what only the whole-language
+    backend can compile."""
+    for node in order:
+        feature = _FEATURES.get(type(node))
+        if isinstance(node, Function) and not _is_primitive(node):
+            feature = "closures"
+        if feature is not None:
+            raise _error(node, f"{feature}: not supported by the dataflow C backend yet "
+                               "(it compiles static tensor programs)")
+
+
+def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:
+    if isinstance(node, Function):
+        if _is_primitive(node):
+            return None          # its call does the work
+        raise _error(node, "closures are not supported by the dataflow C backend")
+    if isinstance(node, Constant):
+        t = node.checked_type
+        assert isinstance(t, TensorType)
+        symbol = b.constant(t.dtype, np.asarray(node.data))
+        return _Slot(ArgKind.CONST, symbol, t.dtype, tuple(int(d) for d in t.shape))
+    if isinstance(node, Tuple):
+        return tuple(values[id(f)] for f in node.fields)
+    if isinstance(node, TupleGetItem):
+        tup = values[id(node.tuple_value)]
+        assert isinstance(tup, tuple)
+        return tup[node.index]
+    if isinstance(node, Call) and _is_primitive(node.op):
+        return _kernel_call(b, node, values)
+    if isinstance(node, Var):
+        raise _error(node, f"free variable %{node.name_hint}")
+    what = type(node).__name__
+    if isinstance(node, Call):
+        what = "a call of a function"
+    raise _error(node, f"{what} is not supported by the dataflow C backend (only "
+                       "static tensor programs compile to C so far)")
+
+
+def _kernel_call(b: _Builder, call: Call, values: dict[int, _Value]) -> _Value:
+    group, cname = b.lower_call(call)
+    args = [leaf for a in call.args for leaf in flat_leaves(values[id(a)])]
+    assert len(args) == len(group.inputs), (len(args), len(group.inputs))
+    consts = [b.constant(buf.dtype, data) for buf, data in group.constants]
+    out_types = _tensor_type(call.checked_type, call, "a result")
+    outs = [b.temp(t) for t in out_types]
+    scratch = [b.temp(TensorType(buf.shape, buf.dtype)) for buf in group.scratch]
+    b.steps.append(_Step(cname, args, consts, outs, scratch, group.inplace_inputs))
+    if isinstance(call.checked_type, TupleType):
+        leaves = list(outs)
+        return unflatten(call.checked_type, leaves)
+    return outs[0]
+
+
+def _bind_outputs(b: _Builder, result: _Value) -> tuple[list[tuple[_Slot, _Slot | None]], OutputTree]:
+    """Pairs (slot computed, slot to copy from or None), and the tree."""
+    counter = iter(range(1 << 30))
+
+    def tree(v: _Value) -> OutputTree:
+        if isinstance(v, tuple):
+            return tuple(tree(f) for f in v)
+        return next(counter)
+    shape = tree(result)
+    claimed: set[str] = set()
+    pairs = []
+    for leaf in flat_leaves(result):
+        if leaf.kind is ArgKind.ARENA and leaf.key not in claimed:
+            claimed.add(leaf.key)
+            pairs.append((leaf, None))
+        else:
+            pairs.append((leaf, leaf))
+    return pairs, shape
+
+
+def _copy_kernel(b: _Builder, dtype: DType, size: int) -> str:
+    i = K.index_var("i0")
+    src = K.Buffer("p0", dtype, (size,), K.BufferScope.INPUT)
+    dst = K.Buffer("out", dtype, (size,), K.BufferScope.OUTPUT)
+    body = K.for_range(i, size, K.store(dst, i, K.load(src, i)))
+    group = LoweredGroup(K.Kernel("k", (src, dst), body), (src,), (), (dst,), (), (), ("copy",),
+                         None, f"copy of {size} x {dtype}")
+    return b.kernel(group, ["copy"])
+
+
+def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
+            pairs: list[tuple[_Slot, _Slot | None]], tree: OutputTree) -> ModelPlan:
+    out_names = ["out"] if len(pairs) == 1 else [f"out{i}" for i in range(len(pairs))]
+    outputs = [TensorSpec(n, slot.shape, slot.dtype) for n, (slot, _) in zip(out_names, pairs)]
+    output_of: dict[str, int] = {}
+    for i, (slot, copy_from) in enumerate(pairs):
+        if copy_from is None:
+            output_of[slot.key] = i
+        else:
+            out_slot = _Slot(ArgKind.OUTPUT, f"out{i}", slot.dtype, slot.shape, i)
+            b.steps.append(_Step(_copy_kernel(b, slot.dtype, slot.size), [copy_from], [],
+                                 [out_slot], [], ()))
+
+    # lifetimes of the intermediates
+    start: dict[str, int] = {}
+    end: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for k, step in enumerate(b.steps):
+        for s in (*step.outputs, *step.scratch):
+            if s.kind is ArgKind.ARENA and s.key not in output_of:
+                start.setdefault(s.key, k)
+                end[s.key] = k
+                sizes[s.key] = s.nbytes
+        for s in step.inputs:
+            if s.key in start:
+                end[s.key] = k
+    lives = [TensorLife(key, max(sizes[key], 1), start[key], end[key]) for key in start]
+    inplace = []
+    for k, step in enumerate(b.steps):
+        for pos in step.inplace:
+            src = step.inputs[pos]
+            out = step.outputs[0]
+            if (src.key in start and end[src.key] == k and out.key in start and
+                    sizes[out.key] <= sizes[src.key] and src.key != out.key):
+                inplace.append(InPlace(out.key, src.key))
+    memory = plan_memory(lives, inplace)
+
+    def ref(s: _Slot) -> BufferRef:
+        if s.kind is ArgKind.INPUT:
+            return BufferRef(ArgKind.INPUT, s.dtype, s.size, index=s.index)
+        if s.kind is ArgKind.CONST:
+            return BufferRef(ArgKind.CONST, s.dtype, s.size, symbol=s.key)
+        if s.kind is ArgKind.OUTPUT:
+            return BufferRef(ArgKind.OUTPUT, s.dtype, s.size, index=s.index)
+        if s.key in output_of:
+            return BufferRef(ArgKind.OUTPUT, s.dtype, s.size, index=output_of[s.key])
+        return BufferRef(ArgKind.ARENA, s.dtype, s.size, offset=memory.offsets[s.key])
+
+    constants = {c.symbol: c for c in b.constants}
+    calls = []
+    for step in b.steps:
+        args = [ref(s) for s in step.inputs]
+        args += [BufferRef(ArgKind.CONST, c.dtype, int(c.values.size), symbol=c.symbol)
+                 for c in (constants[sym] for sym in step.consts)]
+        args += [ref(s) for s in (*step.outputs, *step.scratch)]
+        calls.append(KernelCall(step.kernel, tuple(args)))
+
+    return ModelPlan(
+        name=name, inputs=tuple(inputs), outputs=tuple(outputs), output_tree=tree,
+        kernels=tuple(b.kernels), kernel_info=tuple(b.infos), calls=tuple(calls),
+        constants=tuple(b.constants), arena_bytes=memory.arena_bytes,
+        arena_lower_bound_bytes=memory.lower_bound_bytes, arena=arena,
+        extra=(("memory_planner", memory.algorithm),
+               ("inplace", len(memory.inplace))))

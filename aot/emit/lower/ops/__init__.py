@@ -1,0 +1,13 @@
+"""The lowering column of every operator record, one file per family
+(mirroring ``aot/ir/ops/``).  Importing this package registers them all;
+:func:`aot.emit.lower.registry.lookup_lowering` does so on first use."""
+
+from . import elemwise  # noqa: F401
+from . import nn  # noqa: F401
+from . import reduce  # noqa: F401
+from . import algorithm  # noqa: F401
+from . import transform  # noqa: F401  (and transform_index, transform_init, layout)
+from . import nn_conv
+from . import nn_pool
+from . import image  # noqa: F401
+from . import qnn  # noqa: F401  (and qnn_linear)

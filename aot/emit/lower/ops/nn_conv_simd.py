@@ -1,0 +1,379 @@
+"""The ``simd`` tuning of ``nn.conv2d`` / ``nn.conv1d``
+(:mod:`aot.emit.lower.ops.tuning`): loop nests a C compiler vectorises.
+
+Design note
+-----------
+Applies to forward float32 convolutions (float32 or float16 data, float32
+accumulator) whose weight is a compile-time constant with finite
+elements; everything else takes the scalar nest of :mod:`nn_conv`.
+
+**Input planes.**  For each batch element the input is first copied into
+a scratch buffer of *planes*: zero-padded, split by stride phase
+(space-to-depth), in canonical channel order whatever the data layout.
+Tap ``(kh, kw)`` of output ``(oh, ow)`` reads padded input
+``(oh*sh + kh*dh, ow*sw + kw*dw)``; with ``kh*dh = qh0*sh + rh`` that is
+row ``oh + qh0`` of the phase-``rh`` rows, likewise for columns, so in
+plane ``(rh, rw)`` of ``Hq x Wq`` elements (``Hq = OH + max qh0``,
+``Wq = OW + max qw0``) the tap is a constant offset
+``qh0*Wq + qw0`` from position ``p = oh*Wq + ow``.  Only the planes some
+tap reads are stored.  The copy applies the fused prologue once per
+element (not once per tap) and writes the padding as zeros.  A buffer
+input in ``NCHW`` that needs no padding and no phase split is read in
+place.
+
+Zero padding *multiplies* padded taps by the weight where the reference
+skips them: identical for finite weights (``0 * w`` is a zero, which does
+not change a sum, up to the sign of an all-zero sum), different for
+``inf``/NaN weights -- hence the finite-weight condition.
+
+**Flattened positions.**  Positions ``p`` run over
+``[0, (OH-1)*Wq + OW)`` as one axis, across row ends: positions with
+``p % Wq >= OW`` are computed (their reads stay inside the planes) but
+never reach the sink.  Every register tile thus has the same width
+``BW`` (:data:`TILE_COLUMNS`) except one tail tile, whatever the image's
+width (a 5-column map would otherwise give 5-wide tiles).  The waste is
+``(Wq - OW) / Wq`` of the work: none for pointwise convolutions.
+
+**The tile.**  ``BO`` output channels by ``BW`` positions accumulate in
+a local array ``acc[BO][BW]``::
+
+    acc = 0
+    for ic < C/groups:
+      for every tap t (unrolled; constant plane offset):
+        for i < BO: wv = W[tile][ic][t][i]
+                    for j < BW: acc[i][j] += X[plane(ic, i, t) + p0 + j] * wv
+    for i, j: if (p0 + j) % Wq < OW: sink(acc[i][j])
+
+The ``j`` loop is contiguous in the planes and in ``acc``: gcc vectorises
+it and keeps ``acc`` in vector registers across the reduction.  The
+weights are packed at compile time as ``[O/BO][C/groups][KH][KW][BO]`` so
+a tile's weights are one contiguous run.  Depthwise convolutions (one
+output channel per group) tile ``BO`` groups, each reading its own input
+channel.  Each output's summation order is ``ic``, then taps in
+``(kh, kw)`` order, in float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from ....ir.dtype import DType
+from ...kernel import ir as K
+from ..registry import LowerContext, Sink
+from .common import mac
+from .nn_conv import Axis, ConvGeometry, iadd, idx, imul
+
+__all__ = ["simd_conv", "TILE_COLUMNS", "MAX_TILE_CHANNELS"]
+
+F32 = DType.FLOAT32
+#: positions per register tile (4 AVX vectors of float32)
+TILE_COLUMNS = 32
+#: output channels per register tile (at most; a divisor of the channels
+#: per group, or of the groups for depthwise convolutions)
+MAX_TILE_CHANNELS = 4
+#: the channel form (:func:`_channel_vector_conv`): output channels per
+#: tile (a multiple of them per group), positions per tile, and the share
+#: of wasted positions of the position form above which it is used
+CHANNEL_VECTOR = 16
+CHANNEL_TILE_POSITIONS = 4
+CHANNEL_FORM_WASTE = 1.15
+
+
+@dataclass(frozen=True, slots=True)
+class _Geometry:
+    """Planes of ``hq x wq`` elements per input channel, one per stride
+    phase in ``phases``; tap ``t`` reads plane ``tap_plane[t]`` at offset
+    ``tap_offset[t]`` from the position."""
+
+    hq: int
+    wq: int
+    phases: tuple[tuple[int, int], ...]
+    tap_plane: tuple[int, ...]
+    tap_offset: tuple[int, ...]
+    in_place: bool
+
+    @property
+    def plane_size(self) -> int:
+        return self.hq * self.wq
+
+
+def _geometry(cv: ConvGeometry, h: Axis, w: Axis) -> _Geometry:
+    taps = []
+    for kh in range(h.kernel):
+        for kw in range(w.kernel):
+            qh0, rh = divmod(kh * h.dilation, h.stride)
+            qw0, rw = divmod(kw * w.dilation, w.stride)
+            taps.append(((rh, rw), qh0, qw0))
+    hq = h.out + max(t[1] for t in taps)
+    wq = w.out + max(t[2] for t in taps)
+    phases = tuple(sorted({t[0] for t in taps}))
+    plane = {ph: k for k, ph in enumerate(phases)}
+    in_place = (cv.data.buffer is not None and cv.data.layout in ("NCHW", "NCW")
+                and phases == ((0, 0),) and h.pad == 0 and w.pad == 0
+                and hq == h.size and wq == w.size)
+    return _Geometry(hq, wq, phases, tuple(plane[t[0]] for t in taps),
+                     tuple(t[1] * wq + t[2] for t in taps), in_place)
+
+
+def applicable(cv: ConvGeometry, weight: np.ndarray | None) -> bool:
+    return (not cv.transposed and cv.acc is F32 and weight is not None
+            and cv.data.value.dtype in (F32, DType.FLOAT16)
+            and bool(np.all(np.isfinite(np.asarray(weight, dtype=np.float64)))))
+
+
+def _row_classes(h: Axis) -> list[tuple[int, int, int]]:
+    """The kernel rows ``kh`` grouped by stride phase (``kh*dh % sh``):
+    ``(first, step, count)`` per phase, ``kh = first + m*step``; each
+    class reads one plane, ``step*dh/sh`` plane rows further per ``m``."""
+    classes: dict[int, list[int]] = {}
+    for kh in range(h.kernel):
+        classes.setdefault(kh * h.dilation % h.stride, []).append(kh)
+    out = []
+    for rows in classes.values():
+        step = rows[1] - rows[0] if len(rows) > 1 else 1
+        assert rows == list(range(rows[0], rows[0] + step * len(rows), step))
+        out.append((rows[0], step, len(rows)))
+    return sorted(out)
+
+
+def _tile_channels(per_group: int) -> int:
+    for b in range(MAX_TILE_CHANNELS, 0, -1):
+        if per_group % b == 0:
+            return b
+    return 1
+
+
+def _packed_weights(cv: ConvGeometry, weight: np.ndarray, kh: int, kw: int, bo: int) -> np.ndarray:
+    """The constant weight in canonical ``O I KH KW``, packed as
+    ``[O/bo][I][KH][KW][bo]``."""
+    canon = "OIHW" if "H" in cv.weight.layout else "OIW"
+    wc = np.transpose(np.asarray(weight), [cv.weight.layout.index(c) for c in canon])
+    wc = wc.reshape(cv.o, cv.cg, kh, kw).astype(np.float32)
+    return np.ascontiguousarray(wc.reshape(cv.o // bo, bo, cv.cg, kh, kw)
+                                .transpose(0, 2, 3, 4, 1))
+
+
+def _fill_planes(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, g: _Geometry,
+                 planes: K.Buffer, n: K.Expr) -> K.Stmt:
+    """Zero the planes, then copy the input's valid region into them."""
+    z = ctx.index_var("z")
+    stmts: list[K.Stmt] = [K.for_range(z, planes.size, K.store(planes, z, K.Const(0, F32)))]
+    for k, (rh, rw) in enumerate(g.phases):
+        # plane row qh holds input row qh*sh + rh - pad: the valid qh form a range
+        rows = [q for q in range(g.hq) if 0 <= q * h.stride + rh - h.pad < h.size]
+        cols = [q for q in range(g.wq) if 0 <= q * w.stride + rw - w.pad < w.size]
+        if not rows or not cols:
+            continue
+        c, qh, qw = ctx.index_var("c"), ctx.index_var("qh"), ctx.index_var("qw")
+        ih = iadd(imul(qh, h.stride), rh - h.pad)
+        iw = iadd(imul(qw, w.stride), rw - w.pad)
+        value = K.cast(F32, cv.data.at({"N": n, "C": c, "H": ih, "W": iw}))
+        dst = iadd(imul(iadd(imul(iadd(imul(c, len(g.phases)), k), g.hq), qh), g.wq), qw)
+        inner = K.for_range(qw, len(cols), K.store(planes, dst, value), start=cols[0])
+        stmts.append(K.for_range(c, cv.c, K.for_range(qh, len(rows), inner, start=rows[0])))
+    return K.block(*stmts)
+
+
+def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
+              weight: np.ndarray) -> K.Stmt:
+    g = _geometry(cv, h, w)
+    depthwise = cv.og == 1 and cv.groups > 1
+    positions = (h.out - 1) * g.wq + w.out
+    padded = -(-positions // TILE_COLUMNS) * TILE_COLUMNS
+    if not depthwise and cv.og % CHANNEL_VECTOR == 0 and \
+            padded > CHANNEL_FORM_WASTE * h.out * w.out:
+        return _channel_vector_conv(ctx, cv, h, w, sink, weight, g)
+    if g.in_place and positions % TILE_COLUMNS:
+        g = replace(g, in_place=False)
+    bo = _tile_channels(cv.groups if depthwise else cv.og)
+    ntaps = h.kernel * w.kernel
+    wp = ctx.constant_table(_packed_weights(cv, weight, h.kernel, w.kernel, bo).reshape(-1), F32)
+    wbuf = wp.buffer
+    assert wbuf is not None
+    nplanes = len(g.phases)
+    chan_size = nplanes * g.plane_size         # elements per input channel
+    positions = (h.out - 1) * g.wq + w.out
+    tiles = -(-positions // TILE_COLUMNS)
+    padded = tiles * TILE_COLUMNS       # the last tile's extra positions read the slack
+    acc = K.Buffer(ctx.fresh("acc"), F32, (bo * TILE_COLUMNS,), K.BufferScope.LOCAL)
+    # positions that are not outputs (p % Wq >= OW): the tiles store
+    # everything into a staging buffer and one loop hands the outputs to the
+    # sink (a test per position inside the tile's store loop stops gcc from
+    # keeping acc in registers: half the speed)
+    stage = ctx.scratch(F32, (bo * padded,), "stage") \
+        if g.wq != w.out or padded != positions else None
+    n = ctx.index_var("n")
+    if g.in_place:
+        src = cv.data.buffer
+        assert src is not None
+        src_base: K.Expr = imul(n, cv.c * chan_size)
+        fill: K.Stmt | None = None
+    else:
+        src = ctx.scratch(F32, (cv.c * chan_size + padded - positions,), "planes")
+        src_base = idx(0)
+        fill = _fill_planes(ctx, cv, h, w, g, src, n)
+
+    def tile(wtile: K.Expr, o0: K.Expr, cbase: K.Expr, cstep: int, p0: K.Expr,
+             bw: int) -> K.Stmt:
+        i, j = ctx.index_var("i"), ctx.index_var("j")
+        init = K.for_range(i, bo, K.for_range(j, bw, K.store(acc, iadd(imul(i, TILE_COLUMNS), j),
+                                                              K.Const(0, F32))))
+        ic = ctx.index_var("ic")
+        xb = ctx.scalar("xb", DType.INT32)
+        wb = ctx.scalar("wb", DType.INT32)
+        body: list[K.Stmt] = [
+            K.Decl(xb, iadd(iadd(src_base, imul(iadd(cbase, ic), chan_size)), p0)),
+            K.Decl(wb, imul(iadd(imul(wtile, cv.cg), ic), ntaps * bo)),
+        ]
+        for kh0, kstep, count in _row_classes(h):
+            m = ctx.index_var("kh")
+            kh = iadd(imul(m, kstep), kh0) if count > 1 else idx(kh0)
+            row: list[K.Stmt] = []
+            for kw in range(w.kernel):
+                t = kh0 * w.kernel + kw        # the class's first tap in this column
+                ti, tj = ctx.index_var("i"), ctx.index_var("j")
+                wv = ctx.scalar("wv", F32)
+                # tap (kh0 + m*kstep, kw): kstep*dh/sh more plane rows per step of m
+                xoff = iadd(imul(m, kstep * h.dilation // h.stride * g.wq),
+                            g.tap_plane[t] * g.plane_size + g.tap_offset[t]) \
+                    if count > 1 else idx(g.tap_plane[t] * g.plane_size + g.tap_offset[t])
+                woff = iadd(imul(kh, w.kernel * bo), kw * bo)
+                xi = iadd(xb, iadd(tj, xoff))
+                if cstep:
+                    xi = iadd(xi, imul(ti, cstep * chan_size))
+                cell = iadd(imul(ti, TILE_COLUMNS), tj)
+                step = K.store(acc, cell, mac(K.load(acc, cell), K.load(src, xi), wv))
+                row.append(K.for_range(ti, bo, K.block(
+                    K.Decl(wv, K.load(wbuf, iadd(wb, iadd(woff, ti)))),
+                    K.for_range(tj, bw, step))))
+            body.append(K.for_range(m, count, K.block(*row)) if count > 1 else K.block(*row))
+        reduction = K.for_range(ic, cv.cg, K.block(*body))
+        si, sj = ctx.index_var("i"), ctx.index_var("j")
+        p = iadd(p0, sj)
+        value = K.load(acc, iadd(imul(si, TILE_COLUMNS), sj))
+        if stage is not None:
+            store = K.store(stage, iadd(imul(si, padded), p), value)
+        else:
+            index = {"N": n, "C": iadd(o0, si), "H": K.div(p, idx(g.wq)),
+                     "W": K.mod(p, idx(g.wq))}
+            store = sink(tuple(idx(index[c]) for c in cv.out_layout),
+                         K.cast(cv.out_dtype, value))
+        out = K.for_range(si, bo, K.for_range(sj, bw, store))
+        return K.block(init, reduction, out)
+
+    def staged_sink(o0: K.Expr) -> K.Stmt:
+        """The valid positions of the staged tile results to the sink."""
+        assert stage is not None
+        i, oh, ow = ctx.index_var("i"), ctx.index_var("oh"), ctx.index_var("ow")
+        value = K.load(stage, iadd(imul(i, padded), iadd(imul(oh, g.wq), ow)))
+        index = {"N": n, "C": iadd(o0, i), "H": oh, "W": ow}
+        store = sink(tuple(idx(index[c]) for c in cv.out_layout), K.cast(cv.out_dtype, value))
+        return K.for_range(i, bo, K.for_range(oh, h.out, K.for_range(ow, w.out, store)))
+
+    def positions_loop(wtile: K.Expr, o0: K.Expr, cbase: K.Expr, cstep: int) -> K.Stmt:
+        pt = ctx.index_var("pt")
+        stmts: list[K.Stmt] = [K.for_range(pt, tiles, tile(wtile, o0, cbase, cstep,
+                                                           imul(pt, TILE_COLUMNS), TILE_COLUMNS))]
+        if stage is not None:
+            stmts.append(staged_sink(o0))
+        return K.block(*stmts)
+
+    if depthwise:
+        gt = ctx.index_var("gt")
+        o0 = imul(gt, bo)
+        channels = K.for_range(gt, cv.groups // bo,
+                               positions_loop(gt, o0, imul(o0, cv.cg), cv.cg))
+    else:
+        grp, ot = ctx.index_var("g"), ctx.index_var("ot")
+        wtile = iadd(imul(grp, cv.og // bo), ot)
+        channels = K.for_range(grp, cv.groups, K.for_range(
+            ot, cv.og // bo, positions_loop(wtile, imul(wtile, bo), imul(grp, cv.cg), 0)))
+    return K.for_range(n, cv.n, K.block(*([fill] if fill is not None else []), channels))
+
+
+def _channel_vector_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
+                         weight: np.ndarray, g: _Geometry) -> K.Stmt:
+    """Tiles of ``BP`` output positions by ``BV`` output channels, the
+    channels innermost (contiguous in the packed weights): for small maps
+    with many channels, where the position form would compute mostly
+    positions that are not outputs.  Positions are the outputs themselves,
+    row by row; each tile position reads its own input offset."""
+    bv = 2 * CHANNEL_VECTOR if cv.og % (2 * CHANNEL_VECTOR) == 0 else CHANNEL_VECTOR
+    ntaps = h.kernel * w.kernel
+    wp = ctx.constant_table(_packed_weights(cv, weight, h.kernel, w.kernel, bv).reshape(-1), F32)
+    wbuf = wp.buffer
+    assert wbuf is not None
+    chan_size = len(g.phases) * g.plane_size
+    acc = K.Buffer(ctx.fresh("acc"), F32, (CHANNEL_TILE_POSITIONS * bv,), K.BufferScope.LOCAL)
+    n = ctx.index_var("n")
+    if g.in_place:
+        src = cv.data.buffer
+        assert src is not None
+        src_base: K.Expr = imul(n, cv.c * chan_size)
+        fill: K.Stmt | None = None
+    else:
+        src = ctx.scratch(F32, (cv.c * chan_size,), "planes")
+        src_base = idx(0)
+        fill = _fill_planes(ctx, cv, h, w, g, src, n)
+
+    def tile(wtile: K.Expr, cbase: K.Expr, q0: K.Expr, bp: int) -> K.Stmt:
+        i, j = ctx.index_var("i"), ctx.index_var("j")
+        init = K.for_range(i, bp, K.for_range(j, bv, K.store(acc, iadd(imul(i, bv), j),
+                                                              K.Const(0, F32))))
+        stmts: list[K.Stmt] = [init]
+        xos = []
+        for u in range(bp):          # each position's input offset in a plane
+            q = iadd(q0, u)
+            xo = ctx.scalar("xo", DType.INT32)
+            stmts.append(K.Decl(xo, iadd(src_base, iadd(imul(K.div(q, idx(w.out)), g.wq),
+                                                        K.mod(q, idx(w.out))))))
+            xos.append(xo)
+        ic = ctx.index_var("ic")
+        xb = ctx.scalar("xb", DType.INT32)
+        wb = ctx.scalar("wb", DType.INT32)
+        body: list[K.Stmt] = [
+            K.Decl(xb, imul(iadd(cbase, ic), chan_size)),
+            K.Decl(wb, imul(iadd(imul(wtile, cv.cg), ic), ntaps * bv)),
+        ]
+        for t in range(ntaps):
+            xoff = g.tap_plane[t] * g.plane_size + g.tap_offset[t]
+            for u in range(bp):
+                xv = ctx.scalar("xv", F32)
+                tj = ctx.index_var("j")
+                cell = iadd(u * bv, tj)
+                step = K.store(acc, cell, mac(K.load(acc, cell), xv,
+                                              K.load(wbuf, iadd(wb, iadd(tj, t * bv)))))
+                body += [K.Decl(xv, K.load(src, iadd(iadd(xb, xos[u]), xoff))),
+                         K.for_range(tj, bv, step)]
+        stmts.append(K.for_range(ic, cv.cg, K.block(*body)))
+        for u in range(bp):
+            q = iadd(q0, u)
+            sj = ctx.index_var("j")
+            index = {"N": n, "C": iadd(imul(wtile, bv), sj), "H": K.div(q, idx(w.out)),
+                     "W": K.mod(q, idx(w.out))}
+            value = K.load(acc, iadd(u * bv, sj))
+            stmts.append(K.for_range(sj, bv, sink(tuple(idx(index[c]) for c in cv.out_layout),
+                                                  K.cast(cv.out_dtype, value))))
+        return K.block(*stmts)
+
+    outputs = h.out * w.out
+    full, rest = divmod(outputs, CHANNEL_TILE_POSITIONS)
+
+    def positions(wtile: K.Expr, cbase: K.Expr) -> K.Stmt:
+        stmts: list[K.Stmt] = []
+        if full:
+            pt = ctx.index_var("pt")
+            stmts.append(K.for_range(pt, full, tile(wtile, cbase, imul(pt, CHANNEL_TILE_POSITIONS),
+                                                    CHANNEL_TILE_POSITIONS)))
+        if rest:
+            stmts.append(tile(wtile, cbase, idx(full * CHANNEL_TILE_POSITIONS), rest))
+        return K.block(*stmts)
+
+    grp, ot = ctx.index_var("g"), ctx.index_var("ot")
+    wtile = iadd(imul(grp, cv.og // bv), ot)
+    channels = K.for_range(grp, cv.groups, K.for_range(ot, cv.og // bv,
+                                                       positions(wtile, imul(grp, cv.cg))))
+    return K.for_range(n, cv.n, K.block(*([fill] if fill is not None else []), channels))

@@ -1,0 +1,95 @@
+"""Lowering of the value-creating transforms (``aot/ir/ops/transform_init.py``):
+cast, cast_like, clip, full, full_like, zeros, ones, zeros_like, ones_like
+and arange -- all index lowerings.
+
+Kernel IR's :class:`~aot.emit.kernel.ir.Cast` *is* the family's conversion
+rule (truncate toward zero and saturate float -> integer, NaN -> 0, wrap
+integer -> integer, ``x != 0`` to bool), so cast and every fill value are
+one Cast.  clip converts its bounds to the tensor's dtype by the same rule
+at compile time and applies NaN-propagating max then min, leaving out a
+bound that cannot bind (an infinite float bound, an integer bound at the
+dtype's limit).  arange reads its scalar arguments (the reference checks
+that they agree with the attributes) and computes ``start + step * i`` in
+its dtype: float16 rounds after each operation and integers wrap, exactly
+as the reference's arithmetic in that dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ....ir.dtype import DType
+from ....ir.ops.transform_init import cast_array
+from ...kernel import ir as K
+from ..registry import ArgValue, LowerContext, TensorValue, index_lowering, out_tensor, scalar_value
+from .common import elementwise, tensor
+
+
+@index_lowering("cast", "cast_like")
+def _cast(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: object):
+    dtype = out_tensor(out_type).dtype
+    return elementwise(args[0], dtype, lambda x: K.cast(dtype, x))
+
+
+def _bound(value: float, dtype: DType, upper: bool) -> K.Const | None:
+    """The clip bound ``value`` in ``dtype`` (cast's rule); None when it
+    cannot change any value: a lower bound of -inf or the dtype's minimum,
+    an upper bound of +inf or the dtype's maximum."""
+    converted = cast_array(np.array(value), dtype)[()]
+    if dtype.is_float:
+        limit = math.inf if upper else -math.inf
+        if float(converted) == limit:
+            return None
+    else:
+        lo, hi = K.dtype_range(dtype)
+        if int(converted) == (hi if upper else lo):
+            return None
+    return K.Const(converted.item(), dtype)
+
+
+@index_lowering("clip")
+def _clip(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+    x = tensor(args[0])
+    lo = _bound(attrs.a_min, x.dtype, upper=False)
+    hi = _bound(attrs.a_max, x.dtype, upper=True)
+
+    def fn(v: K.Expr) -> K.Expr:
+        if lo is not None:
+            v = K.maximum(v, lo)
+        if hi is not None:
+            v = K.minimum(v, hi)
+        return v
+    return elementwise(x, x.dtype, fn)
+
+
+@index_lowering("full", "full_like")
+def _full(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: object):
+    t = out_tensor(out_type)
+    fill = tensor(args[-1])
+    return scalar_value(K.cast(t.dtype, fill.read(())), tuple(int(d) for d in t.shape))
+
+
+def _filled(value: int):
+    def lower(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: object):
+        t = out_tensor(out_type)
+        return scalar_value(K.Const(value, t.dtype), tuple(int(d) for d in t.shape))
+    return lower
+
+
+index_lowering("zeros", "zeros_like")(_filled(0))
+index_lowering("ones", "ones_like")(_filled(1))
+
+
+@index_lowering("arange")
+def _arange(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+    t = out_tensor(out_type)
+    dtype = t.dtype
+    start = tensor(args[0]).read(())
+    step = tensor(args[2]).read(())
+
+    def read(idx: tuple[K.Expr, ...]) -> K.Expr:
+        return K.add(start, K.mul(step, K.cast(dtype, idx[0])))
+    return TensorValue((int(t.shape[0]),), dtype, read)

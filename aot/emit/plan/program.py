@@ -1,0 +1,51 @@
+"""What the program backend decides about a whole-language program: the
+records :mod:`aot.emit.lower.program` fills and
+:mod:`aot.emit.c.context` spells (see :mod:`aot.emit.lower.program`'s design note).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .model import TensorSpec
+
+__all__ = ["IOLeaf", "ProgramPart", "DEFAULT_POOL_BYTES", "DEFAULT_MAX_DEPTH"]
+
+#: Object pool of a program when the caller does not choose (bytes).
+DEFAULT_POOL_BYTES = 256 * 1024
+#: Bound on nested non-tail calls when the caller does not choose.
+DEFAULT_MAX_DEPTH = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class IOLeaf:
+    """One parameter of the entry function: a leaf of the flattened
+    (tuple-free) parameters or results of ``main``."""
+
+    name: str                    # C parameter name
+    is_tensor: bool              # tensor: ``const T *`` / ``T *``; else a value handle
+    spec: TensorSpec | None      # tensors only
+    type_json: Any               # the leaf's type (program_types.type_json)
+    description: str             # the type as Relay text
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramPart:
+    """The program-specific half of a :class:`~aot.emit.plan.model.ModelPlan`."""
+
+    inputs: tuple[IOLeaf, ...]
+    outputs: tuple[IOLeaf, ...]
+    max_depth: int
+    #: static objects (constant tensors, nullary constructors, closures of
+    #: globals): definitions, one per entry
+    statics: tuple[str, ...]
+    #: prototypes of every static function, then their definitions
+    prototypes: tuple[str, ...]
+    functions: tuple[str, ...]
+    #: the entry function's body (statements, unindented)
+    entry_body: tuple[str, ...]
+    #: constructor table: (id, ADT name, constructor name, tag, arity)
+    constructors: tuple[tuple[int, str, str, int, int], ...]
+    #: metadata: ADT definitions and the entry's types, as JSON
+    types: Any
