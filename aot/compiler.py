@@ -113,11 +113,14 @@ def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
     convolution and dense loop nests for a target (:mod:`aot.emit.lower.ops.tuning`)."""
     from .emit.build.library import check_model_name
     from .emit.lower.ops.tuning import using as using_tuning
+    from .emit.plan.verify import verify_model_plan
 
     check_model_name(name)
     with using_tuning(tuning):
-        return _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
-                     pool_bytes=pool_bytes, max_depth=max_depth)
+        model = _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
+                      pool_bytes=pool_bytes, max_depth=max_depth)
+    verify_model_plan(model)
+    return model
 
 
 def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[str, Any] | None,

@@ -31,7 +31,8 @@ from typing import Any, Mapping, Sequence
 import jinja2
 
 from ..diagnostics import DiagnosticError
-from .build.library import ArtifactLayout, LibraryRequest, build_static_libraries, write_sources
+from .build.library import (ArtifactLayout, LibraryRequest, build_static_libraries,
+                            check_model_name, write_sources)
 from .plan.model import ModelPlan
 from .c.context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
                              build_metadata)
@@ -109,6 +110,7 @@ def _metadata_text(metadata: Mapping[str, Any]) -> str:
 def render_artifact(plan: ModelPlan) -> dict[str, str | bytes]:
     """Every file of the artifact (path relative to its root -> content),
     the library excepted.  Pure: no file system writes."""
+    check_model_name(plan.name)
     ctx = build_context(plan)
     files: dict[str, str | bytes] = {}
     for template_name, target in TEMPLATES:

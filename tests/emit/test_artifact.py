@@ -18,6 +18,7 @@ from aot.emit.artifact import (Artifact, TemplateRenderError, open_artifact, ren
                                write_artifact)
 from aot.emit.build.library import ArtifactLayout
 from aot.emit.plan.model import STATUS_CODES, ArgKind, BufferRef, ConstantData, KernelCall
+from aot.emit.plan.verify import verify_model_plan
 from aot.emit.c.context import (BUILD_FLAGS, constant_literals, float_literal,
                                      entry_prototype)
 from aot.emit.resources import runtime_dir, templates_dir
@@ -334,7 +335,7 @@ def _broken(**changes):
 ])
 def test_inconsistent_plans_are_bugs(plan, message):
     with pytest.raises(AssertionError, match=message):
-        render_artifact(plan())
+        verify_model_plan(plan())
 
 
 def test_a_kernel_writing_an_input_is_rejected():
@@ -343,7 +344,7 @@ def test_a_kernel_writing_an_input_is_rejected():
     bad = KernelCall(k0.kernel, k0.args[:2] + (BufferRef(ArgKind.INPUT, DType.FLOAT32, 6,
                                                           index=0),))
     with pytest.raises(AssertionError, match="writes into input"):
-        render_artifact(replace(plan, calls=(bad,) + plan.calls[1:]))
+        verify_model_plan(replace(plan, calls=(bad,) + plan.calls[1:]))
 
 
 def test_overlapping_restrict_arena_arguments_are_rejected():
@@ -354,7 +355,7 @@ def test_overlapping_restrict_arena_arguments_are_rejected():
                                  BufferRef(ArgKind.ARENA, DType.FLOAT32, 6, offset=16)))
     fixed_outputs = replace(plan, calls=(plan.calls[0], bad))
     with pytest.raises(AssertionError, match="overlapping"):
-        render_artifact(fixed_outputs)
+        verify_model_plan(fixed_outputs)
 
 
 # ---------------------------------------------------------------- templates
@@ -402,3 +403,16 @@ def test_non_ascii_and_trigraphs_in_ir_text_stay_out_of_the_c():
     assert text.isascii() and "??" not in text
     assert "caf<U+00E9> * /" in text
 
+
+
+def test_plans_of_the_driver_are_verified(monkeypatch):
+    """aot.compiler.plan runs verify_model_plan on every plan it makes."""
+    import aot
+    from aot import compiler
+    from aot.emit.plan import verify
+
+    seen = []
+    monkeypatch.setattr(verify, "verify_model_plan", seen.append)
+    mod = aot.parse("def @main(%x: Tensor[(2,), float32]) { add(%x, %x) }")
+    plan = compiler.plan(mod, "twice")
+    assert seen == [plan]

@@ -64,6 +64,9 @@ def check_model_name(name: str) -> str:
     if not _C_IDENTIFIER.match(name):
         raise DiagnosticError(f"invalid model name `{name}`: it must be a C identifier "
                               "(letters, digits and `_`, not starting with a digit)")
+    if name.startswith("_"):
+        raise DiagnosticError(f"invalid model name `{name}`: C reserves identifiers that "
+                              "start with `_` at file scope")
     return name
 
 

@@ -55,17 +55,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...version import __version__ as AOT_VERSION
-from ...diagnostics import DiagnosticError
 from ...ir.dtype import DType
-from ..build.library import check_model_name
 from .helpers import HELPERS, MACROS
 from .types import c_storage_type
-from .printer import format_int, kernel_helpers, print_kernel
-from ..kernel.ir import BufferScope, Kernel, is_c_identifier
-from ..kernel.walk import buffers_in, stored_buffers
+from .printer import format_int, printed_kernel
+from ..kernel.ir import Kernel
 from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
-                         KernelCall, KernelInfo, ModelPlan, OutputTree, TensorSpec)
-from ..kernel.simplify import simplify_kernel
+                          KernelInfo, ModelPlan, OutputTree, TensorSpec, entry_name)
 
 __all__ = [
     "METADATA_VERSION", "BUILD_FLAGS", "MODEL_CFLAGS", "HELPERS_HEADER", "RUNTIME_FILES",
@@ -180,10 +176,6 @@ class RenderContext:
 
 def macro_prefix(name: str) -> str:
     return name.upper()
-
-
-def entry_name(name: str) -> str:
-    return f"{name}_run"
 
 
 def _tensor_parameter(spec: TensorSpec, is_input: bool) -> str:
@@ -321,137 +313,6 @@ def _pack(items: Sequence[str], width: int) -> list[str]:
     return lines
 
 
-# ------------------------------------------------------------ validation
-
-def _fail(plan: ModelPlan, message: str) -> None:
-    raise AssertionError(f"inconsistent ModelPlan `{plan.name}`: {message}")
-
-
-def _check_name(name: str) -> None:
-    check_model_name(name)
-    if name.startswith("_"):
-        raise DiagnosticError(f"invalid model name `{name}`: C reserves identifiers that "
-                              "start with `_` at file scope")
-
-
-def _check_plan(plan: ModelPlan) -> None:
-    """The plan's internal consistency (asserts: these are bugs upstream)."""
-    if plan.arena not in ("caller", "static"):
-        _fail(plan, f"arena mode must be 'caller' or 'static', got {plan.arena!r}")
-    if len(plan.kernels) != len(plan.kernel_info):
-        _fail(plan, "kernels and kernel_info differ in length")
-    if plan.arena_bytes < 0 or plan.pool_bytes < 0:
-        _fail(plan, "negative arena or pool size")
-    file_scope = {entry_name(plan.name), f"{plan.name}_arena"}
-    for k, info in zip(plan.kernels, plan.kernel_info):
-        if k.name != info.name:
-            _fail(plan, f"kernel {k.name} has the info of {info.name}")
-        if not k.name.startswith(plan.name + "_"):
-            _fail(plan, f"kernel {k.name} is not prefixed with the model name")
-        if k.name in file_scope:
-            _fail(plan, f"two file-scope definitions named {k.name}")
-        file_scope.add(k.name)
-    for c in plan.constants:
-        c_name = f"{plan.name}_{c.symbol}"
-        if not is_c_identifier(c_name) or c_name in file_scope:
-            _fail(plan, f"bad or duplicate constant symbol {c.symbol!r}")
-        if c.values.ndim != 1 or c.values.dtype != c.dtype.np:
-            _fail(plan, f"constant {c.symbol}'s values must be a flat array of {c.dtype}, "
-                        f"got {c.values.dtype}{list(c.values.shape)}")
-        file_scope.add(c_name)
-    params = [t.name for t in (*plan.inputs, *plan.outputs)]
-    for p in params:
-        if not is_c_identifier(p) or p == "arena" or p in file_scope:
-            _fail(plan, f"entry parameter name {p!r} is not a C identifier or collides "
-                        "with `arena` or a file-scope name")
-    if len(set(params)) != len(params):
-        _fail(plan, f"duplicate entry parameter names {params}")
-    if plan.program is not None:
-        return                   # kernels are called from the program's functions
-    _check_output_tree(plan)
-    kernels = {k.name: k for k in plan.kernels}
-    called: set[str] = set()
-    used_constants: set[str] = set()
-    for call in plan.calls:
-        kernel = kernels.get(call.kernel)
-        if kernel is None:
-            _fail(plan, f"call of unknown kernel {call.kernel}")
-        assert kernel is not None
-        called.add(kernel.name)
-        _check_call(plan, kernel, call, used_constants)
-    for k in plan.kernels:
-        if k.name not in called:
-            _fail(plan, f"kernel {k.name} is never called (an unused static function "
-                        "does not compile warning-free)")
-        for b in buffers_in(k.body):
-            if b.scope is BufferScope.CONST and b.name not in {p.name for p in k.params}:
-                used_constants.add(b.name)
-    known = {f"{plan.name}_{c.symbol}" for c in plan.constants}
-    if not used_constants <= known:
-        _fail(plan, f"kernels read undefined constant tables {sorted(used_constants - known)}")
-    for c in plan.constants:
-        if f"{plan.name}_{c.symbol}" not in used_constants:
-            _fail(plan, f"constant {c.symbol} is never used (an unused static const "
-                        "does not compile warning-free)")
-
-
-def _leaves(tree: OutputTree) -> list[int]:
-    if isinstance(tree, int):
-        return [tree]
-    return [leaf for sub in tree for leaf in _leaves(sub)]
-
-
-def _check_output_tree(plan: ModelPlan) -> None:
-    leaves = _leaves(plan.output_tree)
-    if leaves != list(range(len(plan.outputs))):
-        _fail(plan, f"output_tree {plan.output_tree!r} must list the outputs in order, "
-                    "each once")
-
-
-def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
-                used_constants: set[str]) -> None:
-    if len(call.args) != len(kernel.params):
-        _fail(plan, f"{kernel.name} takes {len(kernel.params)} arguments, "
-                    f"the call passes {len(call.args)}")
-    written = stored_buffers(kernel.body)
-    constants = {c.symbol: c for c in plan.constants}
-    spans: list[tuple[int, int, bool, bool]] = []  # arena [start, end), written, restrict
-    for ref, param in zip(call.args, kernel.params):
-        where = f"{kernel.name}'s argument {param.name}"
-        if ref.dtype is not param.dtype or ref.size != param.size:
-            _fail(plan, f"{where}: {ref.size} x {ref.dtype} passed for "
-                        f"{param.size} x {param.dtype}")
-        is_written = param.name in written
-        if ref.kind is ArgKind.INPUT or ref.kind is ArgKind.OUTPUT:
-            specs = plan.inputs if ref.kind is ArgKind.INPUT else plan.outputs
-            if not 0 <= ref.index < len(specs):
-                _fail(plan, f"{where}: no {ref.kind.value} {ref.index}")
-            spec = specs[ref.index]
-            if spec.dtype is not ref.dtype or spec.size != ref.size:
-                _fail(plan, f"{where}: does not match {ref.kind.value} {spec.name}")
-            if is_written and ref.kind is ArgKind.INPUT:
-                _fail(plan, f"{where}: the kernel writes into input {spec.name}")
-        elif ref.kind is ArgKind.CONST:
-            c = constants.get(ref.symbol)
-            if c is None or c.dtype is not ref.dtype or max(int(c.values.size), 1) < ref.size:
-                _fail(plan, f"{where}: no constant {ref.symbol!r} of {ref.size} x {ref.dtype}")
-            if is_written:
-                _fail(plan, f"{where}: the kernel writes into constant {ref.symbol}")
-            used_constants.add(f"{plan.name}_{ref.symbol}")
-        else:
-            nbytes = ref.size * ref.dtype.itemsize
-            if ref.offset < 0 or ref.offset % ARENA_ALIGNMENT or \
-                    ref.offset + nbytes > plan.arena_bytes:
-                _fail(plan, f"{where}: arena bytes [{ref.offset}, {ref.offset + nbytes}) are "
-                            f"misaligned or outside the {plan.arena_bytes}-byte arena")
-            spans.append((ref.offset, ref.offset + nbytes, is_written, param.restrict))
-    for i, (a0, a1, aw, ar) in enumerate(spans):
-        for b0, b1, bw, br in spans[i + 1:]:
-            if a0 < b1 and b0 < a1 and (aw or bw) and (ar or br):
-                _fail(plan, f"{kernel.name}: overlapping arena arguments, one written, "
-                            "through restrict parameters")
-
-
 # ------------------------------------------------------------ the context
 
 def _status_macros(NAME: str) -> tuple[StatusMacro, ...]:
@@ -557,14 +418,13 @@ def _program_doc(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
 
 
 def _kernel_view(kernel: Kernel, info: KernelInfo) -> tuple[KernelView, tuple[str, ...]]:
-    simplified = simplify_kernel(kernel)
-    text = print_kernel(simplified)
-    used = kernel_helpers(simplified)
+    printed = printed_kernel(kernel)
     lines = [f"{kernel.name}: from"]
     lines += [f"    {line}" for line in info.source.strip("\n").split("\n")]
     ops = ", ".join(info.ops) if info.ops else "none"
     lines.append(f"ops: {ops}; anchor: {info.anchor or 'none'}")
-    return KernelView(kernel.name, _block_comment(lines), text.rstrip("\n")), used
+    return KernelView(kernel.name, _block_comment(lines), printed.text.rstrip("\n")), \
+        printed.helpers
 
 
 def _constant_view(plan: ModelPlan, c: ConstantData) -> ConstantView:
@@ -617,9 +477,8 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
 
 
 def build_context(plan: ModelPlan) -> RenderContext:
-    """Check ``plan`` and spell everything the templates print."""
-    _check_name(plan.name)
-    _check_plan(plan)
+    """Spell everything the templates print for a verified ``plan``
+    (:func:`aot.emit.plan.verify.verify_model_plan`)."""
     name, NAME = plan.name, macro_prefix(plan.name)
     inputs = tuple(_tensor_view(NAME, "input", i, t) for i, t in enumerate(plan.inputs))
     outputs = tuple(_tensor_view(NAME, "output", i, t) for i, t in enumerate(plan.outputs))

@@ -25,7 +25,7 @@ from typing import Mapping
 from ..kernel.walk import postorder
 
 __all__ = ["Prec", "BINARY_PREC", "CExpr", "CAtom", "CIndex", "CCall", "CCast", "CUnary",
-           "CBinary", "CTernary", "format_c"]
+           "CBinary", "CTernary", "format_c", "names_in"]
 
 
 class Prec(enum.IntEnum):
@@ -122,6 +122,22 @@ def _c_children(c: CExpr) -> tuple[CExpr, ...]:
     if isinstance(c, CTernary):
         return (c.cond, c.then, c.else_)
     raise AssertionError(f"not a C expression: {c!r}")
+
+
+def names_in(c: CExpr) -> set[str]:
+    """The called functions and the atoms (names, literals, macros) of a
+    C tree: what the printer reports a kernel uses, read from the tree
+    it formats rather than from the text."""
+    names: set[str] = set()
+    stack = [c]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, CAtom):
+            names.add(node.text.lstrip("-"))      # a negated macro is one atom: -AOT_INF_F32
+        elif isinstance(node, CCall):
+            names.add(node.fn)
+        stack.extend(_c_children(node))
+    return names
 
 
 def _prec(c: CExpr) -> Prec:

@@ -82,7 +82,6 @@ one kernel uses.  The C types of dtypes are in :mod:`aot.emit.c.types`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -90,7 +89,7 @@ import numpy as np
 
 from ...ir.dtype import DType
 from .expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CExpr, CIndex, CTernary, CUnary,
-                     Prec, format_c)
+                   Prec, format_c, names_in)
 from .helpers import HELPERS, MACROS
 from .types import c_storage_type, c_value_type, helper_suffix
 from ..kernel.ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
@@ -100,7 +99,7 @@ from ..kernel.verify import verify_kernel
 from ..kernel.walk import buffers_in, children, postorder, stored_buffers
 
 __all__ = ["format_float", "format_int", "print_expr", "print_stmt", "print_kernel",
-           "kernel_prototype", "kernel_helpers", "INDENT"]
+           "printed_kernel", "PrintedKernel", "kernel_prototype", "kernel_helpers", "INDENT"]
 
 INDENT = "    "
 
@@ -443,12 +442,18 @@ class _StmtPrinter:
     def __init__(self, spell: _Spell) -> None:
         self.spell = spell
         self.lines: list[str] = []
+        #: the runtime helpers and macros of every C tree printed so far
+        self.helpers: set[str] = set()
 
     def emit(self, level: int, text: str) -> None:
         self.lines.append(INDENT * level + text)
 
+    def format(self, c: CExpr) -> str:
+        self.helpers.update(n for n in names_in(c) if n in HELPERS or n in MACROS)
+        return format_c(c)
+
     def expr(self, e: Expr) -> str:
-        return format_c(self.spell.expr(e))
+        return self.format(self.spell.expr(e))
 
     def body(self, s: Stmt, level: int) -> None:
         """The statements of a braced body (a Block's braces are the body's)."""
@@ -474,8 +479,8 @@ class _StmtPrinter:
                     if isinstance(value, CCall) and value.fn == "aot_round_f16":
                         value = value.args[0]   # rounding to half is what the store does
                     value = self.spell.call("aot_f32_to_f16", value)
-            index = format_c(self.spell.expr(s.index))
-            self.emit(level, f"{s.buffer.name}[{index}] = {format_c(value)};")
+            index = self.format(self.spell.expr(s.index))
+            self.emit(level, f"{s.buffer.name}[{index}] = {self.format(value)};")
         elif isinstance(s, Decl):
             ctype = c_value_type(s.var.dtype)
             init = "" if s.init is None else f" = {self.expr(s.init)}"
@@ -501,7 +506,7 @@ class _StmtPrinter:
             stop = Const(int(s.start.value) + int(s.extent.value), s.var.dtype)
         else:
             stop = BinOp(_O.ADD, s.start, s.extent, no_wrap=True)
-        cond = format_c(CBinary("<", CAtom(v), self.spell.expr(stop)))
+        cond = self.format(CBinary("<", CAtom(v), self.spell.expr(stop)))
         self.emit(level, f"for ({c_value_type(s.var.dtype)} {v} = {self.expr(s.start)}; "
                          f"{cond}; ++{v}) {{")
         self.body(s.body, level + 1)
@@ -554,7 +559,16 @@ def kernel_prototype(kernel: Kernel) -> str:
     return f"static void {kernel.name}({params})"
 
 
-def _print(kernel: Kernel) -> tuple[str, frozenset[str]]:
+@dataclass(frozen=True, slots=True)
+class PrintedKernel:
+    """A kernel's C text and the runtime helpers and macros it uses
+    (names of :data:`HELPERS` and :data:`MACROS`, sorted)."""
+    text: str
+    helpers: tuple[str, ...]
+
+
+def printed_kernel(kernel: Kernel) -> PrintedKernel:
+    """Verify ``kernel`` (KernelIRError on malformed IR) and print it."""
     verify_kernel(kernel)
     spell = _Spell()
     printer = _StmtPrinter(spell)
@@ -571,25 +585,15 @@ def _print(kernel: Kernel) -> tuple[str, frozenset[str]]:
             printer.emit(1, f"(void){p.name};")
     printer.body(kernel.body, 1)
     printer.lines.append("}")
-    text = "\n".join(printer.lines) + "\n"
-    return text, _names_used(text)
-
-
-_TOKEN = re.compile(r"\b(?:aot|AOT)_[A-Za-z0-9_]+\b")
-_C_COMMENT = re.compile(r"/\*.*?\*/", re.S)
-
-
-def _names_used(text: str) -> frozenset[str]:
-    code = _C_COMMENT.sub(" ", text)
-    return frozenset(t for t in _TOKEN.findall(code) if t in HELPERS or t in MACROS)
+    return PrintedKernel("\n".join(printer.lines) + "\n", tuple(sorted(printer.helpers)))
 
 
 def print_kernel(kernel: Kernel) -> str:
     """C99 text of a kernel: an optional comment, then the function.
     Verifies the kernel first (KernelIRError on malformed IR)."""
-    return _print(kernel)[0]
+    return printed_kernel(kernel).text
 
 
 def kernel_helpers(kernel: Kernel) -> tuple[str, ...]:
     """Names from :data:`HELPERS` and :data:`MACROS` the kernel uses, sorted."""
-    return tuple(sorted(_print(kernel)[1]))
+    return printed_kernel(kernel).helpers

@@ -50,9 +50,11 @@ from ...ir.module import IRModule
 from ...ir.types import TensorType, TupleType, Type
 from ...ir.visitor import post_order
 from ..kernel import ir as K
+from ..kernel.simplify import simplify_kernel
 from .group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_group,
                           unflatten)
-from ..plan.arena import InPlace, TensorLife, plan_memory
+from ...passes.manager import current
+from ..plan.arena import InPlace, TensorLife, plan_memory, verify_plan
 from ..plan.model import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo, ModelPlan,
                          OutputTree, TensorSpec)
 from .registry import LoweringError
@@ -127,13 +129,15 @@ class KernelTable:
         return group, self.kernel(group, [c.op.name for c in group_ops(fn)])
 
     def kernel(self, group: LoweredGroup, ops: Sequence[str]) -> str:
-        """The C name of ``group``'s kernel, shared with an equal one."""
+        """The C name of ``group``'s kernel, shared with an equal one.  The
+        table holds the kernel simplified (:mod:`aot.emit.kernel.simplify`),
+        as the printer wants it."""
         k = group.kernel
         key = (k.params, k.body)
         if key not in self.kernel_keys:
             cname = f"{self.name}_k{len(self.kernels)}"
             self.kernel_keys[key] = cname
-            self.kernels.append(K.Kernel(cname, k.params, k.body))
+            self.kernels.append(simplify_kernel(K.Kernel(cname, k.params, k.body)))
             self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor))
         return self.kernel_keys[key]
 
@@ -381,6 +385,8 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
                     sizes[out.key] <= sizes[src.key] and src.key != out.key):
                 inplace.append(InPlace(out.key, src.key))
     memory = plan_memory(lives, inplace)
+    if current().verify:
+        verify_plan(lives, memory)
 
     def ref(s: _Slot) -> BufferRef:
         if s.kind is ArgKind.INPUT:

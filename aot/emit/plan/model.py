@@ -42,7 +42,7 @@ from ..kernel.ir import Kernel
 
 __all__ = [
     "TensorSpec", "ConstantData", "ArgKind", "BufferRef", "KernelCall",
-    "KernelInfo", "ModelPlan", "OutputTree", "STATUS_CODES", "ARENA_ALIGNMENT",
+    "KernelInfo", "ModelPlan", "OutputTree", "STATUS_CODES", "ARENA_ALIGNMENT", "entry_name",
 ]
 
 #: Every arena offset is a multiple of this; a caller's arena should be
@@ -166,3 +166,8 @@ class ModelPlan:
     @property
     def constant_bytes(self) -> int:
         return sum(c.nbytes for c in self.constants)
+
+
+def entry_name(name: str) -> str:
+    """The C name of a model's entry function."""
+    return f"{name}_run"
