@@ -68,7 +68,7 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     ``tuning`` shapes convolution and dense loop nests for the target:
     ``"scalar"`` (default: a microcontroller's scalar FPU) or ``"simd"`` (a
     host with SIMD units compiled at -O3).
-    Returns the :class:`~aot.emit.artifact.Artifact`; DiagnosticError on
+    Returns the :class:`~aot.emit.build.artifact.Artifact`; DiagnosticError on
     programs the backend cannot compile."""
     from .compiler import compile_module
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,

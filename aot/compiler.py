@@ -5,7 +5,7 @@
     BindParams -> GRAPH_FORM -> (static tensor program?)
       yes: DATAFLOW                    -> lower (kernels, slots, arena: aot.emit.lower.dataflow)
       no:  PROGRAM -> DATAFLOW         -> lower (object pool: aot.emit.lower.program_entry)
-      -> render (aot.emit.artifact) -> build (gcc/clang + ar)
+      -> render (aot.emit.build.artifact) -> build (gcc/clang + ar)
 
 The pass lists are :mod:`aot.passes.pipelines`; which passes run is up to
 the current :class:`~aot.passes.manager.PassContext` (opt level, disabled
@@ -147,8 +147,8 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    pool_bytes: int | None = None, max_depth: int | None = None,
                    tuning: str = "scalar"):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
-    build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.artifact.Artifact`."""
-    from .emit.artifact import build_artifact, write_artifact
+    build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.build.artifact.Artifact`."""
+    from .emit.build.artifact import build_artifact, write_artifact
 
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
                  pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning)

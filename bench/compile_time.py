@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import aot
-from aot.emit.artifact import build_artifact, write_artifact
+from aot.emit.build.artifact import build_artifact, write_artifact
 from aot.emit.lower.dataflow import plan_model
 from aot.compiler import optimize_for_c
 

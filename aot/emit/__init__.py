@@ -6,9 +6,11 @@
    program;
 2. :mod:`.plan` -- the plan records and the static arena;
 3. :mod:`.c` -- C printing and the templates' context;
-4. :mod:`.build` -- gcc/clang + ar into ``lib<name>.a``, and cffi loading.
+4. :mod:`.build` -- the artifact directory written from a plan, gcc/clang +
+   ar into ``lib<name>.a``, and cffi loading.
 
-:mod:`.artifact` writes a plan into an artifact directory and builds it;
+Each stage imports only the ones before it (and the kernel IR); a test
+(``tests/test_layering.py``) reads the imports and holds the tree to it.
 :mod:`.resources` finds the templates and the C runtime.  The driver that
 runs the passes and picks a backend is :mod:`aot.compiler`.
 """

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from aot.diagnostics import DiagnosticError
-from aot.emit import artifact as artifact_module
+from aot.emit.build import artifact as artifact_module
 from aot.emit.kernel import ir as K
-from aot.emit.artifact import (Artifact, TemplateRenderError, open_artifact, render_artifact,
+from aot.emit.build.artifact import (Artifact, TemplateRenderError, open_artifact, render_artifact,
                                write_artifact)
 from aot.emit.build.library import ArtifactLayout
 from aot.emit.plan.model import STATUS_CODES, ArgKind, BufferRef, ConstantData, KernelCall

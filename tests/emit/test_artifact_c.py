@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from pycparser import c_ast, c_parser
 
-from aot.emit.artifact import build_artifact, build_artifacts, write_artifact
+from aot.emit.build.artifact import build_artifact, build_artifacts, write_artifact
 from aot.emit.build.library import compile_check
 from aot.emit.c.helpers import HELPERS, MACROS
 from aot.emit.plan.model import STATUS_CODES

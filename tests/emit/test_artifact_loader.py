@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aot.diagnostics import DiagnosticError
-from aot.emit.artifact import build_artifact, write_artifact
+from aot.emit.build.artifact import build_artifact, write_artifact
 from aot.emit.build.compiled_model import CompiledModel, TensorInfo, load
 from aot.emit.build.toolchain import available_toolchains
 from aot.ir.dtype import DType

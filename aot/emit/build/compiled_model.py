@@ -43,7 +43,7 @@ import numpy as np
 
 from ...diagnostics import DiagnosticError
 from ...ir.dtype import DType
-from ..artifact import Artifact, build_artifact, open_artifact
+from .artifact import Artifact, build_artifact, open_artifact
 from ..c.types import c_storage_type
 from .extension import load_library
 from ..c.context import METADATA_VERSION
@@ -232,7 +232,7 @@ def load(artifact: Artifact | Path | str, *, toolchain: Toolchain | None = None,
          cache_dir: Path | str | None = None) -> CompiledModel:
     """The artifact's model as a callable.  The static library is built
     first when the artifact has none (call
-    :func:`~aot.emit.artifact.build_artifact` to rebuild after changes)."""
+    :func:`~aot.emit.build.artifact.build_artifact` to rebuild after changes)."""
     if not isinstance(artifact, Artifact):
         artifact = open_artifact(artifact)
     meta = artifact.metadata

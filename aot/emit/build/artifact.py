@@ -30,14 +30,14 @@ from typing import Any, Mapping, Sequence
 
 import jinja2
 
-from ..diagnostics import DiagnosticError
-from .build.library import (ArtifactLayout, LibraryRequest, build_static_libraries,
+from ...diagnostics import DiagnosticError
+from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
                             check_model_name, write_sources)
-from .plan.model import ModelPlan
-from .c.context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
+from ..plan.model import ModelPlan
+from ..c.context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
                              build_metadata)
-from .resources import runtime_file, templates_dir
-from .build.toolchain import Toolchain
+from ..resources import runtime_file, templates_dir
+from .toolchain import Toolchain
 
 __all__ = ["Artifact", "TemplateRenderError", "render_artifact", "write_artifact",
            "open_artifact", "build_artifact", "build_artifacts", "TEMPLATES"]
