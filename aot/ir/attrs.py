@@ -170,10 +170,6 @@ class FuncAttrs:
                 return v
         return default
 
-    def with_item(self, key: str, value: RawValue) -> FuncAttrs:
-        d = dict(self.items)
-        d[key] = value
-        return FuncAttrs.of(d)
 
     def __bool__(self) -> bool:
         return bool(self.items)

@@ -31,16 +31,6 @@ def load_prelude() -> IRModule:
     return _load().copy()
 
 
-def prelude_names() -> set[str]:
-    """Every global, type and constructor name the prelude defines."""
-    mod = _load()
-    names = {gv.name for gv in mod.functions}
-    for data in mod.type_definitions.values():
-        names.add(data.header.name)
-        names.update(c.name for c in data.constructors)
-    return names
-
-
 @functools.cache
 def prelude_dependencies() -> dict[Definition, frozenset[Definition]]:
     """Each prelude definition -> the other prelude definitions it refers

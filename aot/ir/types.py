@@ -300,7 +300,3 @@ def holes(t: Type) -> list[IncompleteType]:
 
     walk(t)
     return out
-
-
-def is_complete(t: Type) -> bool:
-    return not holes(t)

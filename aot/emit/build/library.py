@@ -103,10 +103,6 @@ class ArtifactLayout:
         return self.root / "lib" / f"lib{self.name}.a"
 
     @property
-    def makefile_fragment(self) -> Path:
-        return self.root / f"{self.name}.mk"
-
-    @property
     def metadata(self) -> Path:
         return self.root / "metadata.json"
 
