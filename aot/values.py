@@ -62,7 +62,7 @@ class ConstructorValue:
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    __hash__ = None  # type: ignore[assignment]  (fields may hold arrays)
+    __hash__ = None  # type: ignore[assignment]  # fields may hold arrays
 
     def __str__(self) -> str:
         return format_value(self)
