@@ -33,7 +33,7 @@ import jinja2
 from ..diagnostics import DiagnosticError
 from .build.library import ArtifactLayout, LibraryRequest, build_static_libraries, write_sources
 from .plan.model import ModelPlan
-from .c.context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
+from .c.context import (BUILD_FLAGS, RenderContext, build_context,
                              build_metadata)
 from .resources import runtime_file, templates_dir
 from .build.toolchain import Toolchain

@@ -146,7 +146,8 @@ class FreeVarSets(ExprFunctor[frozenset[Var]]):
 
 
 def free_vars_by_node(expr: Expr,
-                      closed: Callable[[Function], bool] | None = None) -> dict[Expr, frozenset[Var]]:
+                      closed: Callable[[Function], bool] | None = None,
+                      ) -> dict[Expr, frozenset[Var]]:
     """The free variables of every node of ``expr`` (see
     :class:`FreeVarSets`; unordered sets, where :func:`free_vars` gives the
     free variables of one expression in order of first use)."""

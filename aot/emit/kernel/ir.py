@@ -433,7 +433,8 @@ class Select(Expr):
     _dtype: DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check(self.cond.dtype is DType.BOOL, f"select condition must be bool, got {self.cond.dtype}")
+        check(self.cond.dtype is DType.BOOL,
+              f"select condition must be bool, got {self.cond.dtype}")
         check(self.a.dtype is self.b.dtype,
                f"select arms differ: {self.a.dtype} and {self.b.dtype}")
         object.__setattr__(self, "_dtype", self.a.dtype)

@@ -249,6 +249,6 @@ def _collapse_sum(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: 
 
 
 # Register the rest of the family.
-from . import layout
-from . import transform_index
+from . import layout  # noqa: E402,F401
+from . import transform_index  # noqa: E402,F401
 from . import transform_init  # noqa: E402,F401
