@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 EXAMPLE ?= examples/list_fold.relay
 EXAMPLE_ARGS ?= --input "a=[1, 2, 3]" --input "b=[0.5, 0.25, 2]"
 
-.PHONY: all install deps run test bench check clean
+.PHONY: all install deps run lint test bench check clean
 
 all: test
 
@@ -17,7 +17,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,conformance]"
+	$(PY) -m pip install --quiet -e ".[test,conformance,lint]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,10 +34,16 @@ run: install
 	$(VENV)/bin/aot check $(EXAMPLE)
 	$(VENV)/bin/aot run $(EXAMPLE) $(EXAMPLE_ARGS) --backend interp
 
+# ruff (pyflakes, pycodestyle, bugbear and a complexity cap) on the Python
+# trees, mypy on the package; both configured in pyproject.toml.
+lint: install
+	$(PY) -m ruff check aot tests bench examples
+	$(PY) -m mypy aot
+
 # pytest-xdist, one worker per core; work stealing keeps both cores busy to
 # the end (the default hands out fixed chunks: 14.5 min against 8.9 min on
 # two cores, the same tests).
-test: install deps
+test: install deps lint
 	$(PY) -m pytest -n auto --dist worksteal
 
 # Benchmarks (numbers, never pass/fail): the MLPerf Tiny models against

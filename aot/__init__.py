@@ -89,5 +89,5 @@ def prelude() -> IRModule:
     return load_prelude()
 
 
-__all__ = ["parse", "from_onnx", "infer_types", "interpret", "compile", "load", "prelude", "IRModule", "Diagnostic",
-           "DiagnosticError", "Span", "__version__"]
+__all__ = ["parse", "from_onnx", "infer_types", "interpret", "compile", "load", "prelude",
+           "IRModule", "PassContext", "Diagnostic", "DiagnosticError", "Span", "__version__"]

@@ -62,7 +62,7 @@ class ConstructorValue:
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    __hash__ = None  # type: ignore[assignment]  (fields may hold arrays)
+    __hash__ = None  # type: ignore[assignment]  # fields may hold arrays
 
     def __str__(self) -> str:
         return format_value(self)
@@ -277,28 +277,40 @@ def values_equal(a: Value, b: Value, rtol: float = 0.0, atol: float = 0.0) -> bo
             x = np.asarray(x)
         if isinstance(y, np.generic):
             y = np.asarray(y)
-        if isinstance(x, np.ndarray):
-            if not isinstance(y, np.ndarray) or not _arrays_equal(x, y, rtol, atol):
-                return False
-        elif isinstance(x, tuple):
-            if not isinstance(y, tuple) or len(x) != len(y):
-                return False
-            stack.extend(zip(x, y))
-        elif isinstance(x, ConstructorValue):
-            if not isinstance(y, ConstructorValue) or not _same_constructor(x, y) \
-                    or len(x.fields) != len(y.fields):
-                return False
-            stack.extend(zip(x.fields, y.fields))
-        elif isinstance(x, ConstructorFunction):
-            if not isinstance(y, ConstructorFunction) or \
-                    not _same_ctor(x.constructor, y.constructor):
-                return False
-        elif isinstance(x, OpFunction):
-            if not isinstance(y, OpFunction) or x.op.name != y.op.name:
-                return False
-        else:
-            return False  # closures and references: identity only
+        children = _equal_here(x, y, rtol, atol)
+        if children is None:
+            return False
+        stack.extend(children)
     return True
+
+
+def _equal_here(x: Value, y: Value, rtol: float,
+                atol: float) -> Iterable[tuple[Value, Value]] | None:
+    """None if ``x`` and ``y`` differ at the top; else the pairs of their
+    children still to compare."""
+    if isinstance(x, np.ndarray):
+        if not isinstance(y, np.ndarray) or not _arrays_equal(x, y, rtol, atol):
+            return None
+        return ()
+    if isinstance(x, tuple):
+        if not isinstance(y, tuple) or len(x) != len(y):
+            return None
+        return zip(x, y)
+    if isinstance(x, ConstructorValue):
+        if not isinstance(y, ConstructorValue) or not _same_constructor(x, y) \
+                or len(x.fields) != len(y.fields):
+            return None
+        return zip(x.fields, y.fields)
+    if isinstance(x, ConstructorFunction):
+        if not isinstance(y, ConstructorFunction) or \
+                not _same_ctor(x.constructor, y.constructor):
+            return None
+        return ()
+    if isinstance(x, OpFunction):
+        if not isinstance(y, OpFunction) or x.op.name != y.op.name:
+            return None
+        return ()
+    return None  # closures and references: identity only
 
 
 def _same_constructor(x: ConstructorValue, y: ConstructorValue) -> bool:

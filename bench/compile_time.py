@@ -45,7 +45,9 @@ def program(n_ops: int, widths: list[int], seed: int = 0) -> str:
     while k < n_ops:
         out = widths[block % len(widths)]
         block += 1
-        w = rng.standard_normal((out, width)).astype(np.float32) * 0.1
+        # drawn and dropped (the weights are made in build_module): keeps the
+        # add constants' random stream, hence the programs, as they were
+        rng.standard_normal((out, width))
         lines.append(f"  %{k} = nn.dense({cur}, meta_w{block});")
         lines.append(f"  %{k + 1} = add(%{k}, {float(rng.standard_normal()):.3f}f);")
         lines.append(f"  %{k + 2} = tanh(%{k + 1});")

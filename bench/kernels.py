@@ -491,7 +491,8 @@ def fmt(v: float | None, spec: str) -> str:
 
 def print_row(r: Result) -> None:
     ratio = r.ours_us / r.ort_us if r.ours_us and r.ort_us else None
-    gf = (lambda us: 2 * r.macs / (us * 1e3) if us else None)
+    def gf(us: float | None) -> float | None:
+        return 2 * r.macs / (us * 1e3) if us else None
     print(f"{r.name:14s} {r.macs:9d} {fmt(r.ours_us, '9.2f')} {fmt(r.ort_us, '9.2f')} "
           f"{fmt(r.ort_run_us, '9.2f')} {fmt(ratio, '6.2f')} {fmt(gf(r.ours_us), '7.2f')} "
           f"{fmt(gf(r.ort_us), '7.2f')} {fmt(r.max_rel_err, '8.1e')} "

@@ -258,7 +258,6 @@ def summarise(times: list[np.ndarray]) -> dict[str, Any]:
 
 def ort_call_overhead_ns(runs: int) -> int:
     """Median time of ``session.run`` on a one-element Identity model."""
-    import onnx
     from onnx import TensorProto, helper
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "identity",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
@@ -366,7 +365,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         o = r["ours"]
         print(f"{r['model']:<17} {r['macs'] / 1e6:>6.2f} {o['median_ns'] / 1e3:>9.1f} "
               f"{o['min_ns'] / 1e3:>7.1f}/{o['p90_ns'] / 1e3:<7.1f} {ort_us:>9.1f} "
-              f"{r['ratio']:>6.2f} {r['ratio_min']:>5.2f} {r['gmacs_ours']:>5.2f}/{r['gmacs_ort']:<5.2f} "
+              f"{r['ratio']:>6.2f} {r['ratio_min']:>5.2f} "
+              f"{r['gmacs_ours']:>5.2f}/{r['gmacs_ort']:<5.2f} "
               f"{r['max_abs_diff']:>9.2e} "
               f"{r['arena_bytes'] / 1024:>6.1f}/{r['arena_lower_bound_bytes'] / 1024:<7.1f} "
               f"{r['constant_bytes'] / 1024:>9.1f} {r['code_bytes'] / 1024:>8.1f} "
@@ -383,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="alternate ours and onnxruntime this many times (runs are split)")
     ap.add_argument("--warmup", type=int, default=10, help="untimed calls before each round")
     ap.add_argument("--seed", type=int, default=0, help="of the benchmark input")
-    ap.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "onnx_models.json")
+    ap.add_argument("--json", type=Path,
+                    default=Path(__file__).resolve().parent / "onnx_models.json")
     ap.add_argument("--cc", default="gcc")
     ap.add_argument("--tuning", default="simd",
                     help="aot.compile's loop-nest tuning (default simd: this is a host build)")
@@ -402,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
 
     report: dict[str, Any] = {
         "machine": machine(), "cc": compiler_version(args.cc), "opt": args.opt,
-        "tuning": args.tuning, "runs": args.runs, "rounds": args.rounds, "warmup": args.warmup, "seed": args.seed,
+        "tuning": args.tuning, "runs": args.runs, "rounds": args.rounds, "warmup": args.warmup,
+        "seed": args.seed,
         "loadavg_before": list(os.getloadavg()),
         "ort_call_overhead_us": ort_call_overhead_ns(args.runs) / 1e3,
     }

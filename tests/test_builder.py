@@ -225,7 +225,7 @@ def test_adt_definition():
     assert List.Cons is cons and List.ctor("Nil") is nil
     assert List["int32"] == TypeCall(GlobalTypeVar("List"), (TensorType((), DType.INT32),))
     with pytest.raises(AttributeError):
-        List.Snoc
+        _ = List.Snoc
     with pytest.raises(ValueError):
         List["int32", "int32"]
     Color = B.adt("Color", [], [("Red", []), ("Green", [])])
@@ -249,7 +249,7 @@ def test_module_resolves_globals_by_name():
     mod = B.module(is_even=is_even, is_odd=is_odd, types=[List])
     assert set(g.name for g in mod.functions) == {"is_even", "is_odd"}
     assert mod.has_type("List")
-    for gv, func in mod.functions.items():
+    for func in mod.functions.values():
         for node in post_order(func):
             if isinstance(node, GlobalVar):
                 assert node is mod.global_var(node.name)

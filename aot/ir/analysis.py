@@ -20,7 +20,7 @@ from .adt import Constructor, pattern_vars
 from .expr import Call, Expr, Function, GlobalVar, Let, Match, Var
 from .module import IRModule
 from .types import FuncType, Type, TypeVar, type_children
-from .visitor import ExprVisitor, Visit, children, post_order
+from .visitor import ExprFunctor, ExprVisitor, Visit, children, post_order
 
 __all__ = [
     "bound_vars", "free_vars", "all_vars", "global_refs", "binding_sites",
@@ -89,7 +89,7 @@ def global_refs(expr: Expr) -> list[GlobalVar]:
 _EMPTY: frozenset[Var] = frozenset()
 
 
-class FreeVarSets(ExprVisitor):
+class FreeVarSets(ExprFunctor[frozenset[Var]]):
     """``memo[node]`` = the free variables of ``node`` (a frozenset), for
     every node visited: bottom-up, one visit per node however shared.
 
@@ -146,7 +146,8 @@ class FreeVarSets(ExprVisitor):
 
 
 def free_vars_by_node(expr: Expr,
-                      closed: Callable[[Function], bool] | None = None) -> dict[Expr, frozenset[Var]]:
+                      closed: Callable[[Function], bool] | None = None,
+                      ) -> dict[Expr, frozenset[Var]]:
     """The free variables of every node of ``expr`` (see
     :class:`FreeVarSets`; unordered sets, where :func:`free_vars` gives the
     free variables of one expression in order of first use)."""
@@ -255,7 +256,7 @@ def free_type_vars(x: Expr | Type, mod: IRModule | None = None) -> list[TypeVar]
 _NONE: frozenset[Var] = frozenset()
 
 
-class _LetFunctionRefs(ExprVisitor):
+class _LetFunctionRefs(ExprFunctor[frozenset[Var]]):
     """memo[node] = variables of let-bound functions that ``node`` refers
     to outside the let binding them.  Only lets whose value is a function
     are tracked: they are the only ones that may refer to themselves, and

@@ -35,7 +35,7 @@ class IRModule:
             raise KeyError(f"no global function @{name}")
         return self._gvars[name]
 
-    def add(self, gv: GlobalVar | str, func: Function) -> GlobalVar:
+    def add(self, gv: GlobalVar | str, func: Expr) -> GlobalVar:
         """Add or replace a global function."""
         if isinstance(gv, str):
             gv = self.global_var(gv)

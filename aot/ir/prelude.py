@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 
 from .adt import Constructor, Pattern, PatternConstructor, PatternTuple
-from .expr import Expr, Function, GlobalVar, Match, Var
+from .expr import Function, GlobalVar, Match, Var
 from .module import IRModule
 from .types import GlobalTypeVar, Type, type_children
 from .visitor import post_order

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Callable, NoReturn, Union
 
 from .dtype import DType
 
@@ -41,6 +41,11 @@ class AnyDim:
 
     def __str__(self) -> str:
         return "?"
+
+    def __int__(self) -> NoReturn:
+        # int(dim) is how static-shape code reads a dimension; an unknown
+        # one fails there as it always did (TypeError), now with a message.
+        raise TypeError("a dimension unknown at compile time (?) has no integer value")
 
     def __reduce__(self):
         return (AnyDim, ())

@@ -113,7 +113,8 @@ class ExprFunctor(Generic[R]):
         return send if result is _PENDING else result
 
     # Every node kind must be handled by a subclass.
-    def _unhandled(self, node: Expr) -> Any:
+    # ``node: Any``: subclasses narrow each visit_* to its node class.
+    def _unhandled(self, node: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not handle {type(node).__name__}")
 
     visit_var = visit_global_var = visit_constant = visit_op = _unhandled
@@ -155,12 +156,12 @@ def children(e: Expr) -> tuple[Expr, ...]:
 class ExprVisitor(ExprFunctor[None]):
     """Visits every sub-expression once, children in evaluation order."""
 
-    def _leaf(self, node: Expr) -> None:
+    def _leaf(self, node: Any) -> None:
         return None
 
     visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = _leaf
 
-    def _walk(self, node: Expr) -> Visit:
+    def _walk(self, node: Any) -> Visit:
         for c in children(node):
             yield c
 
@@ -214,7 +215,7 @@ def _rebuild(node: Any, **changes: Any) -> Any:
 class ExprMutator(ExprFunctor[Expr]):
     """Rebuilds bottom-up; unchanged subtrees are returned as they are."""
 
-    def _same(self, node: Expr) -> Expr:
+    def _same(self, node: Any) -> Expr:
         return node
 
     visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = _same

@@ -12,8 +12,8 @@ Graphs share nodes, so a scoped walk that re-enters shared nodes would be
 exponential.  Instead the walk computes each node's *free variables*
 bottom-up, memoised by node (one visit per node, on the iterative
 trampoline of :mod:`aot.ir.visitor`: :class:`aot.ir.analysis.FreeVarSets`):
-a binder removes its variables from its scope's free set, and a use out of scope shows up as a variable still
-free at the top of its global function.  The two formulations agree: a
+a binder removes its variables from its scope's free set, and a use out of scope shows up as a
+variable still free at the top of its global function.  The two formulations agree: a
 variable is used out of scope iff it is free in some binder-less path to
 the root.
 """

@@ -71,7 +71,6 @@ the constant's exact shape).
 
 from __future__ import annotations
 
-from typing import Any, Generator
 
 import numpy as np
 

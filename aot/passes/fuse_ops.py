@@ -657,5 +657,6 @@ class FuseOpsOptions:
 @register_pass("FuseOps", opt_level=0, options=FuseOpsOptions)
 def fuse_ops_pass(mod: IRModule, opts: FuseOpsOptions) -> IRModule:
     """FuseOps: dataflow operators into primitive functions, one kernel each."""
-    depth = opts.max_depth if opts.max_depth is not None else (256 if current().opt_level >= 1 else 1)
+    default_depth = 256 if current().opt_level >= 1 else 1
+    depth = opts.max_depth if opts.max_depth is not None else default_depth
     return fuse_ops(mod, max_depth=depth)

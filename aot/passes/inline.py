@@ -248,13 +248,8 @@ def inline(mod: IRModule, opts: InlineOptions = InlineOptions()) -> IRModule:
     from ..ir.type_infer import infer_types
     edges = {gv.name: _edges(f) for gv, f in mod.functions.items()}
     graph = {n: sorted(k for k in e.refs if k in mod) for n, e in edges.items()}
-    refs: dict[str, int] = {}
-    called: dict[str, int] = {}
-    for e in edges.values():
-        for k, n in e.refs.items():
-            refs[k] = refs.get(k, 0) + n
-        for k, n in e.called.items():
-            called[k] = called.get(k, 0) + n
+    refs = _total({n: e.refs for n, e in edges.items()})
+    called = _total({n: e.called for n, e in edges.items()})
     sccs = call_graph_sccs(graph)
     recursive = {n for comp in sccs for n in comp if len(comp) > 1 or n in graph[n]}
 
@@ -281,11 +276,26 @@ def inline(mod: IRModule, opts: InlineOptions = InlineOptions()) -> IRModule:
     out.functions = {}
     for gv in mod.functions:
         out.add(gv, bodies[gv.name])
-    still = {k for f in out.functions.values() for k in _edges(f).refs}
-    for gv in list(out.functions):
-        if gv.name in done and gv.name not in still and gv.name != opts.entry:
-            del out.functions[gv]
+    _drop_unreferenced(out, done, opts.entry)
     return infer_types(out)
+
+
+def _total(counts: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Per global, the sum of its counts over every function."""
+    out: dict[str, int] = {}
+    for per_function in counts.values():
+        for k, n in per_function.items():
+            out[k] = out.get(k, 0) + n
+    return out
+
+
+def _drop_unreferenced(mod: IRModule, inlined: set[str], entry: str) -> None:
+    """Delete the inlined globals nothing refers to any more (never the
+    entry)."""
+    still = {k for f in mod.functions.values() for k in _edges(f).refs}
+    for gv in list(mod.functions):
+        if gv.name in inlined and gv.name not in still and gv.name != entry:
+            del mod.functions[gv]
 
 
 @register_pass("Inline", opt_level=1, options=InlineOptions)

@@ -104,7 +104,8 @@ def test_qlinear_conv(x_dtype, w_dtype, per_channel, bias, attrs):
 def test_qlinear_matmul(a_shape, b_shape, per_column, dtype):
     a = rand(a_shape, dtype, low=-128, high=255)
     b = rand(b_shape, dtype, seed=1, low=-128, high=255)
-    zp = (lambda v: np.asarray(v, dtype))
+    def zp(v):
+        return np.asarray(v, dtype)
     b_scale = f32(np.linspace(0.01, 0.03, b_shape[-1])) if per_column else f32(0.02)
     b_zp = np.full((b_shape[-1],) if per_column else (), 3 if dtype == np.uint8 else -2, dtype)
     inits = {"as": f32(0.05), "az": zp(100 if dtype == np.uint8 else 4), "b": b, "bs": b_scale,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import aot
 from aot import builder as B
-from aot.ir import Call, Constant, Function, Tuple, TupleGetItem, Var, const
+from aot.ir import Constant, Function, Tuple, TupleGetItem, Var, const
 from aot.ir.dtype import DType
 from aot.ir.module import IRModule
 from aot.ir.pattern import DFPatternCallback, DFPatternMatcher, RewriteError, dominates, has_attr, has_dtype, is_constant, is_expr, is_op, is_tuple, is_tuple_get_item, is_var, rewrite_bottom_up, wildcard

@@ -473,7 +473,6 @@ def _max_paren_depth(text: str) -> int:
 
 def test_deep_let_chain_prints_flat():
     n = 10000
-    body: object = Var("last")
     lets = []
     for i in range(n):
         lets.append(Var(f"v{i}"))

@@ -359,7 +359,7 @@ def test_deep_graph_of_transpose_pairs():
     from aot import builder as B
     x = B.var("x", B.tensor((1, 2, 3, 4)))
     y = x
-    for i in range(2500):
+    for _ in range(2500):
         y = B.call("transpose", B.call("nn.relu", y), axes=[0, 2, 3, 1])
         y = B.call("transpose", B.call("nn.relu", y), axes=[0, 3, 1, 2])
     mod = aot.infer_types(B.module(main=B.function([x], y)))

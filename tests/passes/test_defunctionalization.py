@@ -530,7 +530,7 @@ def test_corpus_programs_keep_their_results(corpus) -> None:
     refused with a diagnostic (a polymorphic or higher-order @main) or
     first-order with the same value on random arguments."""
     assert len(corpus) > 0.9 * len(CORPUS_RECORDS)
-    for rec, before, after, args in corpus:
+    for _rec, before, after, args in corpus:
         assert_same_results(before, after, *args)
     assert sum(changed(b, a) for _, b, a, _ in corpus) > 0
 

@@ -319,7 +319,7 @@ N = 10_000
 
 def test_deep_constant_graph_folds_to_one_constant():
     e = B.const(np.float32(0))
-    for i in range(N):
+    for _ in range(N):
         e = B.add(e, B.const(np.float32(1)))
     x = B.var("x", B.scalar())
     before = aot.infer_types(B.module(main=B.function([x], B.multiply(x, e))))
@@ -332,7 +332,7 @@ def test_deep_constant_graph_folds_to_one_constant():
 def test_deep_graph_on_a_variable_is_unchanged():
     x = B.var("x", B.scalar())
     e = x
-    for i in range(N):
+    for _ in range(N):
         e = B.add(e, B.const(np.float32(1)))
     before = aot.infer_types(B.module(main=B.function([x], e)))
     after = fold_constant(before)

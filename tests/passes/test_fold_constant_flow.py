@@ -265,7 +265,7 @@ def test_match_that_cannot_be_decided_or_would_lose_work_stays(program, args):
         return
     if args == ("list",):
         cons, nil = before.constructor("Cons"), before.constructor("Nil")
-        from aot.values import ConstructorValue, make_list
+        from aot.values import make_list
         args = (make_list([np.array(5, np.int32)], cons, nil),)
     assert_same(before, after, *args)
 

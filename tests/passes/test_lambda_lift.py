@@ -21,7 +21,7 @@ from aot.ir.structural import assert_structural_equal, structural_equal
 from aot.ir.visitor import post_order
 from aot.passes.lambda_lift import MAX_NAME, is_closure, is_primitive, lambda_lift
 from aot.passes.manager import PassContext, Sequential, get_pass, run_pass
-from aot.values import Closure, ConstructorValue
+from aot.values import ConstructorValue
 from e2e.random_programs import Program, programs
 from test_corpus_semantics import diverges, has_main, ill_typed, load, random_value, records
 from pass_helpers import same_value

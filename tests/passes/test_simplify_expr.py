@@ -435,7 +435,7 @@ def test_ten_thousand_node_graph():
     n = 10_000
     x = B.var("x", B.tensor((2, 3)))
     y: Expr = x
-    for i in range(n // 4):
+    for _ in range(n // 4):
         y = B.multiply(y, B.const(1.0))
         y = B.call("transpose", y)
         y = B.call("reshape", y, newshape=[6])

@@ -34,7 +34,7 @@ from ...diagnostics import DiagnosticError
 from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
                             check_model_name, write_sources)
 from ..plan.model import ModelPlan
-from ..c.context import (BUILD_FLAGS, RUNTIME_FILES, RenderContext, build_context,
+from ..c.context import (BUILD_FLAGS, RenderContext, build_context,
                              build_metadata)
 from ..resources import runtime_file, templates_dir
 from .toolchain import Toolchain

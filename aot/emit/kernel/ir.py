@@ -66,7 +66,7 @@ import enum
 import math
 import re
 from dataclasses import dataclass, field, fields
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar, dataclass_transform
 
 import numpy as np
 
@@ -186,11 +186,15 @@ def is_c_identifier(name: str) -> bool:
 
 # ============================================================ node plumbing
 
-def _node(cls: type) -> type:
+_N = TypeVar("_N")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def _node(cls: type[_N]) -> type[_N]:
     """Frozen, slotted dataclass whose hash is computed once, at
     construction, from the children's cached hashes."""
     cls = dataclass(frozen=True, slots=True)(cls)
-    cls.__hash__ = _cached_hash  # type: ignore[assignment]
+    cls.__hash__ = _cached_hash  # type: ignore[assignment,method-assign]
     return cls
 
 
@@ -429,7 +433,8 @@ class Select(Expr):
     _dtype: DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check(self.cond.dtype is DType.BOOL, f"select condition must be bool, got {self.cond.dtype}")
+        check(self.cond.dtype is DType.BOOL,
+              f"select condition must be bool, got {self.cond.dtype}")
         check(self.a.dtype is self.b.dtype,
                f"select arms differ: {self.a.dtype} and {self.b.dtype}")
         object.__setattr__(self, "_dtype", self.a.dtype)

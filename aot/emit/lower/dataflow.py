@@ -36,7 +36,7 @@ import math
 
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence, Union
 
 import numpy as np
@@ -319,7 +319,8 @@ def _kernel_call(b: _Builder, call: Call, values: dict[int, _Value]) -> _Value:
     return outs[0]
 
 
-def _bind_outputs(b: _Builder, result: _Value) -> tuple[list[tuple[_Slot, _Slot | None]], OutputTree]:
+def _bind_outputs(b: _Builder,
+                  result: _Value) -> tuple[list[tuple[_Slot, _Slot | None]], OutputTree]:
     """Pairs (slot computed, slot to copy from or None), and the tree."""
     counter = iter(range(1 << 30))
 

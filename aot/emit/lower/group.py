@@ -29,8 +29,8 @@ tensor.  Every stored expression goes through
 are computed once per element.
 
 A group is *elementwise* when all its operators are elementwise or
-broadcast operators and every value in it has the root's shape: element ``i`` of the output depends only on element ``i``
-of each input, so the output may be written over an input of the same
+broadcast operators and every value in it has the root's shape: element ``i`` of the output
+depends only on element ``i`` of each input, so the output may be written over an input of the same
 element size that dies at this kernel (the memory planner decides; such
 parameters are not ``restrict``).
 """
@@ -46,7 +46,7 @@ import numpy as np
 from ...ir.dtype import DType
 from ...ir.registry import PatternKind
 from ...ir.registry import lookup as lookup_op
-from ...ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
+from ...ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from ...ir.types import TensorType, TupleType, Type
 from ...ir.visitor import post_order
 from ..kernel import ir as K
@@ -85,7 +85,8 @@ def _static_shape(t: TensorType, what: str) -> tuple[int, ...]:
     shape = []
     for d in t.shape:
         if not isinstance(d, int):
-            raise LoweringError(f"{what} has a dynamic shape {t}; the C backend needs static shapes")
+            raise LoweringError(f"{what} has a dynamic shape {t}; "
+                                "the C backend needs static shapes")
         shape.append(int(d))
     check_index_range(shape, what)
     return tuple(shape)

@@ -301,7 +301,8 @@ def _intersecting_pairs(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray,
 # In-place pair selection and groups
 # --------------------------------------------------------------------------
 
-def _select_pairs(p: _Problem, pairs: Sequence[InPlace], equal_only: bool) -> tuple[tuple[int, int], ...]:
+def _select_pairs(p: _Problem, pairs: Sequence[InPlace],
+                  equal_only: bool) -> tuple[tuple[int, int], ...]:
     """Greedily choose usable pairs, as (out id, inp id)."""
     candidates = set()
     for pair in pairs:

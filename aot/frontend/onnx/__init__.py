@@ -125,7 +125,8 @@ def _input_type(inp: onnx.ValueInfoProto,
     name = inp.name
     kind = inp.type.WhichOneof("value")
     if kind != "tensor_type":
-        return None, f"input '{name}' is a {kind or 'value without type'}; only tensors are supported"
+        return None, (f"input '{name}' is a {kind or 'value without type'}; "
+                      "only tensors are supported")
     tt = inp.type.tensor_type
     dtype = to_dtype(tt.elem_type)
     if dtype is None:

@@ -20,8 +20,8 @@ Rounds repeat until a whole round leaves the expression structurally
 unchanged (a fixed point; a round that returns the very same expression
 needs no comparison), so a rewrite that exposes a new match is finished
 too.  The dataflow graph of the expression is built once and reused by
-the next callbacks while none of them changes the expression.  A callback with ``rewrite_once`` stops taking part after
-the first round in which it changed something.  At most ``max_rounds``
+the next callbacks while none of them changes the expression.  A callback with ``rewrite_once``
+stops taking part after the first round in which it changed something.  At most ``max_rounds``
 rounds run; more means the callbacks undo each other, which is an error
 in the callbacks (:class:`RewriteError`).
 

@@ -72,8 +72,8 @@ of a static closure:
    per argument position, the minimum (creation time, integer value) of
    the arguments seen (a closure's captured values count as arguments
    after the real ones: closures made by one literal share its fuel, and
-   ``compose(f, compose(f, g))`` must tell them apart).  A nested call unfolds only if some argument is
-   strictly *older* than every one seen at its position (a part of a
+   ``compose(f, compose(f, g))`` must tell them apart).  A nested call unfolds only if some
+   argument is strictly *older* than every one seen at its position (a part of a
    static structure is always created before the structure, so walking
    down a static list or a Peano number goes back in time), or is a
    static 0-d integer strictly *smaller* than every one seen (counting

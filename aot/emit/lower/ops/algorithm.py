@@ -48,7 +48,8 @@ from ....ir.ops.algorithm import TopKRetType
 from ....ir.ops.shape_util import normalize_axis
 from ...kernel import ir as K
 from ...kernel.cse import hoist
-from ..registry import Index, LowerContext, LoweringError, Sink, TensorValue, anchor_lowering, loop_nest
+from ..registry import (Index, LowerContext, LoweringError, Sink, TensorValue, anchor_lowering,
+                        loop_nest)
 from .common import tensor
 
 I32 = DType.INT32

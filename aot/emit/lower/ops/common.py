@@ -12,7 +12,7 @@ __all__ = ["tensor", "elementwise", "broadcast", "to_float", "from_float"]
 
 
 def tensor(v: ArgValue) -> TensorValue:
-    assert isinstance(v, TensorValue), f"expected a tensor argument, got a tuple"
+    assert isinstance(v, TensorValue), "expected a tensor argument, got a tuple"
     return v
 
 

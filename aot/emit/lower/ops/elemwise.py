@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ....ir.dtype import DType
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import LowerContext, index_lowering, out_tensor
 from .common import broadcast, elementwise, tensor
@@ -83,7 +84,7 @@ def _binary_lowering(name: str) -> None:
     fn = _ARITH[name]
 
     @index_lowering(name)
-    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: object):
+    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: Type):
         return broadcast(args, out_type, fn)
 
 
@@ -102,7 +103,7 @@ def _logical_lowering(name: str) -> None:
     fn = _LOGICAL[name]
 
     @index_lowering(name)
-    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: object):
+    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: Type):
         dtype = out_tensor(out_type).dtype
         return broadcast(args, out_type, lambda a, b: K.cast(dtype, fn(_truth(a), _truth(b))))
 
@@ -112,7 +113,7 @@ for _name in _LOGICAL:
 
 
 @index_lowering("logical_not")
-def _logical_not(ctx: LowerContext, args: Sequence, attrs: object, out_type: object):
+def _logical_not(ctx: LowerContext, args: Sequence, attrs: object, out_type: Type):
     dtype = out_tensor(out_type).dtype
     return elementwise(args[0], dtype, lambda x: K.cast(dtype, K.logical_not(_truth(x))))
 
@@ -150,7 +151,7 @@ def _float_unary_lowering(name: str) -> None:
     fn = _FLOAT_UNARY[name]
 
     @index_lowering(name)
-    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: object):
+    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: Type):
         dtype = out_tensor(out_type).dtype
         if dtype.is_float:
             return elementwise(args[0], dtype, fn)
@@ -192,7 +193,7 @@ def _same_type_lowering(name: str) -> None:
     fn = _SAME_TYPE[name]
 
     @index_lowering(name)
-    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: object):
+    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: Type):
         return elementwise(args[0], tensor(args[0]).dtype, fn)
 
 
@@ -223,7 +224,7 @@ def _predicate_lowering(name: str) -> None:
     fn = _PREDICATES[name]
 
     @index_lowering(name)
-    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: object):
+    def lower(ctx: LowerContext, args: Sequence, attrs: object, out_type: Type):
         return elementwise(args[0], DType.BOOL, fn)
 
 

@@ -51,7 +51,7 @@ import numpy as np
 from ....ir.dtype import DType
 from ....ir.ops.nn_util import to_canonical
 from ....ir.ops.image import (CoordinateMode, ResizeMethod, RoundingMethod, UpsamplingMethod,
-                             axis_table, ResizeGeometry, cubic_weights, nearest_index,
+                             axis_table, ResizeGeometry, nearest_index,
                              source_coordinate)
 from ...kernel import ir as K
 from ..registry import ArgValue, Index, LowerContext, TensorValue, index_lowering, out_tensor

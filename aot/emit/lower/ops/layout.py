@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ....ir.ops.layout import Layout
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import ArgValue, Index, LowerContext, TensorValue, index_lowering, out_tensor
 from .index_math import ZERO, iadd, idiv, imod, imul
@@ -44,7 +45,7 @@ def _source_index(idx: Index, src: Layout, dst: Layout) -> Index:
 
 
 @index_lowering("layout_transform")
-def _layout_transform(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _layout_transform(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     src, dst = Layout.parse(attrs.src_layout), Layout.parse(attrs.dst_layout)
     shape = tuple(int(d) for d in out_tensor(out_type).shape)

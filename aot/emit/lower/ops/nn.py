@@ -69,6 +69,7 @@ from ....ir.dtype import DType
 from ....ir.ops.nn import (BatchMatmulAttrs, BatchNormAttrs, BiasAddAttrs, DenseAttrs,
                           LayerNormAttrs, LeakyReluAttrs, MatmulAttrs, PadAttrs, PadMode,
                           PReluAttrs, SoftmaxAttrs)
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (INDEX, Index, LowerContext, Sink, TensorValue, anchor_lowering,
                   index_lowering, loop_nest, out_tensor, scalar_value)
@@ -94,7 +95,7 @@ def _channel(idx: Index, axis: int, ndim: int) -> Index:
 # ------------------------------------------------------------ activations
 
 @index_lowering("nn.relu")
-def _relu(ctx: LowerContext, args: Sequence, attrs: object, out_type: object) -> TensorValue:
+def _relu(ctx: LowerContext, args: Sequence, attrs: object, out_type: Type) -> TensorValue:
     x = tensor(args[0])
     t = x.dtype
     if t is DType.BOOL or t.is_unsigned:
@@ -121,7 +122,7 @@ def _leaky(x: K.Expr, alpha: K.Expr) -> K.Expr:
 
 @index_lowering("nn.leaky_relu")
 def _leaky_relu(ctx: LowerContext, args: Sequence, attrs: LeakyReluAttrs,
-                out_type: object) -> TensorValue:
+                out_type: Type) -> TensorValue:
     x = tensor(args[0])
     if x.dtype is DType.BOOL:
         return x                        # x, or False * alpha == False == x
@@ -130,7 +131,7 @@ def _leaky_relu(ctx: LowerContext, args: Sequence, attrs: LeakyReluAttrs,
 
 
 @index_lowering("nn.prelu")
-def _prelu(ctx: LowerContext, args: Sequence, attrs: PReluAttrs, out_type: object) -> TensorValue:
+def _prelu(ctx: LowerContext, args: Sequence, attrs: PReluAttrs, out_type: Type) -> TensorValue:
     x, alpha = tensor(args[0]), tensor(args[1])
     if x.dtype is DType.BOOL:
         return x
@@ -142,7 +143,7 @@ def _prelu(ctx: LowerContext, args: Sequence, attrs: PReluAttrs, out_type: objec
 
 @index_lowering("nn.bias_add")
 def _bias_add(ctx: LowerContext, args: Sequence, attrs: BiasAddAttrs,
-              out_type: object) -> TensorValue:
+              out_type: Type) -> TensorValue:
     x, b = tensor(args[0]), tensor(args[1])
     add = K.logical_or if x.dtype is DType.BOOL else K.add
 
@@ -155,7 +156,7 @@ def _bias_add(ctx: LowerContext, args: Sequence, attrs: BiasAddAttrs,
 
 @index_lowering("nn.batch_flatten")
 def _batch_flatten(ctx: LowerContext, args: Sequence, attrs: object,
-                   out_type: object) -> TensorValue:
+                   out_type: Type) -> TensorValue:
     x = tensor(args[0])
     shape = tuple(int(d) for d in out_tensor(out_type).shape)
     if x.buffer is not None:            # same row-major offsets: read the buffer flat
@@ -203,7 +204,7 @@ def _pad_source(i: K.Expr, before: int, after: int, n: int, mode: PadMode) \
 
 
 @index_lowering("nn.pad")
-def _pad(ctx: LowerContext, args: Sequence, attrs: PadAttrs, out_type: object) -> TensorValue:
+def _pad(ctx: LowerContext, args: Sequence, attrs: PadAttrs, out_type: Type) -> TensorValue:
     x, value = tensor(args[0]), tensor(args[1])
     shape = tuple(int(d) for d in out_tensor(out_type).shape)
     # the reference converts the pad value as Cast does (float -> integer
@@ -245,7 +246,7 @@ def _scale_center(y: K.Expr, gamma: TensorValue, beta: TensorValue, channel: Ind
 
 @index_lowering("nn.batch_norm")
 def _batch_norm(ctx: LowerContext, args: Sequence, attrs: BatchNormAttrs,
-                out_type: object) -> tuple[TensorValue, ...]:
+                out_type: Type) -> tuple[TensorValue, ...]:
     x, gamma, beta, mean, var = (tensor(a) for a in args)
 
     def read(idx: Index) -> K.Expr:
@@ -259,7 +260,7 @@ def _batch_norm(ctx: LowerContext, args: Sequence, attrs: BatchNormAttrs,
 
 @index_lowering("nn.dropout")
 def _dropout(ctx: LowerContext, args: Sequence, attrs: object,
-             out_type: object) -> tuple[TensorValue, ...]:
+             out_type: Type) -> tuple[TensorValue, ...]:
     x = tensor(args[0])
     return (x, scalar_value(K.Const(1, x.dtype), x.shape))
 
@@ -369,7 +370,7 @@ def _matmul_product(a: TensorValue, b: TensorValue, out_shape: tuple[int, ...],
                     _stride(b.shape, 0 if not transpose_b else 1), a.dtype)
 
 
-def _out(out_type: object) -> tuple[tuple[int, ...], DType]:
+def _out(out_type: Type) -> tuple[tuple[int, ...], DType]:
     t = out_tensor(out_type)
     return tuple(int(d) for d in t.shape), t.dtype
 
@@ -426,7 +427,7 @@ def _dense_simd(ctx: LowerContext, x: TensorValue, weight: np.ndarray, shape: tu
 
 
 @anchor_lowering("nn.dense")
-def _dense(ctx: LowerContext, args: Sequence, attrs: DenseAttrs, out_type: object,
+def _dense(ctx: LowerContext, args: Sequence, attrs: DenseAttrs, out_type: Type,
            sinks: Sequence[Sink]) -> K.Stmt:
     shape, dtype = _out(out_type)
     x, w = tensor(args[0]), tensor(args[1])
@@ -493,7 +494,7 @@ def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, w: TensorValue,
 
 
 @anchor_lowering("nn.matmul")
-def _matmul(ctx: LowerContext, args: Sequence, attrs: MatmulAttrs, out_type: object,
+def _matmul(ctx: LowerContext, args: Sequence, attrs: MatmulAttrs, out_type: Type,
             sinks: Sequence[Sink]) -> K.Stmt:
     shape, dtype = _out(out_type)
     p = _matmul_product(tensor(args[0]), tensor(args[1]), shape, attrs.transpose_a,
@@ -503,7 +504,7 @@ def _matmul(ctx: LowerContext, args: Sequence, attrs: MatmulAttrs, out_type: obj
 
 @anchor_lowering("nn.batch_matmul")
 def _batch_matmul(ctx: LowerContext, args: Sequence, attrs: BatchMatmulAttrs,
-                  out_type: object, sinks: Sequence[Sink]) -> K.Stmt:
+                  out_type: Type, sinks: Sequence[Sink]) -> K.Stmt:
     shape, dtype = _out(out_type)
     x, y = tensor(args[0]), tensor(args[1])
     ta, tb = attrs.transpose_a, attrs.transpose_b
@@ -545,7 +546,7 @@ def _reduce_loop(ctx: LowerContext, acc: K.Var, init: K.Expr, extent: int,
     return [K.Decl(acc, init), K.for_range(k, extent, K.Assign(acc, step(k)))]
 
 
-def _softmax_common(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_type: object,
+def _softmax_common(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_type: Type,
                     sink: Sink, log: bool) -> K.Stmt:
     x = tensor(args[0])
     shape, dtype = _out(out_type)
@@ -574,19 +575,19 @@ def _softmax_common(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_
 
 
 @anchor_lowering("nn.softmax")
-def _softmax(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_type: object,
+def _softmax(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_type: Type,
              sinks: Sequence[Sink]) -> K.Stmt:
     return _softmax_common(ctx, args, attrs, out_type, sinks[0], log=False)
 
 
 @anchor_lowering("nn.log_softmax")
-def _log_softmax(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_type: object,
+def _log_softmax(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_type: Type,
                  sinks: Sequence[Sink]) -> K.Stmt:
     return _softmax_common(ctx, args, attrs, out_type, sinks[0], log=True)
 
 
 @anchor_lowering("nn.layer_norm")
-def _layer_norm(ctx: LowerContext, args: Sequence, attrs: LayerNormAttrs, out_type: object,
+def _layer_norm(ctx: LowerContext, args: Sequence, attrs: LayerNormAttrs, out_type: Type,
                 sinks: Sequence[Sink]) -> K.Stmt:
     x, gamma, beta = (tensor(a) for a in args)
     shape, dtype = _out(out_type)

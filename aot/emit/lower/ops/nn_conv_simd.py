@@ -56,7 +56,6 @@ channel.  Each output's summation order is ``ic``, then taps in
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 

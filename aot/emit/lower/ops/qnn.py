@@ -57,6 +57,7 @@ from ....ir.ops.qnn import (DEFAULT_ROUNDING, BroadcastAttrs, DequantizeAttrs,
 from ....ir.ops.qnn_common import scales
 from ....ir.ops.transform import ConcatenateAttrs
 from ....ir.quant import QuantizationError, quantize_multiplier
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (INDEX, ArgValue, Index, LowerContext, LoweringError, TensorValue,
                   broadcast_index, index_lowering, lookup_lowering, out_tensor)
@@ -225,7 +226,7 @@ def _requantize_float(ctx: LowerContext, args: list[TensorValue], attrs: Requant
 
 @index_lowering("qnn.requantize")
 def _requantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: RequantizeAttrs,
-                out_type: object) -> TensorValue:
+                out_type: Type) -> TensorValue:
     vals = [tensor(a) for a in args]
     if attrs.is_float:
         return _requantize_float(ctx, vals, attrs)
@@ -258,7 +259,7 @@ def _quantize_fast(r: K.Expr, z: int, out: DType) -> K.Expr | None:
 
 @index_lowering("qnn.quantize")
 def _quantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: QuantizeAttrs,
-              out_type: object) -> TensorValue:
+              out_type: Type) -> TensorValue:
     data, scale, zp = (tensor(a) for a in args)
     check_scales("qnn.quantize", ctx, scale, "output_scale")
     ndim, out = data.ndim, attrs.out_dtype
@@ -284,7 +285,7 @@ _F16_MAX = float(np.finfo(np.float16).max)
 
 @index_lowering("qnn.dequantize")
 def _dequantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: DequantizeAttrs,
-                out_type: object) -> TensorValue:
+                out_type: Type) -> TensorValue:
     data, scale, zp = (tensor(a) for a in args)
     check_scales("qnn.dequantize", ctx, scale, "input_scale")
     ndim = data.ndim
@@ -306,7 +307,7 @@ class _Binary:
     values ``x - zero_point`` and the scales of each element."""
 
     def __init__(self, ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
-                 out_type: object, op: str) -> None:
+                 out_type: Type, op: str) -> None:
         (self.lhs, self.rhs, self.ls, self.lz, self.rs, self.rz, self.os,
          self.oz) = (tensor(a) for a in args)
         t = out_tensor(out_type)
@@ -347,7 +348,7 @@ _ADD_LEFT_SHIFT = 20
 
 @index_lowering("qnn.add")
 def _add(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
-         out_type: object) -> TensorValue:
+         out_type: Type) -> TensorValue:
     b = _Binary(ctx, args, attrs, out_type, "qnn.add")
     static = None
     if b.static is not None:
@@ -374,7 +375,7 @@ def _add(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
 
 @index_lowering("qnn.mul")
 def _mul(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
-         out_type: object) -> TensorValue:
+         out_type: Type) -> TensorValue:
     b = _Binary(ctx, args, attrs, out_type, "qnn.mul")
     static = None
     if b.static is not None:
@@ -405,7 +406,7 @@ def _same_parameters(ctx: LowerContext, s: TensorValue, z: TensorValue, os_: Ten
 
 @index_lowering("qnn.concatenate")
 def _concatenate(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnConcatenateAttrs,
-                 out_type: object) -> TensorValue:
+                 out_type: Type) -> TensorValue:
     data, in_scales, in_zps = args[0], args[1], args[2]
     out_scale, out_zp = tensor(args[3]), tensor(args[4])
     assert isinstance(data, tuple) and isinstance(in_scales, tuple) and isinstance(in_zps, tuple)
@@ -430,7 +431,7 @@ def _concatenate(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnConcaten
 
 @index_lowering("fixed_point_multiply")
 def _fixed_point_multiply(ctx: LowerContext, args: Sequence[ArgValue],
-                          attrs: FixedPointMultiplyAttrs, out_type: object) -> TensorValue:
+                          attrs: FixedPointMultiplyAttrs, out_type: Type) -> TensorValue:
     x = tensor(args[0])
     q = Multiplier(i32(attrs.multiplier), i32(attrs.shift))
     return TensorValue(x.shape, I32, lambda idx: multiply_single(x.read(idx), q, False))

@@ -42,6 +42,7 @@ from typing import Callable, Sequence
 from ....ir.dtype import DType
 from ....ir.ops.nn_conv import Conv2DAttrs
 from ....ir.ops.qnn_linear import QnnConv2DAttrs, QnnDenseAttrs
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (INDEX, ArgValue, Index, LowerContext, Sink, TensorValue, anchor_lowering,
                   lookup_lowering, out_tensor)
@@ -93,7 +94,7 @@ def _check(ctx: LowerContext, op: str, in_scale: TensorValue, k_scale: TensorVal
 
 @anchor_lowering("qnn.conv2d")
 def _conv2d(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnConv2DAttrs,
-            out_type: object, sinks: Sequence[Sink]) -> K.Stmt:
+            out_type: Type, sinks: Sequence[Sink]) -> K.Stmt:
     data, weight, in_zp, k_zp, in_scale, k_scale = (tensor(a) for a in args)
     _check(ctx, "qnn.conv2d", in_scale, k_scale)
     acc = _accumulator(out_tensor(out_type).dtype)
@@ -118,7 +119,7 @@ def _idx(v: int) -> K.Const:
 
 @anchor_lowering("qnn.dense")
 def _dense(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnDenseAttrs,
-           out_type: object, sinks: Sequence[Sink]) -> K.Stmt:
+           out_type: Type, sinks: Sequence[Sink]) -> K.Stmt:
     data, weight, in_zp, k_zp, in_scale, k_scale = (tensor(a) for a in args)
     _check(ctx, "qnn.dense", in_scale, k_scale)
     t = out_tensor(out_type)

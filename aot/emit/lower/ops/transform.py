@@ -30,6 +30,7 @@ from typing import Sequence
 from ....ir.dtype import DType
 from ....ir.ops.shape_util import normalize_axis
 from ....ir.ops.transform import expand_pivot, split_extents, transpose_axes
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (ArgValue, Index, LowerContext, Sink, TensorValue, anchor_lowering,
                   broadcast_index, index_lowering, loop_nest, out_tensor)
@@ -37,7 +38,7 @@ from .index_math import ZERO, iadd, idiv, idx_const, imod, isub, reshape_index
 from .common import tensor
 
 
-def _out_shape(out_type: object) -> tuple[int, ...]:
+def _out_shape(out_type: Type) -> tuple[int, ...]:
     return tuple(int(d) for d in out_tensor(out_type).shape)
 
 
@@ -55,12 +56,12 @@ def reshaped(x: TensorValue, shape: tuple[int, ...]) -> TensorValue:
 
 
 @index_lowering("reshape", "reshape_like", "squeeze", "expand_dims")
-def _reshape(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: object):
+def _reshape(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: Type):
     return reshaped(tensor(args[0]), _out_shape(out_type))
 
 
 @index_lowering("transpose")
-def _transpose(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _transpose(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     perm = transpose_axes(x.ndim, attrs.axes)
 
@@ -73,7 +74,7 @@ def _transpose(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: obj
 
 
 @index_lowering("reverse")
-def _reverse(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _reverse(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     axis = normalize_axis(attrs.axis, x.ndim)
     last = x.shape[axis] - 1
@@ -99,7 +100,7 @@ def _clamped(j: K.Expr, lo: int, hi: int, first: bool, last: bool) -> K.Expr:
 
 
 @index_lowering("concatenate")
-def _concatenate(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _concatenate(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     parts_in = args[0]
     assert isinstance(parts_in, tuple)
     xs = [tensor(p) for p in parts_in]
@@ -136,7 +137,7 @@ def _concatenate(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: o
 
 
 @index_lowering("stack")
-def _stack(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _stack(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     parts_in = args[0]
     assert isinstance(parts_in, tuple)
     xs = [tensor(p) for p in parts_in]
@@ -163,7 +164,7 @@ def _part(x: TensorValue, axis: int, begin: int, extent: int) -> TensorValue:
 
 
 @index_lowering("split")
-def _split(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _split(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     axis = normalize_axis(attrs.axis, x.ndim)
     parts = []
@@ -178,7 +179,7 @@ def _split(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object)
 # ================================================================ repetition
 
 @index_lowering("tile")
-def _tile(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _tile(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     shape = _out_shape(out_type)
     offset = len(shape) - x.ndim
@@ -193,7 +194,7 @@ def _tile(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
 
 
 @index_lowering("repeat")
-def _repeat(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _repeat(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     axis = normalize_axis(attrs.axis, x.ndim)
 
@@ -205,7 +206,7 @@ def _repeat(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object
 
 
 @index_lowering("broadcast_to", "broadcast_to_like")
-def _broadcast_to(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _broadcast_to(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     shape = _out_shape(out_type)
     if shape == x.shape:
@@ -222,7 +223,7 @@ def _accumulator_dtype(t: DType) -> DType:
 
 
 @anchor_lowering("collapse_sum_like", "collapse_sum_to")
-def _collapse_sum(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object,
+def _collapse_sum(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type,
                   sinks: Sequence[Sink]) -> K.Stmt:
     x = tensor(args[0])
     t = out_tensor(out_type)
@@ -248,6 +249,6 @@ def _collapse_sum(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: 
 
 
 # Register the rest of the family.
-from . import layout
-from . import transform_index
+from . import layout  # noqa: E402,F401
+from . import transform_index  # noqa: E402,F401
 from . import transform_init  # noqa: E402,F401

@@ -21,6 +21,7 @@ from typing import Sequence
 from ....ir.dtype import DType
 from ....ir.ops.shape_util import normalize_axis
 from ....ir.ops.transform_index import TakeMode, one_hot_axis, resolve_slice, slice_spec
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (ArgValue, Index, LowerContext, LoweringError, TensorValue, broadcast_index,
                   index_lowering, out_tensor)
@@ -28,12 +29,12 @@ from .index_math import fix_index, iadd, idx_const, imul, isub, unravel, widen_i
 from .common import tensor
 
 
-def _out_shape(out_type: object) -> tuple[int, ...]:
+def _out_shape(out_type: Type) -> tuple[int, ...]:
     return tuple(int(d) for d in out_tensor(out_type).shape)
 
 
 @index_lowering("strided_slice")
-def _strided_slice(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _strided_slice(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     # axis -> (begin, stride) of every sliced axis that keeps elements
     starts: dict[int, tuple[int, int]] = {}
@@ -65,7 +66,7 @@ def _batch_dims(attrs, indices_ndim: int) -> int:
 
 
 @index_lowering("take")
-def _take(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _take(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     data, indices = tensor(args[0]), tensor(args[1])
     shape = _out_shape(out_type)
     mode: TakeMode = attrs.mode
@@ -92,7 +93,7 @@ def _take(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
 
 
 @index_lowering("gather")
-def _gather(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _gather(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     data, indices = tensor(args[0]), tensor(args[1])
     axis = normalize_axis(attrs.axis, data.ndim)
     extent = data.shape[axis]
@@ -106,7 +107,7 @@ def _gather(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object
 
 
 @index_lowering("one_hot")
-def _one_hot(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _one_hot(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     indices, on, off = (tensor(a) for a in args)
     dtype: DType = attrs.dtype
     axis = one_hot_axis(indices.ndim, attrs.axis)
@@ -121,7 +122,7 @@ def _one_hot(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: objec
 
 
 @index_lowering("where")
-def _where(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _where(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     cond, x, y = (tensor(a) for a in args)
     t = out_tensor(out_type)
     shape = _out_shape(out_type)

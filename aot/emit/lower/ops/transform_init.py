@@ -23,13 +23,14 @@ import numpy as np
 
 from ....ir.dtype import DType
 from ....ir.ops.transform_init import cast_array
+from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import ArgValue, LowerContext, TensorValue, index_lowering, out_tensor, scalar_value
 from .common import elementwise, tensor
 
 
 @index_lowering("cast", "cast_like")
-def _cast(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: object):
+def _cast(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: Type):
     dtype = out_tensor(out_type).dtype
     return elementwise(args[0], dtype, lambda x: K.cast(dtype, x))
 
@@ -51,7 +52,7 @@ def _bound(value: float, dtype: DType, upper: bool) -> K.Const | None:
 
 
 @index_lowering("clip")
-def _clip(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _clip(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     lo = _bound(attrs.a_min, x.dtype, upper=False)
     hi = _bound(attrs.a_max, x.dtype, upper=True)
@@ -66,14 +67,14 @@ def _clip(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
 
 
 @index_lowering("full", "full_like")
-def _full(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: object):
+def _full(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: Type):
     t = out_tensor(out_type)
     fill = tensor(args[-1])
     return scalar_value(K.cast(t.dtype, fill.read(())), tuple(int(d) for d in t.shape))
 
 
 def _filled(value: int):
-    def lower(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: object):
+    def lower(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: Type):
         t = out_tensor(out_type)
         return scalar_value(K.Const(value, t.dtype), tuple(int(d) for d in t.shape))
     return lower
@@ -84,7 +85,7 @@ index_lowering("ones", "ones_like")(_filled(1))
 
 
 @index_lowering("arange")
-def _arange(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: object):
+def _arange(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     t = out_tensor(out_type)
     dtype = t.dtype
     start = tensor(args[0]).read(())

@@ -18,7 +18,8 @@
   IR's sort is stable in both directions), as ONNX requires; indices are
   int64.
 
-Versions: Slice 11, 13; Gather 11, 13; GatherElements 11, 13; OneHot 11; ArgMax/ArgMin 11, 12, 13; TopK 11, 24 (bfloat16 only).
+Versions: Slice 11, 13; Gather 11, 13; GatherElements 11, 13; OneHot 11; ArgMax/ArgMin 11, 12, 13;
+TopK 11, 24 (bfloat16 only).
 """
 
 from __future__ import annotations
