@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from ..kernel.ir import BufferScope, Kernel, is_c_identifier
 from ..kernel.walk import buffers_in, stored_buffers
-from .model import (ARENA_ALIGNMENT, ArgKind, KernelCall, ModelPlan, OutputTree, entry_name)
+from .model import (ARENA_ALIGNMENT, ArgKind, BufferRef, KernelCall, ModelPlan, OutputTree,
+                    entry_name)
 
 __all__ = ["verify_model_plan"]
 
@@ -36,6 +37,23 @@ def verify_model_plan(plan: ModelPlan) -> None:
         _fail(plan, "kernels and kernel_info differ in length")
     if plan.arena_bytes < 0 or plan.pool_bytes < 0:
         _fail(plan, "negative arena or pool size")
+    _check_names(plan)
+    if plan.program is not None:
+        return                   # kernels are called from the program's functions
+    _check_output_tree(plan)
+    used_constants = _check_calls(plan)
+    known = {f"{plan.name}_{c.symbol}" for c in plan.constants}
+    if not used_constants <= known:
+        _fail(plan, f"kernels read undefined constant tables {sorted(used_constants - known)}")
+    for c in plan.constants:
+        if f"{plan.name}_{c.symbol}" not in used_constants:
+            _fail(plan, f"constant {c.symbol} is never used (an unused static const "
+                        "does not compile warning-free)")
+
+
+def _check_names(plan: ModelPlan) -> None:
+    """File-scope names (entry, arena, kernels, constants) unique and
+    prefixed; entry parameters C identifiers that collide with none."""
     file_scope = {entry_name(plan.name), f"{plan.name}_arena"}
     for k, info in zip(plan.kernels, plan.kernel_info):
         if k.name != info.name:
@@ -60,9 +78,11 @@ def verify_model_plan(plan: ModelPlan) -> None:
                         "with `arena` or a file-scope name")
     if len(set(params)) != len(params):
         _fail(plan, f"duplicate entry parameter names {params}")
-    if plan.program is not None:
-        return                   # kernels are called from the program's functions
-    _check_output_tree(plan)
+
+
+def _check_calls(plan: ModelPlan) -> set[str]:
+    """Every call well formed and every kernel called; returns the C names
+    of the constant tables the calls and kernels read."""
     kernels = {k.name: k for k in plan.kernels}
     called: set[str] = set()
     used_constants: set[str] = set()
@@ -80,13 +100,7 @@ def verify_model_plan(plan: ModelPlan) -> None:
         for b in buffers_in(k.body):
             if b.scope is BufferScope.CONST and b.name not in {p.name for p in k.params}:
                 used_constants.add(b.name)
-    known = {f"{plan.name}_{c.symbol}" for c in plan.constants}
-    if not used_constants <= known:
-        _fail(plan, f"kernels read undefined constant tables {sorted(used_constants - known)}")
-    for c in plan.constants:
-        if f"{plan.name}_{c.symbol}" not in used_constants:
-            _fail(plan, f"constant {c.symbol} is never used (an unused static const "
-                        "does not compile warning-free)")
+    return used_constants
 
 
 def _leaves(tree: OutputTree) -> list[int]:
@@ -102,14 +116,17 @@ def _check_output_tree(plan: ModelPlan) -> None:
                     "each once")
 
 
+#: an arena argument of one call: bytes [start, end), written, restrict
+_Span = tuple[int, int, bool, bool]
+
+
 def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
                 used_constants: set[str]) -> None:
     if len(call.args) != len(kernel.params):
         _fail(plan, f"{kernel.name} takes {len(kernel.params)} arguments, "
                     f"the call passes {len(call.args)}")
     written = stored_buffers(kernel.body)
-    constants = {c.symbol: c for c in plan.constants}
-    spans: list[tuple[int, int, bool, bool]] = []  # arena [start, end), written, restrict
+    spans: list[_Span] = []
     for ref, param in zip(call.args, kernel.params):
         where = f"{kernel.name}'s argument {param.name}"
         if ref.dtype is not param.dtype or ref.size != param.size:
@@ -117,20 +134,9 @@ def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
                         f"{param.size} x {param.dtype}")
         is_written = param.name in written
         if ref.kind is ArgKind.INPUT or ref.kind is ArgKind.OUTPUT:
-            specs = plan.inputs if ref.kind is ArgKind.INPUT else plan.outputs
-            if not 0 <= ref.index < len(specs):
-                _fail(plan, f"{where}: no {ref.kind.value} {ref.index}")
-            spec = specs[ref.index]
-            if spec.dtype is not ref.dtype or spec.size != ref.size:
-                _fail(plan, f"{where}: does not match {ref.kind.value} {spec.name}")
-            if is_written and ref.kind is ArgKind.INPUT:
-                _fail(plan, f"{where}: the kernel writes into input {spec.name}")
+            _check_io_arg(plan, ref, where, is_written)
         elif ref.kind is ArgKind.CONST:
-            c = constants.get(ref.symbol)
-            if c is None or c.dtype is not ref.dtype or max(int(c.values.size), 1) < ref.size:
-                _fail(plan, f"{where}: no constant {ref.symbol!r} of {ref.size} x {ref.dtype}")
-            if is_written:
-                _fail(plan, f"{where}: the kernel writes into constant {ref.symbol}")
+            _check_constant_arg(plan, ref, where, is_written)
             used_constants.add(f"{plan.name}_{ref.symbol}")
         else:
             nbytes = ref.size * ref.dtype.itemsize
@@ -144,3 +150,22 @@ def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
             if a0 < b1 and b0 < a1 and (aw or bw) and (ar or br):
                 _fail(plan, f"{kernel.name}: overlapping arena arguments, one written, "
                             "through restrict parameters")
+
+
+def _check_io_arg(plan: ModelPlan, ref: BufferRef, where: str, is_written: bool) -> None:
+    specs = plan.inputs if ref.kind is ArgKind.INPUT else plan.outputs
+    if not 0 <= ref.index < len(specs):
+        _fail(plan, f"{where}: no {ref.kind.value} {ref.index}")
+    spec = specs[ref.index]
+    if spec.dtype is not ref.dtype or spec.size != ref.size:
+        _fail(plan, f"{where}: does not match {ref.kind.value} {spec.name}")
+    if is_written and ref.kind is ArgKind.INPUT:
+        _fail(plan, f"{where}: the kernel writes into input {spec.name}")
+
+
+def _check_constant_arg(plan: ModelPlan, ref: BufferRef, where: str, is_written: bool) -> None:
+    c = next((c for c in plan.constants if c.symbol == ref.symbol), None)
+    if c is None or c.dtype is not ref.dtype or max(int(c.values.size), 1) < ref.size:
+        _fail(plan, f"{where}: no constant {ref.symbol!r} of {ref.size} x {ref.dtype}")
+    if is_written:
+        _fail(plan, f"{where}: the kernel writes into constant {ref.symbol}")
