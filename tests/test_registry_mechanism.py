@@ -1,5 +1,6 @@
-"""The registry mechanism (aot/registry.py) shared by operator records,
-lowerings, ONNX converters and passes."""
+"""The registry mechanism of aot/registry.py, behind the operator records,
+lowerings, ONNX converters and passes (tests/ops/test_registry.py checks
+the operator records themselves)."""
 
 from __future__ import annotations
 
