@@ -588,7 +588,9 @@ UNIT_TYPE = UNIT
 # The operator wrappers are generated from the operator registry when this
 # module is imported: the registry is the one list of operators (a
 # hand-written mirror here drifted from it).  No operator has a
-# hand-written wrapper: none does more than build the call.
+# hand-written wrapper: none does more than build the call.  The wrappers
+# hide Python builtins of the same name (abs, all, any, max, min, round,
+# sum) in this module: code here spells those ``builtins.<name>``.
 
 class OpNamespace:
     """The operators whose names start with ``<prefix>.``:
