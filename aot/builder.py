@@ -28,6 +28,16 @@ Conventions:
   means its type.
 * Each node gets a span naming the Python line that built it, so type
   errors point at the builder call.
+* Every operator of the registry (:mod:`aot.ir.registry`) has a wrapper,
+  generated from its record: the arguments positionally, the attributes
+  as keywords (the fields of its attrs class), the same as
+  ``call(name, ...)``.  A plain name is a function of this module
+  (``B.add(x, 1)``, ``B.sum(x, axis=1)``, ``B.max``, ``B.round``); a dotted
+  name goes through its namespace (``nn.conv2d`` is
+  ``B.nn.conv2d(x, w, channels=4, kernel_size=(3, 3))``, ``qnn.dense`` is
+  ``B.qnn.dense``, ``image.resize2d`` is ``B.image.resize2d``).  ``B.sub``,
+  ``B.mul`` and ``B.neg`` are short for ``subtract``, ``multiply`` and
+  ``negative``.
 * The builder only builds nodes: it does not type-check.  Reusing a
   Python node object twice *shares* it (a graph binding, evaluated once);
   build it twice to evaluate it twice.
@@ -36,6 +46,7 @@ Conventions:
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import inspect
 import os
 import sys
@@ -53,7 +64,7 @@ from .ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match,
 from .ir.expr import const as _ir_const
 from .ir.expr import op as _ir_op
 from .ir.module import IRModule
-from .ir.registry import lookup
+from .ir.registry import OpDef, all_ops, lookup
 from .ir.types import (ANY, UNIT, AnyDim, FuncType, GlobalTypeVar, RefType, TensorType,
                        TupleType, Type, TypeCall, TypeVar)
 from .ir.visitor import ExprMutator
@@ -255,71 +266,6 @@ def _coerce_args(args: Sequence[ExprLike]) -> builtins.tuple[Expr, ...]:
     sibling argument whose dtype is known."""
     like = next((a for a in args if isinstance(a, Expr) and _known_dtype(a) is not None), None)
     return builtins.tuple(expr(a, like) for a in args)
-
-
-def _make_op(name: str) -> Callable[..., Call]:
-    def wrapper(*args: ExprLike, **attrs: Any) -> Call:
-        return call(name, *args, **attrs)
-    wrapper.__name__ = wrapper.__qualname__ = name
-    wrapper.__doc__ = f"``{name}(...)``: a call of the ``{name}`` operator."
-    return wrapper
-
-
-_BINARY_OPS = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod",
-               "power", "maximum", "minimum", "equal", "not_equal", "less", "less_equal",
-               "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"]
-_UNARY_OPS = ["negative", "abs", "sign", "copy", "exp", "log", "log2", "log10", "sqrt", "rsqrt",
-              "sigmoid", "tanh", "erf", "sin", "cos", "tan", "floor", "ceil", "trunc", "round",
-              "logical_not", "isnan", "isinf", "isfinite"]
-
-add = _make_op("add")
-subtract = _make_op("subtract")
-multiply = _make_op("multiply")
-divide = _make_op("divide")
-floor_divide = _make_op("floor_divide")
-mod = _make_op("mod")
-floor_mod = _make_op("floor_mod")
-power = _make_op("power")
-maximum = _make_op("maximum")
-minimum = _make_op("minimum")
-equal = _make_op("equal")
-not_equal = _make_op("not_equal")
-less = _make_op("less")
-less_equal = _make_op("less_equal")
-greater = _make_op("greater")
-greater_equal = _make_op("greater_equal")
-logical_and = _make_op("logical_and")
-logical_or = _make_op("logical_or")
-logical_xor = _make_op("logical_xor")
-negative = _make_op("negative")
-abs = _make_op("abs")  # noqa: A001  (the operator's name)
-sign = _make_op("sign")
-copy = _make_op("copy")
-exp = _make_op("exp")
-log = _make_op("log")
-log2 = _make_op("log2")
-log10 = _make_op("log10")
-sqrt = _make_op("sqrt")
-rsqrt = _make_op("rsqrt")
-sigmoid = _make_op("sigmoid")
-tanh = _make_op("tanh")
-erf = _make_op("erf")
-sin = _make_op("sin")
-cos = _make_op("cos")
-tan = _make_op("tan")
-floor = _make_op("floor")
-ceil = _make_op("ceil")
-trunc = _make_op("trunc")
-round = _make_op("round")  # noqa: A001
-logical_not = _make_op("logical_not")
-isnan = _make_op("isnan")
-isinf = _make_op("isinf")
-isfinite = _make_op("isfinite")
-
-# short aliases
-sub = subtract
-mul = multiply
-neg = negative
 
 
 # ---------------------------------------------------------------- functions
@@ -636,10 +582,89 @@ class _GlobalFixer(ExprMutator):
 
 UNIT_TYPE = UNIT
 
+
+# ================================================================= operators
+#
+# The operator wrappers are generated from the operator registry when this
+# module is imported: the registry is the one list of operators (a
+# hand-written mirror here drifted from it).  No operator has a
+# hand-written wrapper: none does more than build the call.  The wrappers
+# hide Python builtins of the same name (abs, all, any, max, min, round,
+# sum) in this module: code here spells those ``builtins.<name>``.
+
+class OpNamespace:
+    """The operators whose names start with ``<prefix>.``:
+    ``B.nn.conv2d`` builds a call of ``nn.conv2d``."""
+
+    def __init__(self, prefix: str, wrappers: dict[str, Callable[..., Call]]) -> None:
+        self._prefix = prefix
+        self._names = sorted(wrappers)
+        for short, wrapper in wrappers.items():
+            setattr(self, short, wrapper)
+
+    def __getattr__(self, name: str) -> Callable[..., Call]:
+        raise AttributeError(f"no operator {self._prefix}.{name} "
+                             f"(operators: {', '.join(self._names)})")
+
+    def __dir__(self) -> list[str]:
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return f"OpNamespace({self._prefix})"
+
+
+def _op_signature(op_def: OpDef) -> inspect.Signature:
+    """``(arg0, ..., /, *, attr=default, ...)``: the arguments positionally,
+    the attrs class's fields as keywords."""
+    P = inspect.Parameter
+    params = [P(f"arg{i}", P.POSITIONAL_ONLY) for i in range(op_def.arity)]
+    for f in dataclasses.fields(op_def.attrs_type):
+        default = f.default
+        if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        params.append(P(f.name, P.KEYWORD_ONLY,
+                        default=P.empty if default is dataclasses.MISSING else default))
+    return inspect.Signature(params, return_annotation=Call)
+
+
+def _op_wrapper(op_def: OpDef) -> Callable[..., Call]:
+    name = op_def.name
+
+    def wrapper(*args: ExprLike, **attrs: Any) -> Call:
+        return call(name, *args, **attrs)
+    wrapper.__name__ = name.rpartition(".")[2]
+    wrapper.__qualname__ = name
+    wrapper.__doc__ = f"A call of ``{name}``: {op_def.doc}"
+    wrapper.__signature__ = _op_signature(op_def)  # type: ignore[attr-defined]
+    return wrapper
+
+
+#: short names of operators (``B.sub`` is ``B.subtract``)
+_ALIASES = {"sub": "subtract", "mul": "multiply", "neg": "negative"}
+
+
+def _install_operator_wrappers() -> list[str]:
+    """Bind a wrapper for every registered operator in this module (an
+    :class:`OpNamespace` per prefix); returns the names bound."""
+    top: dict[str, Callable[..., Call]] = {}
+    spaces: dict[str, dict[str, Callable[..., Call]]] = {}
+    for op_def in all_ops():
+        prefix, _, short = op_def.name.rpartition(".")
+        assert "." not in prefix, f"{op_def.name}: nested operator namespaces are not supported"
+        (spaces.setdefault(prefix, {}) if prefix else top)[short] = _op_wrapper(op_def)
+    bound: dict[str, object] = dict(top)
+    bound.update((prefix, OpNamespace(prefix, ws)) for prefix, ws in spaces.items())
+    bound.update((alias, top[name]) for alias, name in _ALIASES.items())
+    for name in bound:
+        assert name not in globals(), f"operator wrapper {name} would hide the builder's {name}"
+    globals().update(bound)
+    return sorted(bound)
+
+
 __all__ = [
     "dtype", "tensor", "scalar", "tuple_type", "func_type", "ref_type", "type_var", "as_type",
     "var", "const", "expr", "tuple_", "tup", "proj", "gvar", "call", "function", "lam", "let",
     "let_chain", "Scope", "if_", "match", "clause", "pcons", "ptuple", "pvar", "pwild", "ref",
-    "ref_read", "ref_write", "adt", "ADT", "module", "UNIT_TYPE", "ANY",
-    *_BINARY_OPS, *_UNARY_OPS, "sub", "mul", "neg",
+    "ref_read", "ref_write", "adt", "ADT", "module", "UNIT_TYPE", "ANY", "OpNamespace",
+    *_install_operator_wrappers(),
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+
 import numpy as np
 import pytest
 
@@ -11,6 +14,7 @@ from aot.ir.analysis import free_vars
 from aot.ir.dtype import DType
 from aot.ir.expr import (Call, Constant, Function, GlobalVar, If, Let, Match, Op, RefCreate,
                          RefRead, RefWrite, Tuple, TupleGetItem, Var)
+from aot.ir.registry import all_ops
 from aot.ir.types import (ANY, FuncType, GlobalTypeVar, RefType, TensorType, TupleType,
                           TypeCall, TypeVar)
 from aot.ir.visitor import post_order
@@ -268,3 +272,45 @@ def test_module_on_a_base_module():
     assert "one" in mod and "main" in mod and "main" not in base
     call = mod["main"].body
     assert call.op is mod.global_var("one") is base.global_var("one")
+
+
+# ---------------------------------------------------------------- operators
+
+def _wrapper(name: str):
+    """The builder's wrapper of operator ``name``: ``nn.conv2d`` is
+    ``B.nn.conv2d``."""
+    target = B
+    for part in name.split("."):
+        target = getattr(target, part, None)
+    return target
+
+
+@pytest.mark.parametrize("op", all_ops(), ids=lambda o: o.name)
+def test_every_registered_operator_has_a_builder_wrapper(op):
+    wrapper = _wrapper(op.name)
+    assert callable(wrapper), (f"operator {op.name} is not reachable from the builder as "
+                               f"B.{op.name}: the wrappers are generated from the registry "
+                               f"in aot/builder.py")
+    args = [B.var(f"a{i}") for i in range(op.arity)]
+    c = wrapper(*args)
+    assert isinstance(c, Call) and c.op.name == op.name and c.args == tuple(args)
+    assert isinstance(c.attrs, op.attrs_type)
+    params = list(inspect.signature(wrapper).parameters.values())
+    assert [p.kind for p in params[:op.arity]] == [inspect.Parameter.POSITIONAL_ONLY] * op.arity
+    assert [p.name for p in params[op.arity:]] == [f.name for f in dataclasses.fields(
+        op.attrs_type)]
+
+
+def test_operator_wrappers_take_attrs_as_keywords_and_check_them():
+    x = B.var("x", B.tensor((1, 2, 4, 4)))
+    w = B.var("w", B.tensor((3, 2, 3, 3)))
+    conv = B.nn.conv2d(x, w, channels=3, kernel_size=[3, 3])
+    assert conv.op.name == "nn.conv2d" and conv.attrs.kernel_size == (3, 3)
+    assert B.sum(x, axis=1).attrs.axis == (1,)
+    assert B.asin(x).op.name == "asin" and B.cosh(x).op.name == "cosh"
+    with pytest.raises(ValueError, match="unknown attribute"):
+        B.nn.relu(x, axis=1)
+    with pytest.raises(ValueError, match="takes 2 arguments"):
+        B.nn.conv2d(x)
+    with pytest.raises(AttributeError, match="no operator nn.conv9d"):
+        getattr(B.nn, "conv9d")

@@ -16,7 +16,8 @@ An :class:`OpDef` holds every column the compiler needs about an operator:
   it; nothing else re-implements an operator,
 * ``doc``: one line for ``aot ops``.
 
-Operator families register themselves from ``aot/ir/ops/<family>.py``.
+Operator families register themselves from ``aot/ir/ops/<family>.py`` into
+:data:`OPS` (a :class:`~aot.registry.Registry`), which imports them on first use.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Callable, Sequence, Union
 
 import numpy as np
 
+from ..registry import Registry
 from .attrs import Attrs
 from .types import Type
 
@@ -82,30 +84,20 @@ class OpDef:
         return f"OpDef({self.name})"
 
 
-_REGISTRY: dict[str, OpDef] = {}
+def _load_families() -> None:
+    from . import ops  # noqa: F401  (registers every family)
+
+
+OPS: Registry[str, OpDef] = Registry("operator", _load_families)
 
 
 def register(op: OpDef) -> OpDef:
-    assert op.name not in _REGISTRY, f"operator {op.name} registered twice"
-    _REGISTRY[op.name] = op
-    return op
+    return OPS.register(op.name, op)
 
 
 def lookup(name: str) -> OpDef | None:
-    _ensure_loaded()
-    return _REGISTRY.get(name)
+    return OPS.get(name)
 
 
 def all_ops() -> list[OpDef]:
-    _ensure_loaded()
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
-
-
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import ops  # noqa: F401  (registers every family)
+    return OPS.values()

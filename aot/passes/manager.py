@@ -45,11 +45,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..diagnostics import DiagnosticError
 from ..ir.module import IRModule
+from ..registry import NotRegistered, Registry
 
 __all__ = [
     "Pass", "PassContext", "PassInstrument", "PassTiming", "DumpIR", "Sequential",
     "PassVerificationError", "register_pass", "get_pass", "all_passes", "current",
-    "run_pass", "verify_module",
+    "run_pass", "verify_module", "PASSES",
 ]
 
 MAX_OPT_LEVEL = 3
@@ -114,8 +115,14 @@ def _fits(value: Any, want: Any) -> bool:
     return isinstance(value, want)
 
 
-_REGISTRY: dict[str, Pass] = {}
-_LOADED = False
+def _load_all() -> None:
+    """Import every module of the package: the registry is the tree."""
+    from .. import passes
+    for info in pkgutil.iter_modules(passes.__path__):
+        importlib.import_module(f"{passes.__name__}.{info.name}")
+
+
+PASSES: Registry[str, Pass] = Registry("pass", _load_all)
 
 
 def register_pass(name: str, *, opt_level: int, options: type | None = None,
@@ -129,35 +136,22 @@ def register_pass(name: str, *, opt_level: int, options: type | None = None,
     assert options is None or dataclasses.is_dataclass(options), options
 
     def wrap(fn: Callable[..., IRModule]) -> Callable[..., IRModule]:
-        assert name not in _REGISTRY or _REGISTRY[name].fn is fn, f"pass {name} registered twice"
         text = doc if doc is not None else (fn.__doc__ or "").strip().split("\n\n")[0]
-        _REGISTRY[name] = Pass(name, opt_level, fn, options, " ".join(text.split()))
+        PASSES.register(name, Pass(name, opt_level, fn, options, " ".join(text.split())))
         return fn
     return wrap
 
 
-def _load_all() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    from .. import passes
-    for info in pkgutil.iter_modules(passes.__path__):
-        importlib.import_module(f"{passes.__name__}.{info.name}")
-    _LOADED = True
-
-
 def all_passes() -> list[Pass]:
     """Every registered pass, by name."""
-    _load_all()
-    return [_REGISTRY[n] for n in sorted(_REGISTRY)]
+    return PASSES.values()
 
 
 def get_pass(name: str) -> Pass:
-    if name not in _REGISTRY:
-        _load_all()
-    if name not in _REGISTRY:
-        raise DiagnosticError(f"unknown pass {name!r} (known: {', '.join(sorted(_REGISTRY))})")
-    return _REGISTRY[name]
+    try:
+        return PASSES.lookup(name)
+    except NotRegistered as exc:
+        raise DiagnosticError(str(exc)) from None
 
 
 # --- instruments -------------------------------------------------------------

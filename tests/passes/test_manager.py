@@ -29,10 +29,8 @@ def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {
 @pytest.fixture
 def scratch_passes():
     """Register test passes; remove them afterwards."""
-    before = dict(manager._REGISTRY)
-    yield
-    manager._REGISTRY.clear()
-    manager._REGISTRY.update(before)
+    with manager.PASSES.scratch():
+        yield
 
 
 def typed() -> IRModule:
@@ -262,7 +260,7 @@ def test_a_pass_sees_the_context_it_runs_under():
         run_pass("_Probe", typed(), ctx)
         assert seen == [ctx]
     finally:
-        manager._REGISTRY.pop("_Probe")
+        manager.PASSES.unregister("_Probe")
 
 
 def test_compile_at_opt_level_0_fuses_nothing(tmp_path):

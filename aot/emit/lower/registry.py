@@ -52,6 +52,7 @@ import numpy as np
 from ...ir.attrs import Attrs
 from ...ir.dtype import DType
 from ...ir.types import TensorType, TupleType, Type
+from ...registry import Registry
 from ..kernel import ir as K
 
 __all__ = [
@@ -59,7 +60,7 @@ __all__ = [
     "IndexLowering", "AnchorLowering", "from_buffer", "constant_value", "is_splat", "scalar_value",
     "index_lowering", "anchor_lowering", "lookup_lowering", "all_lowerings",
     "materialize", "loop_nest", "broadcast_index", "out_tensor", "out_tensors",
-    "LoweringError",
+    "LoweringError", "LOWERINGS",
 ]
 
 Index = tuple[K.Expr, ...]
@@ -218,13 +219,16 @@ class Lowering:
     anchor: bool
 
 
-_LOWERINGS: dict[str, Lowering] = {}
+def _load_families() -> None:
+    from . import ops  # noqa: F401  (registers every family)
+
+
+LOWERINGS: Registry[str, Lowering] = Registry("lowering", _load_families)
 
 
 def _register(names: Sequence[str], fn: Callable, anchor: bool) -> None:
     for name in names:
-        assert name not in _LOWERINGS, f"lowering of {name} registered twice"
-        _LOWERINGS[name] = Lowering(name, fn, anchor)
+        LOWERINGS.register(name, Lowering(name, fn, anchor))
 
 
 def index_lowering(*names: str) -> Callable[[IndexLowering], IndexLowering]:
@@ -241,24 +245,13 @@ def anchor_lowering(*names: str) -> Callable[[AnchorLowering], AnchorLowering]:
     return deco
 
 
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import ops as lowering  # noqa: F401  (registers every family)
-
-
 def lookup_lowering(name: str) -> Lowering | None:
-    _ensure_loaded()
-    return _LOWERINGS.get(name)
+    return LOWERINGS.get(name)
 
 
 def all_lowerings() -> dict[str, Lowering]:
-    _ensure_loaded()
-    return dict(_LOWERINGS)
+    """Every lowering by operator name, in name order."""
+    return dict(LOWERINGS.items())
 
 
 # ------------------------------------------------------------------ loops

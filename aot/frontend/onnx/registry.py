@@ -20,13 +20,16 @@ giving inputs, attributes, constants and a builder) and return one IR
 expression per ONNX output (``None`` for an output they do not produce,
 which the node must then not use).  Converter modules live in
 :mod:`aot.frontend.onnx.ops`, one per operator family, and register with
-:func:`converter` when imported.
+:func:`converter` when imported (into :data:`CONVERTERS`, a
+:class:`~aot.registry.Registry`, which imports them on first use).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
+
+from ...registry import Registry
 
 if TYPE_CHECKING:
     from ...ir.expr import Expr
@@ -50,15 +53,17 @@ class Converter:
         return f"Converter({self.op_type}, {list(self.versions)})"
 
 
-_REGISTRY: dict[tuple[str, str], Converter] = {}
+def _load_families() -> None:
+    from . import ops  # noqa: F401  (registers every family)
+
+
+#: converters by (domain, op_type)
+CONVERTERS: Registry[tuple[str, str], Converter] = Registry("converter", _load_families)
 
 
 def register(conv: Converter) -> Converter:
-    key = (conv.domain, conv.op_type)
-    assert key not in _REGISTRY, f"converter for {conv.op_type} registered twice"
     assert conv.versions == tuple(sorted(set(conv.versions))), conv
-    _REGISTRY[key] = conv
-    return conv
+    return CONVERTERS.register((conv.domain, conv.op_type), conv)
 
 
 def converter(op_type: str, versions: Sequence[int],
@@ -71,24 +76,12 @@ def converter(op_type: str, versions: Sequence[int],
 
 
 def lookup(op_type: str, domain: str = DEFAULT_DOMAIN) -> Converter | None:
-    _ensure_loaded()
-    return _REGISTRY.get((normalize_domain(domain), op_type))
+    return CONVERTERS.get((normalize_domain(domain), op_type))
 
 
 def all_converters() -> list[Converter]:
-    _ensure_loaded()
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    return CONVERTERS.values()
 
 
 def normalize_domain(domain: str) -> str:
     return DEFAULT_DOMAIN if domain in ("", "ai.onnx") else domain
-
-
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import ops  # noqa: F401  (registers every family)

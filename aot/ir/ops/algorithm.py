@@ -78,9 +78,8 @@ def _argsort(args: Sequence[np.ndarray], attrs: ArgsortAttrs, out: Type) -> np.n
     return as_array(order, attrs.dtype)
 
 
-defop("argsort", 1, _argsort_rel, OPAQUE, _argsort,
-      "indices that sort along axis (stable; NaN greatest)", attrs=ArgsortAttrs,
-      family=FAMILY)
+defop("argsort", arity=1, rel=_argsort_rel, pattern=OPAQUE, compute=_argsort,
+      doc="indices that sort along axis (stable; NaN greatest)", attrs=ArgsortAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +96,8 @@ def _sort(args: Sequence[np.ndarray], attrs: SortAttrs, out: Type) -> np.ndarray
     return as_array(np.take_along_axis(x, order, axis=axis), x.dtype)
 
 
-defop("sort", 1, same_type_axis_rel, OPAQUE, _sort, "sort along axis (stable; NaN greatest)",
-      attrs=SortAttrs, family=FAMILY)
+defop("sort", arity=1, rel=same_type_axis_rel, pattern=OPAQUE, compute=_sort,
+      doc="sort along axis (stable; NaN greatest)", attrs=SortAttrs, family=FAMILY)
 
 
 class TopKRetType(enum.Enum):
@@ -156,8 +155,8 @@ def _topk(args: Sequence[np.ndarray], attrs: TopKAttrs, out: Type) -> object:
     return (values, indices)
 
 
-defop("topk", 1, _topk_rel, OPAQUE, _topk,
-      "the k first elements (and/or their indices) of a stable sort along axis",
+defop("topk", arity=1, rel=_topk_rel, pattern=OPAQUE, compute=_topk,
+      doc="the k first elements (and/or their indices) of a stable sort along axis",
       attrs=TopKAttrs, family=FAMILY)
 
 __all__ = ["ArgsortAttrs", "SortAttrs", "TopKAttrs", "TopKRetType", "stable_argsort"]

@@ -29,9 +29,15 @@ def ordinal(i: int) -> str:
     return _ORDINALS[i] if i < len(_ORDINALS) else f"#{i + 1}"
 
 
-def defop(name: str, arity: int, rel: Relation, pattern: PatternKind, compute: Compute,
+def defop(name: str, *, arity: int, rel: Relation, pattern: PatternKind, compute: Compute,
           doc: str, attrs: type[Attrs] = Attrs, family: str = "",
           contraction: bool = False) -> OpDef:
+    """Register the operator ``name``; every column is named at the call
+    (see :class:`~aot.ir.registry.OpDef` for their meaning)::
+
+        defop("nn.relu", arity=1, rel=identity_rel, pattern=EW, compute=_relu,
+              doc="max(x, 0), element-wise", family=FAMILY)
+    """
     return register(OpDef(name=name, arity=arity, attrs_type=attrs, rel=rel,
                           pattern=pattern, compute=compute, doc=doc, family=family,
                           contraction=contraction))

@@ -128,7 +128,8 @@ _BINARY = [
 ]
 
 for _name, _f, _i, _doc in _BINARY:
-    defop(_name, 2, broadcast_rel, BC, _binary(_f, _i), _doc, family=FAMILY)
+    defop(_name, arity=2, rel=broadcast_rel, pattern=BC, compute=_binary(_f, _i), doc=_doc,
+          family=FAMILY)
 
 
 _COMPARE = [
@@ -141,8 +142,8 @@ _COMPARE = [
 ]
 
 for _name, _f, _doc in _COMPARE:
-    defop(_name, 2, compare_rel, BC, _binary(_f), f"element-wise {_doc}, giving bool",
-          family=FAMILY)
+    defop(_name, arity=2, rel=compare_rel, pattern=BC, compute=_binary(_f),
+          doc=f"element-wise {_doc}, giving bool", family=FAMILY)
 
 
 def _logical(fn: Callable) -> Callable:
@@ -154,11 +155,11 @@ def _logical(fn: Callable) -> Callable:
 for _name, _f, _doc in [("logical_and", np.logical_and, "a and b"),
                         ("logical_or", np.logical_or, "a or b"),
                         ("logical_xor", np.logical_xor, "a xor b")]:
-    defop(_name, 2, broadcast_rel, BC, _logical(_f), f"element-wise logical {_doc}",
-          family=FAMILY)
+    defop(_name, arity=2, rel=broadcast_rel, pattern=BC, compute=_logical(_f),
+          doc=f"element-wise logical {_doc}", family=FAMILY)
 
-defop("logical_not", 1, identity_rel, EW, _logical(np.logical_not),
-      "element-wise logical not", family=FAMILY)
+defop("logical_not", arity=1, rel=identity_rel, pattern=EW, compute=_logical(np.logical_not),
+      doc="element-wise logical not", family=FAMILY)
 
 
 # -------------------------------------------------------------------- unary
@@ -225,7 +226,8 @@ _FLOAT_UNARY = [
 ]
 
 for _name, _f, _doc in _FLOAT_UNARY:
-    defop(_name, 1, identity_rel, EW, _float_math(_f), f"element-wise {_doc}", family=FAMILY)
+    defop(_name, arity=1, rel=identity_rel, pattern=EW, compute=_float_math(_f),
+          doc=f"element-wise {_doc}", family=FAMILY)
 
 
 def _negative(x: np.ndarray) -> np.ndarray:
@@ -240,7 +242,8 @@ for _name, _f, _doc in [("negative", _negative, "-x (integers wrap)"),
                         ("abs", _abs, "|x| (integers wrap: abs(INT_MIN) = INT_MIN)"),
                         ("sign", _sign, "-1, 0 or 1"),
                         ("copy", np.copy, "a copy of x")]:
-    defop(_name, 1, identity_rel, EW, _same_type(_f), f"element-wise {_doc}", family=FAMILY)
+    defop(_name, arity=1, rel=identity_rel, pattern=EW, compute=_same_type(_f),
+          doc=f"element-wise {_doc}", family=FAMILY)
 
 
 def _isfinite_rel(args: Sequence[Type], attrs: object) -> Type | None:
@@ -251,8 +254,8 @@ def _isfinite_rel(args: Sequence[Type], attrs: object) -> Type | None:
 
 
 for _name, _f in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)]:
-    defop(_name, 1, _isfinite_rel, EW,
-          (lambda fn: lambda args, attrs, out: as_array(fn(args[0]), DType.BOOL))(_f),
-          f"element-wise {_name}, giving bool", family=FAMILY)
+    defop(_name, arity=1, rel=_isfinite_rel, pattern=EW,
+          compute=(lambda fn: lambda args, attrs, out: as_array(fn(args[0]), DType.BOOL))(_f),
+          doc=f"element-wise {_name}, giving bool", family=FAMILY)
 
 __all__ = ["trunc_divide", "trunc_mod", "floor_divide", "floor_mod", "RelationError"]

@@ -315,8 +315,9 @@ def _resize2d(args: Sequence[np.ndarray], attrs: Resize2DAttrs, out: Type) -> np
     return array_from_canonical(res, attrs.layout, "NCHW")
 
 
-defop("image.resize2d", 1, _resize2d_rel, INJ, _resize2d,
-      "resize H and W to size (nearest_neighbor, linear or cubic)", Resize2DAttrs, "image")
+defop("image.resize2d", arity=1, rel=_resize2d_rel, pattern=INJ, compute=_resize2d,
+      doc="resize H and W to size (nearest_neighbor, linear or cubic)", attrs=Resize2DAttrs,
+      family="image")
 
 
 # -------------------------------------------------------------- upsampling
@@ -359,9 +360,9 @@ def _upsampling(args: Sequence[np.ndarray], attrs: UpSamplingAttrs, out: Type) -
     return array_from_canonical(res, attrs.layout, "NCHW")
 
 
-defop("nn.upsampling", 1, _upsampling_rel, INJ, _upsampling,
-      "scale H and W by scale_h/scale_w (nearest_neighbor, bilinear or bicubic)",
-      UpSamplingAttrs, "nn")
+defop("nn.upsampling", arity=1, rel=_upsampling_rel, pattern=INJ, compute=_upsampling,
+      doc="scale H and W by scale_h/scale_w (nearest_neighbor, bilinear or bicubic)",
+      attrs=UpSamplingAttrs, family="nn")
 
 __all__ = ["Resize2DAttrs", "UpSamplingAttrs", "ResizeMethod", "CoordinateMode",
            "RoundingMethod", "UpsamplingMethod", "resize_nchw", "source_coordinate",

@@ -200,8 +200,9 @@ def _layout_transform(args: Sequence[np.ndarray], attrs: LayoutTransformAttrs,
     return as_array(transform_layout(x, src, dst), x.dtype)
 
 
-defop("layout_transform", 1, _layout_transform_rel, PatternKind.INJECTIVE, _layout_transform,
-      "move data between layouts (NCHW <-> NHWC, blocked NCHW4c, OIHW4i4o, ...)",
+defop("layout_transform", arity=1, rel=_layout_transform_rel, pattern=PatternKind.INJECTIVE,
+      compute=_layout_transform,
+      doc="move data between layouts (NCHW <-> NHWC, blocked NCHW4c, OIHW4i4o, ...)",
       attrs=LayoutTransformAttrs, family=FAMILY)
 
 __all__ = ["Layout", "LayoutTransformAttrs", "layout_shape", "transform_layout"]

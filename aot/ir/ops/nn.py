@@ -69,7 +69,8 @@ def _relu(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> np.ndarray:
     return as_array(np.maximum(x, x.dtype.type(0)), x.dtype)
 
 
-defop("nn.relu", 1, identity_rel, EW, _relu, "max(x, 0), element-wise", family=FAMILY)
+defop("nn.relu", arity=1, rel=identity_rel, pattern=EW, compute=_relu,
+      doc="max(x, 0), element-wise", family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +89,8 @@ def _leaky_relu(args: Sequence[np.ndarray], attrs: LeakyReluAttrs, out: Type) ->
         return as_array(np.where(x > 0, x, x * alpha), x.dtype)
 
 
-defop("nn.leaky_relu", 1, identity_rel, EW, _leaky_relu, "x > 0 ? x : alpha * x",
-      LeakyReluAttrs, FAMILY)
+defop("nn.leaky_relu", arity=1, rel=identity_rel, pattern=EW, compute=_leaky_relu,
+      doc="x > 0 ? x : alpha * x", attrs=LeakyReluAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +147,8 @@ def _prelu(args: Sequence[np.ndarray], attrs: PReluAttrs, out: Type) -> np.ndarr
         return as_array(np.where(x > 0, x, x * alpha.reshape(shape)), x.dtype)
 
 
-defop("nn.prelu", 2, _prelu_rel, BC, _prelu, "x > 0 ? x : alpha[c] * x (alpha per channel)",
-      PReluAttrs, FAMILY)
+defop("nn.prelu", arity=2, rel=_prelu_rel, pattern=BC, compute=_prelu,
+      doc="x > 0 ? x : alpha[c] * x (alpha per channel)", attrs=PReluAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,10 +181,10 @@ def _log_softmax(args: Sequence[np.ndarray], attrs: SoftmaxAttrs, out: Type) -> 
         return as_array(shifted - lse, args[0].dtype)
 
 
-defop("nn.softmax", 1, _softmax_rel, FUSABLE, _softmax, "exp(x) / sum(exp(x)) along axis",
-      SoftmaxAttrs, FAMILY)
-defop("nn.log_softmax", 1, _softmax_rel, FUSABLE, _log_softmax,
-      "x - log(sum(exp(x))) along axis", SoftmaxAttrs, FAMILY)
+defop("nn.softmax", arity=1, rel=_softmax_rel, pattern=FUSABLE, compute=_softmax,
+      doc="exp(x) / sum(exp(x)) along axis", attrs=SoftmaxAttrs, family=FAMILY)
+defop("nn.log_softmax", arity=1, rel=_softmax_rel, pattern=FUSABLE, compute=_log_softmax,
+      doc="x - log(sum(exp(x))) along axis", attrs=SoftmaxAttrs, family=FAMILY)
 
 
 # -------------------------------------------------------- dense / matmul
@@ -282,10 +283,11 @@ def _matmul(args: Sequence[np.ndarray], attrs: MatmulAttrs, out: Type) -> np.nda
     return _matmul_compute(a, b, out)
 
 
-defop("nn.dense", 2, _dense_rel, FUSABLE, _dense, "data @ weight.T (weight is (units, in))",
-      DenseAttrs, FAMILY, contraction=True)
-defop("nn.matmul", 2, _matmul_rel, FUSABLE, _matmul, "a @ b, either operand transposed",
-      MatmulAttrs, FAMILY, contraction=True)
+defop("nn.dense", arity=2, rel=_dense_rel, pattern=FUSABLE, compute=_dense,
+      doc="data @ weight.T (weight is (units, in))", attrs=DenseAttrs, family=FAMILY,
+      contraction=True)
+defop("nn.matmul", arity=2, rel=_matmul_rel, pattern=FUSABLE, compute=_matmul,
+      doc="a @ b, either operand transposed", attrs=MatmulAttrs, family=FAMILY, contraction=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,9 +333,9 @@ def _batch_matmul(args: Sequence[np.ndarray], attrs: BatchMatmulAttrs, out: Type
     return _matmul_compute(x, y, out)
 
 
-defop("nn.batch_matmul", 2, _batch_matmul_rel, FUSABLE, _batch_matmul,
-      "batched x @ y.T (transpose_b=True by default), batch 1 broadcasts",
-      BatchMatmulAttrs, FAMILY, contraction=True)
+defop("nn.batch_matmul", arity=2, rel=_batch_matmul_rel, pattern=FUSABLE, compute=_batch_matmul,
+      doc="batched x @ y.T (transpose_b=True by default), batch 1 broadcasts",
+      attrs=BatchMatmulAttrs, family=FAMILY, contraction=True)
 
 
 # ------------------------------------------------------------- bias_add
@@ -356,8 +358,8 @@ def _bias_add(args: Sequence[np.ndarray], attrs: BiasAddAttrs, out: Type) -> np.
         return as_array(x + b.reshape(shape), x.dtype)
 
 
-defop("nn.bias_add", 2, _bias_add_rel, BC, _bias_add, "data + bias along axis",
-      BiasAddAttrs, FAMILY)
+defop("nn.bias_add", arity=2, rel=_bias_add_rel, pattern=BC, compute=_bias_add,
+      doc="data + bias along axis", attrs=BiasAddAttrs, family=FAMILY)
 
 
 # --------------------------------------------------------- normalisation
@@ -419,10 +421,9 @@ def _batch_norm(args: Sequence[np.ndarray], attrs: BatchNormAttrs, out: Type) ->
     return (as_array(y, x.dtype), mean.copy(), var.copy())
 
 
-defop("nn.batch_norm", 5, _batch_norm_rel, FUSABLE, _batch_norm,
-      "x * scale + shift, scale = gamma / sqrt(var + eps), shift = beta - mean * scale; "
-      "returns (out, mean, var)",
-      BatchNormAttrs, FAMILY)
+defop("nn.batch_norm", arity=5, rel=_batch_norm_rel, pattern=FUSABLE, compute=_batch_norm,
+      doc="x * scale + shift, scale = gamma / sqrt(var + eps), shift = beta - mean * scale; "
+          "returns (out, mean, var)", attrs=BatchNormAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,9 +460,9 @@ def _layer_norm(args: Sequence[np.ndarray], attrs: LayerNormAttrs, out: Type) ->
     return as_array(y, x.dtype)
 
 
-defop("nn.layer_norm", 3, _layer_norm_rel, OPAQUE, _layer_norm,
-      "normalise along axis (population variance), then * gamma + beta",
-      LayerNormAttrs, FAMILY)
+defop("nn.layer_norm", arity=3, rel=_layer_norm_rel, pattern=OPAQUE, compute=_layer_norm,
+      doc="normalise along axis (population variance), then * gamma + beta", attrs=LayerNormAttrs,
+      family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,8 +487,8 @@ def _dropout(args: Sequence[np.ndarray], attrs: DropoutAttrs, out: Type) -> tupl
     return (x.copy(), np.ones_like(x))
 
 
-defop("nn.dropout", 1, _dropout_rel, OPAQUE, _dropout,
-      "identity at inference; returns (data, mask of ones)", DropoutAttrs, FAMILY)
+defop("nn.dropout", arity=1, rel=_dropout_rel, pattern=OPAQUE, compute=_dropout,
+      doc="identity at inference; returns (data, mask of ones)", attrs=DropoutAttrs, family=FAMILY)
 
 
 # ------------------------------------------------------------ reshaping
@@ -509,8 +510,8 @@ def _batch_flatten(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> np.nd
     return x.reshape(x.shape[0], -1).copy()
 
 
-defop("nn.batch_flatten", 1, _batch_flatten_rel, INJ, _batch_flatten,
-      "reshape (d0, d1, ..., dk) to (d0, d1*...*dk)", Attrs, FAMILY)
+defop("nn.batch_flatten", arity=1, rel=_batch_flatten_rel, pattern=INJ, compute=_batch_flatten,
+      doc="reshape (d0, d1, ..., dk) to (d0, d1*...*dk)", attrs=Attrs, family=FAMILY)
 
 
 # ------------------------------------------------------------------ pad
@@ -575,9 +576,9 @@ def _pad(args: Sequence[np.ndarray], attrs: PadAttrs, out: Type) -> np.ndarray:
     return np.pad(x, widths, mode=attrs.pad_mode.value)
 
 
-defop("nn.pad", 2, _pad_rel, INJ, _pad,
-      "pad with a constant (second argument), the edge value or a reflection",
-      PadAttrs, FAMILY)
+defop("nn.pad", arity=2, rel=_pad_rel, pattern=INJ, compute=_pad,
+      doc="pad with a constant (second argument), the edge value or a reflection", attrs=PadAttrs,
+      family=FAMILY)
 
 
 __all__ = ["LeakyReluAttrs", "PReluAttrs", "SoftmaxAttrs", "DenseAttrs", "MatmulAttrs",

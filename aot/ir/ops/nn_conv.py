@@ -390,15 +390,15 @@ def _conv2d_transpose(args: Sequence[np.ndarray], attrs: Conv2DTransposeAttrs,
     return cast_result(res, dtype)
 
 
-defop("nn.conv1d", 2, _conv1d_rel, FUSABLE, _conv1d,
-      "1-d convolution (strides, padding, dilation, groups, layouts)", Conv1DAttrs, FAMILY,
-      contraction=True)
-defop("nn.conv2d", 2, _conv2d_rel, FUSABLE, _conv2d,
-      "2-d convolution (strides, padding, dilation, groups, layouts)", Conv2DAttrs, FAMILY,
-      contraction=True)
-defop("nn.conv2d_transpose", 2, _conv2d_transpose_rel, FUSABLE, _conv2d_transpose,
-      "2-d transposed convolution (weight IOHW by default)", Conv2DTransposeAttrs,
-      FAMILY, contraction=True)
+defop("nn.conv1d", arity=2, rel=_conv1d_rel, pattern=FUSABLE, compute=_conv1d,
+      doc="1-d convolution (strides, padding, dilation, groups, layouts)", attrs=Conv1DAttrs,
+      family=FAMILY, contraction=True)
+defop("nn.conv2d", arity=2, rel=_conv2d_rel, pattern=FUSABLE, compute=_conv2d,
+      doc="2-d convolution (strides, padding, dilation, groups, layouts)", attrs=Conv2DAttrs,
+      family=FAMILY, contraction=True)
+defop("nn.conv2d_transpose", arity=2, rel=_conv2d_transpose_rel, pattern=FUSABLE,
+      compute=_conv2d_transpose, doc="2-d transposed convolution (weight IOHW by default)",
+      attrs=Conv2DTransposeAttrs, family=FAMILY, contraction=True)
 
 __all__ = ["Conv1DAttrs", "Conv2DAttrs", "Conv2DTransposeAttrs", "conv2d_nchw",
            "conv2d_transpose_nchw"]

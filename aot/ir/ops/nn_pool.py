@@ -253,13 +253,15 @@ def _global_avg_pool2d(args: Sequence[np.ndarray], attrs: GlobalPool2DAttrs,
     return as_array(total / count, x.dtype)
 
 
-defop("nn.max_pool2d", 1, _pool_rel, FUSABLE, _max_pool2d,
-      "2-d max pooling over H and W", MaxPool2DAttrs, FAMILY)
-defop("nn.avg_pool2d", 1, _pool_rel, FUSABLE, _avg_pool2d,
-      "2-d average pooling over H and W", AvgPool2DAttrs, FAMILY)
-defop("nn.global_max_pool2d", 1, _global_pool_rel, FUSABLE, _global_max_pool2d,
-      "max over all of H and W", GlobalPool2DAttrs, FAMILY)
-defop("nn.global_avg_pool2d", 1, _global_pool_rel, FUSABLE, _global_avg_pool2d,
-      "mean over all of H and W", GlobalPool2DAttrs, FAMILY)
+defop("nn.max_pool2d", arity=1, rel=_pool_rel, pattern=FUSABLE, compute=_max_pool2d,
+      doc="2-d max pooling over H and W", attrs=MaxPool2DAttrs, family=FAMILY)
+defop("nn.avg_pool2d", arity=1, rel=_pool_rel, pattern=FUSABLE, compute=_avg_pool2d,
+      doc="2-d average pooling over H and W", attrs=AvgPool2DAttrs, family=FAMILY)
+defop("nn.global_max_pool2d", arity=1, rel=_global_pool_rel, pattern=FUSABLE,
+      compute=_global_max_pool2d, doc="max over all of H and W", attrs=GlobalPool2DAttrs,
+      family=FAMILY)
+defop("nn.global_avg_pool2d", arity=1, rel=_global_pool_rel, pattern=FUSABLE,
+      compute=_global_avg_pool2d, doc="mean over all of H and W", attrs=GlobalPool2DAttrs,
+      family=FAMILY)
 
 __all__ = ["MaxPool2DAttrs", "AvgPool2DAttrs", "GlobalPool2DAttrs"]

@@ -590,26 +590,28 @@ def _fixed_point_multiply(args: Sequence[np.ndarray], attrs: FixedPointMultiplyA
 
 BC = PatternKind.BROADCAST
 
-defop("qnn.quantize", 3, _quantize_rel, BC, _quantize,
-      "float32 -> quantized: round(x / scale) + zero_point, saturated (TFLite AffineQuantize)",
-      QuantizeAttrs, FAMILY)
-defop("qnn.dequantize", 3, _dequantize_rel, BC, _dequantize,
-      "quantized -> float: (q - zero_point) * scale in float32", DequantizeAttrs, FAMILY)
-defop("qnn.requantize", 5, _requantize_rel, BC, _requantize,
-      "rescale a quantized tensor to new scale/zero point with fixed-point arithmetic",
-      RequantizeAttrs, FAMILY)
-defop("qnn.add", 8, _binary_rel, BC, _add,
-      "quantized addition with broadcasting (TFLite int8 ADD reference)", BroadcastAttrs, FAMILY)
-defop("qnn.mul", 8, _binary_rel, BC, _mul,
-      "quantized multiplication with broadcasting (TFLite int8 MUL reference)",
-      BroadcastAttrs, FAMILY)
-defop("qnn.concatenate", 5, _concatenate_rel, PatternKind.INJECTIVE, _concatenate,
-      "requantize each input to the output parameters, then concatenate",
-      QnnConcatenateAttrs, FAMILY)
-defop("fixed_point_multiply", 1, _fixed_point_multiply_rel, PatternKind.ELEMWISE,
-      _fixed_point_multiply,
-      "int32 x * multiplier * 2**(shift - 31), rounded half up (TVM q_multiply_shift)",
-      FixedPointMultiplyAttrs, FAMILY)
+defop("qnn.quantize", arity=3, rel=_quantize_rel, pattern=BC, compute=_quantize,
+      doc="float32 -> quantized: round(x / scale) + zero_point, saturated (TFLite AffineQuantize)",
+      attrs=QuantizeAttrs, family=FAMILY)
+defop("qnn.dequantize", arity=3, rel=_dequantize_rel, pattern=BC, compute=_dequantize,
+      doc="quantized -> float: (q - zero_point) * scale in float32", attrs=DequantizeAttrs,
+      family=FAMILY)
+defop("qnn.requantize", arity=5, rel=_requantize_rel, pattern=BC, compute=_requantize,
+      doc="rescale a quantized tensor to new scale/zero point with fixed-point arithmetic",
+      attrs=RequantizeAttrs, family=FAMILY)
+defop("qnn.add", arity=8, rel=_binary_rel, pattern=BC, compute=_add,
+      doc="quantized addition with broadcasting (TFLite int8 ADD reference)", attrs=BroadcastAttrs,
+      family=FAMILY)
+defop("qnn.mul", arity=8, rel=_binary_rel, pattern=BC, compute=_mul,
+      doc="quantized multiplication with broadcasting (TFLite int8 MUL reference)",
+      attrs=BroadcastAttrs, family=FAMILY)
+defop("qnn.concatenate", arity=5, rel=_concatenate_rel, pattern=PatternKind.INJECTIVE,
+      compute=_concatenate, doc="requantize each input to the output parameters, then concatenate",
+      attrs=QnnConcatenateAttrs, family=FAMILY)
+defop("fixed_point_multiply", arity=1, rel=_fixed_point_multiply_rel, pattern=PatternKind.ELEMWISE,
+      compute=_fixed_point_multiply,
+      doc="int32 x * multiplier * 2**(shift - 31), rounded half up (TVM q_multiply_shift)",
+      attrs=FixedPointMultiplyAttrs, family=FAMILY)
 
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
 

@@ -288,11 +288,11 @@ def _conv2d(args: Sequence[np.ndarray], attrs: QnnConv2DAttrs, out: Type) -> np.
 
 OUT_FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
 
-defop("qnn.dense", 6, _dense_rel, OUT_FUSABLE, _dense,
-      "quantized dense: int32 sum of (data - zp) * (weight - kernel zp)", QnnDenseAttrs, FAMILY,
-      contraction=True)
-defop("qnn.conv2d", 6, _conv2d_rel, OUT_FUSABLE, _conv2d,
-      "quantized 2-D convolution: int32 accumulator with zero points subtracted",
-      QnnConv2DAttrs, FAMILY, contraction=True)
+defop("qnn.dense", arity=6, rel=_dense_rel, pattern=OUT_FUSABLE, compute=_dense,
+      doc="quantized dense: int32 sum of (data - zp) * (weight - kernel zp)", attrs=QnnDenseAttrs,
+      family=FAMILY, contraction=True)
+defop("qnn.conv2d", arity=6, rel=_conv2d_rel, pattern=OUT_FUSABLE, compute=_conv2d,
+      doc="quantized 2-D convolution: int32 accumulator with zero points subtracted",
+      attrs=QnnConv2DAttrs, family=FAMILY, contraction=True)
 
 __all__ = ["QnnDenseAttrs", "QnnConv2DAttrs", "conv2d_accumulate"]

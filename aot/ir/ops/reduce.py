@@ -255,7 +255,8 @@ for _name, _fn, _rel, _doc in [
         ("all", _all, _any_rel, "logical and over axes (nonzero is true)"),
         ("any", _any, _any_rel, "logical or over axes (nonzero is true)"),
         ("logsumexp", _logsumexp, _float_rel, "log(sum(exp(x))) over axes, computed stably")]:
-    defop(_name, 1, _rel, REDUCE, _reducer(_fn), _doc, attrs=ReduceAttrs, family=FAMILY)
+    defop(_name, arity=1, rel=_rel, pattern=REDUCE, compute=_reducer(_fn), doc=_doc,
+          attrs=ReduceAttrs, family=FAMILY)
 
 
 # ================================================================= arg-reduce
@@ -287,11 +288,11 @@ def _arg_compute(fn: Callable[..., np.ndarray]):
     return compute
 
 
-defop("argmax", 1, _arg_rel, REDUCE, _arg_compute(np.argmax),
-      "int32 index of the maximum over axes (first, or last with select_last_index)",
+defop("argmax", arity=1, rel=_arg_rel, pattern=REDUCE, compute=_arg_compute(np.argmax),
+      doc="int32 index of the maximum over axes (first, or last with select_last_index)",
       attrs=ArgReduceAttrs, family=FAMILY)
-defop("argmin", 1, _arg_rel, REDUCE, _arg_compute(np.argmin),
-      "int32 index of the minimum over axes (first, or last with select_last_index)",
+defop("argmin", arity=1, rel=_arg_rel, pattern=REDUCE, compute=_arg_compute(np.argmin),
+      doc="int32 index of the minimum over axes (first, or last with select_last_index)",
       attrs=ArgReduceAttrs, family=FAMILY)
 
 
@@ -317,11 +318,11 @@ def _variance_compute(take_sqrt: bool):
     return compute
 
 
-defop("variance", 2, _variance_rel, REDUCE, _variance_compute(False),
-      "variance of data about a given mean over axes (unbiased divides by n - 1)",
+defop("variance", arity=2, rel=_variance_rel, pattern=REDUCE, compute=_variance_compute(False),
+      doc="variance of data about a given mean over axes (unbiased divides by n - 1)",
       attrs=VarianceAttrs, family=FAMILY)
-defop("std", 2, _variance_rel, REDUCE, _variance_compute(True),
-      "standard deviation: sqrt(variance(data, mean))", attrs=VarianceAttrs, family=FAMILY)
+defop("std", arity=2, rel=_variance_rel, pattern=REDUCE, compute=_variance_compute(True),
+      doc="standard deviation: sqrt(variance(data, mean))", attrs=VarianceAttrs, family=FAMILY)
 
 __all__ = ["ReduceAttrs", "ArgReduceAttrs", "VarianceAttrs", "reduce_axes", "reduce_shape",
            "arg_reduce", "variance", "trunc_div_count"]

@@ -184,9 +184,9 @@ def _reshape(args: Sequence[np.ndarray], attrs: ReshapeAttrs, out: Type) -> np.n
     return as_array(np.reshape(x, shape), x.dtype)
 
 
-defop("reshape", 1, _reshape_rel, INJ, _reshape,
-      "reshape to newshape (0 copy, -1 infer, -2 rest, -3 merge, -4 split)",
-      attrs=ReshapeAttrs, family=FAMILY)
+defop("reshape", arity=1, rel=_reshape_rel, pattern=INJ, compute=_reshape,
+      doc="reshape to newshape (0 copy, -1 infer, -2 rest, -3 merge, -4 split)", attrs=ReshapeAttrs,
+      family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +234,8 @@ def _reshape_like(args: Sequence[np.ndarray], attrs: ReshapeLikeAttrs, out: Type
     return as_array(np.reshape(x, shape), x.dtype)
 
 
-defop("reshape_like", 2, _reshape_like_rel, INJ, _reshape_like,
-      "reshape the first tensor to (a slice of) the second tensor's shape",
+defop("reshape_like", arity=2, rel=_reshape_like_rel, pattern=INJ, compute=_reshape_like,
+      doc="reshape the first tensor to (a slice of) the second tensor's shape",
       attrs=ReshapeLikeAttrs, family=FAMILY)
 
 
@@ -269,8 +269,8 @@ def _transpose(args: Sequence[np.ndarray], attrs: TransposeAttrs, out: Type) -> 
     return as_array(np.transpose(x, transpose_axes(x.ndim, attrs.axes)).copy(), x.dtype)
 
 
-defop("transpose", 1, _transpose_rel, INJ, _transpose,
-      "permute the dimensions (axes=None reverses them)", attrs=TransposeAttrs, family=FAMILY)
+defop("transpose", arity=1, rel=_transpose_rel, pattern=INJ, compute=_transpose,
+      doc="permute the dimensions (axes=None reverses them)", attrs=TransposeAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,8 +307,8 @@ def _squeeze(args: Sequence[np.ndarray], attrs: SqueezeAttrs, out: Type) -> np.n
     return as_array(np.squeeze(x, axis=axes), x.dtype)
 
 
-defop("squeeze", 1, _squeeze_rel, INJ, _squeeze,
-      "drop dimensions of extent 1 (axis=None drops all of them)", attrs=SqueezeAttrs,
+defop("squeeze", arity=1, rel=_squeeze_rel, pattern=INJ, compute=_squeeze,
+      doc="drop dimensions of extent 1 (axis=None drops all of them)", attrs=SqueezeAttrs,
       family=FAMILY)
 
 
@@ -347,9 +347,8 @@ def _expand_dims(args: Sequence[np.ndarray], attrs: ExpandDimsAttrs, out: Type) 
     return as_array(np.reshape(x, _expand_shape(x.shape, attrs)), x.dtype)
 
 
-defop("expand_dims", 1, _expand_dims_rel, BC, _expand_dims,
-      "insert num_newaxis dimensions of extent 1 at axis", attrs=ExpandDimsAttrs,
-      family=FAMILY)
+defop("expand_dims", arity=1, rel=_expand_dims_rel, pattern=BC, compute=_expand_dims,
+      doc="insert num_newaxis dimensions of extent 1 at axis", attrs=ExpandDimsAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,8 +362,8 @@ def _reverse(args: Sequence[np.ndarray], attrs: ReverseAttrs, out: Type) -> np.n
     return as_array(np.flip(x, axis=normalize_axis(attrs.axis, x.ndim)).copy(), x.dtype)
 
 
-defop("reverse", 1, same_type_axis_rel, INJ, _reverse, "reverse the order along axis",
-      attrs=ReverseAttrs, family=FAMILY)
+defop("reverse", arity=1, rel=same_type_axis_rel, pattern=INJ, compute=_reverse,
+      doc="reverse the order along axis", attrs=ReverseAttrs, family=FAMILY)
 
 
 # ====================================================== joining and splitting
@@ -438,8 +437,8 @@ def _concatenate(args: Sequence, attrs: ConcatenateAttrs, out: Type) -> np.ndarr
     return as_array(np.concatenate(xs, axis=axis), out_tensor_type(out).dtype)
 
 
-defop("concatenate", 1, _concatenate_rel, INJ, _concatenate,
-      "join a tuple of tensors along an existing axis", attrs=ConcatenateAttrs, family=FAMILY)
+defop("concatenate", arity=1, rel=_concatenate_rel, pattern=INJ, compute=_concatenate,
+      doc="join a tuple of tensors along an existing axis", attrs=ConcatenateAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,8 +463,8 @@ def _stack(args: Sequence, attrs: StackAttrs, out: Type) -> np.ndarray:
     return as_array(np.stack(xs, axis=p), out_tensor_type(out).dtype)
 
 
-defop("stack", 1, _stack_rel, INJ, _stack, "join a tuple of tensors along a new axis",
-      attrs=StackAttrs, family=FAMILY)
+defop("stack", arity=1, rel=_stack_rel, pattern=INJ, compute=_stack,
+      doc="join a tuple of tensors along a new axis", attrs=StackAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -529,8 +528,8 @@ def _split(args: Sequence[np.ndarray], attrs: SplitAttrs, out: Type) -> tuple:
     return tuple(as_array(p.copy(), x.dtype) for p in parts)
 
 
-defop("split", 1, _split_rel, INJ, _split,
-      "split along axis into equal sections or at indices (a tuple)", attrs=SplitAttrs,
+defop("split", arity=1, rel=_split_rel, pattern=INJ, compute=_split,
+      doc="split along axis into equal sections or at indices (a tuple)", attrs=SplitAttrs,
       family=FAMILY)
 
 
@@ -564,8 +563,8 @@ def _tile(args: Sequence[np.ndarray], attrs: TileAttrs, out: Type) -> np.ndarray
     return as_array(np.tile(x, attrs.reps), x.dtype)
 
 
-defop("tile", 1, _tile_rel, BC, _tile, "repeat the whole tensor reps times per dimension",
-      attrs=TileAttrs, family=FAMILY)
+defop("tile", arity=1, rel=_tile_rel, pattern=BC, compute=_tile,
+      doc="repeat the whole tensor reps times per dimension", attrs=TileAttrs, family=FAMILY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -595,8 +594,8 @@ def _repeat(args: Sequence[np.ndarray], attrs: RepeatAttrs, out: Type) -> np.nda
                     x.dtype)
 
 
-defop("repeat", 1, _repeat_rel, BC, _repeat, "repeat each element repeats times along axis",
-      attrs=RepeatAttrs, family=FAMILY)
+defop("repeat", arity=1, rel=_repeat_rel, pattern=BC, compute=_repeat,
+      doc="repeat each element repeats times along axis", attrs=RepeatAttrs, family=FAMILY)
 
 
 # Register the rest of the transform family.

@@ -79,8 +79,8 @@ def _broadcast_to(args: Sequence[np.ndarray], attrs: InitOpAttrs, out: Type) -> 
     return as_array(np.broadcast_to(x, attrs.shape).copy(), x.dtype)
 
 
-defop("broadcast_to", 1, _broadcast_to_rel, BC, _broadcast_to,
-      "broadcast to the static shape attribute", attrs=InitOpAttrs, family=FAMILY)
+defop("broadcast_to", arity=1, rel=_broadcast_to_rel, pattern=BC, compute=_broadcast_to,
+      doc="broadcast to the static shape attribute", attrs=InitOpAttrs, family=FAMILY)
 
 
 def _broadcast_to_like_rel(args: Sequence[Type], attrs: Attrs) -> Type | None:
@@ -97,8 +97,9 @@ def _broadcast_to_like(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> n
     return as_array(np.broadcast_to(x, like.shape).copy(), x.dtype)
 
 
-defop("broadcast_to_like", 2, _broadcast_to_like_rel, BC, _broadcast_to_like,
-      "broadcast the first tensor to the second tensor's shape", family=FAMILY)
+defop("broadcast_to_like", arity=2, rel=_broadcast_to_like_rel, pattern=BC,
+      compute=_broadcast_to_like, doc="broadcast the first tensor to the second tensor's shape",
+      family=FAMILY)
 
 
 def collapse_sum(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
@@ -147,8 +148,9 @@ def _collapse_sum_like(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> n
     return collapse_sum(x, like.shape)
 
 
-defop("collapse_sum_like", 2, _collapse_sum_like_rel, REDUCE, _collapse_sum_like,
-      "sum the first tensor down to the second tensor's (broadcastable) shape", family=FAMILY)
+defop("collapse_sum_like", arity=2, rel=_collapse_sum_like_rel, pattern=REDUCE,
+      compute=_collapse_sum_like,
+      doc="sum the first tensor down to the second tensor's (broadcastable) shape", family=FAMILY)
 
 
 def _collapse_sum_to_rel(args: Sequence[Type], attrs: InitOpAttrs) -> Type | None:
@@ -186,9 +188,9 @@ def _collapse_sum_to(args: Sequence[np.ndarray], attrs: InitOpAttrs, out: Type) 
     return collapse_sum(x, target)
 
 
-defop("collapse_sum_to", 2, _collapse_sum_to_rel, REDUCE, _collapse_sum_to,
-      "sum the first tensor down to a shape it was broadcast from", attrs=InitOpAttrs,
-      family=FAMILY)
+defop("collapse_sum_to", arity=2, rel=_collapse_sum_to_rel, pattern=REDUCE,
+      compute=_collapse_sum_to, doc="sum the first tensor down to a shape it was broadcast from",
+      attrs=InitOpAttrs, family=FAMILY)
 
 
 __all__ = ["InitOpAttrs", "collapse_sum", "wide_sum"]

@@ -172,8 +172,8 @@ def _strided_slice(args: Sequence[np.ndarray], attrs: StridedSliceAttrs,
     return as_array(x[tuple(index)].copy(), x.dtype)
 
 
-defop("strided_slice", 1, _strided_slice_rel, INJ, _strided_slice,
-      "slice with begin/end/strides per axis (negative indices count from the end)",
+defop("strided_slice", arity=1, rel=_strided_slice_rel, pattern=INJ, compute=_strided_slice,
+      doc="slice with begin/end/strides per axis (negative indices count from the end)",
       attrs=StridedSliceAttrs, family=FAMILY)
 
 
@@ -245,8 +245,8 @@ def _take(args: Sequence[np.ndarray], attrs: TakeAttrs, out: Type) -> np.ndarray
     return result
 
 
-defop("take", 2, _take_rel, INJ, _take,
-      "select entries along axis by an index tensor (mode clip|wrap|fast=clip)",
+defop("take", arity=2, rel=_take_rel, pattern=INJ, compute=_take,
+      doc="select entries along axis by an index tensor (mode clip|wrap|fast=clip)",
       attrs=TakeAttrs, family=FAMILY)
 
 
@@ -282,9 +282,9 @@ def _gather(args: Sequence[np.ndarray], attrs: GatherAttrs, out: Type) -> np.nda
     return as_array(np.take_along_axis(data, idx, axis=axis), data.dtype)
 
 
-defop("gather", 2, _gather_rel, INJ, _gather,
-      "out[..i..] = data[..indices[..i..]..] along axis (indices clamped)",
-      attrs=GatherAttrs, family=FAMILY)
+defop("gather", arity=2, rel=_gather_rel, pattern=INJ, compute=_gather,
+      doc="out[..i..] = data[..indices[..i..]..] along axis (indices clamped)", attrs=GatherAttrs,
+      family=FAMILY)
 
 
 # ================================================================== one_hot
@@ -340,8 +340,8 @@ def _one_hot(args: Sequence[np.ndarray], attrs: OneHotAttrs, out: Type) -> np.nd
     return as_array(np.moveaxis(values, -1, axis), attrs.dtype)
 
 
-defop("one_hot", 3, _one_hot_rel, PatternKind.OUT_ELEMWISE_FUSABLE, _one_hot,
-      "one-hot encoding of integer indices with depth entries along axis",
+defop("one_hot", arity=3, rel=_one_hot_rel, pattern=PatternKind.OUT_ELEMWISE_FUSABLE,
+      compute=_one_hot, doc="one-hot encoding of integer indices with depth entries along axis",
       attrs=OneHotAttrs, family=FAMILY)
 
 
@@ -363,8 +363,8 @@ def _where(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> np.ndarray:
     return as_array(np.where(cond != 0, x, y), x.dtype)
 
 
-defop("where", 3, _where_rel, PatternKind.BROADCAST, _where,
-      "element-wise condition ? x : y with broadcasting (nonzero is true)", family=FAMILY)
+defop("where", arity=3, rel=_where_rel, pattern=PatternKind.BROADCAST, compute=_where,
+      doc="element-wise condition ? x : y with broadcasting (nonzero is true)", family=FAMILY)
 
 __all__ = ["SliceMode", "StridedSliceAttrs", "TakeMode", "TakeAttrs", "GatherAttrs",
            "OneHotAttrs", "fix_indices"]

@@ -89,8 +89,8 @@ def _cast(args: Sequence[np.ndarray], attrs: CastAttrs, out: Type) -> np.ndarray
     return as_array(cast_array(args[0], attrs.dtype), attrs.dtype)
 
 
-defop("cast", 1, _cast_rel, EW, _cast,
-      "convert to dtype (float->int truncates and saturates, NaN -> 0)", attrs=CastAttrs,
+defop("cast", arity=1, rel=_cast_rel, pattern=EW, compute=_cast,
+      doc="convert to dtype (float->int truncates and saturates, NaN -> 0)", attrs=CastAttrs,
       family=FAMILY)
 
 
@@ -106,8 +106,8 @@ def _cast_like(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> np.ndarra
     return as_array(cast_array(args[0], dtype), dtype)
 
 
-defop("cast_like", 2, _cast_like_rel, EW, _cast_like,
-      "convert the first tensor to the second tensor's dtype", family=FAMILY)
+defop("cast_like", arity=2, rel=_cast_like_rel, pattern=EW, compute=_cast_like,
+      doc="convert the first tensor to the second tensor's dtype", family=FAMILY)
 
 
 # ===================================================================== clip
@@ -143,8 +143,8 @@ def _clip(args: Sequence[np.ndarray], attrs: ClipAttrs, out: Type) -> np.ndarray
         return as_array(np.minimum(np.maximum(x, lo), hi), x.dtype)
 
 
-defop("clip", 1, _clip_rel, EW, _clip, "element-wise min(max(x, a_min), a_max)",
-      attrs=ClipAttrs, family=FAMILY)
+defop("clip", arity=1, rel=_clip_rel, pattern=EW, compute=_clip,
+      doc="element-wise min(max(x, a_min), a_max)", attrs=ClipAttrs, family=FAMILY)
 
 
 # ============================================================ initialisers
@@ -173,8 +173,8 @@ def _full(args: Sequence[np.ndarray], attrs: InitOpAttrs, out: Type) -> np.ndarr
     return np.full(_init_shape(attrs), value, dtype=dtype.np)
 
 
-defop("full", 1, _full_rel, EW, _full,
-      "a tensor of the shape attribute filled with a scalar argument", attrs=InitOpAttrs,
+defop("full", arity=1, rel=_full_rel, pattern=EW, compute=_full,
+      doc="a tensor of the shape attribute filled with a scalar argument", attrs=InitOpAttrs,
       family=FAMILY)
 
 
@@ -189,10 +189,10 @@ def _constant(value: int) -> object:
     return compute
 
 
-defop("zeros", 0, _const_rel, EW, _constant(0), "a tensor of zeros (shape, dtype attributes)",
-      attrs=InitOpAttrs, family=FAMILY)
-defop("ones", 0, _const_rel, EW, _constant(1), "a tensor of ones (shape, dtype attributes)",
-      attrs=InitOpAttrs, family=FAMILY)
+defop("zeros", arity=0, rel=_const_rel, pattern=EW, compute=_constant(0),
+      doc="a tensor of zeros (shape, dtype attributes)", attrs=InitOpAttrs, family=FAMILY)
+defop("ones", arity=0, rel=_const_rel, pattern=EW, compute=_constant(1),
+      doc="a tensor of ones (shape, dtype attributes)", attrs=InitOpAttrs, family=FAMILY)
 
 
 def _full_like_rel(args: Sequence[Type], attrs: Attrs) -> Type | None:
@@ -208,8 +208,8 @@ def _full_like(args: Sequence[np.ndarray], attrs: Attrs, out: Type) -> np.ndarra
     return np.full(x.shape, cast_array(np.asarray(fill), x.dtype), dtype=x.dtype)
 
 
-defop("full_like", 2, _full_like_rel, EW, _full_like,
-      "a tensor like the first argument filled with a scalar argument", family=FAMILY)
+defop("full_like", arity=2, rel=_full_like_rel, pattern=EW, compute=_full_like,
+      doc="a tensor like the first argument filled with a scalar argument", family=FAMILY)
 
 
 def _like(value: int) -> object:
@@ -218,10 +218,10 @@ def _like(value: int) -> object:
     return compute
 
 
-defop("zeros_like", 1, identity_rel, EW, _like(0), "zeros of the argument's type",
-      family=FAMILY)
-defop("ones_like", 1, identity_rel, EW, _like(1), "ones of the argument's type",
-      family=FAMILY)
+defop("zeros_like", arity=1, rel=identity_rel, pattern=EW, compute=_like(0),
+      doc="zeros of the argument's type", family=FAMILY)
+defop("ones_like", arity=1, rel=identity_rel, pattern=EW, compute=_like(1),
+      doc="ones of the argument's type", family=FAMILY)
 
 
 # =================================================================== arange
@@ -293,8 +293,8 @@ def _arange(args: Sequence[np.ndarray], attrs: ArangeAttrs, out: Type) -> np.nda
     return as_array(values, dtype)
 
 
-defop("arange", 3, _arange_rel, PatternKind.OPAQUE, _arange,
-      "start + step * i for i < ceil((stop - start) / step) (scalar arguments)",
+defop("arange", arity=3, rel=_arange_rel, pattern=PatternKind.OPAQUE, compute=_arange,
+      doc="start + step * i for i < ceil((stop - start) / step) (scalar arguments)",
       attrs=ArangeAttrs, family=FAMILY)
 
 __all__ = ["CastAttrs", "ClipAttrs", "ArangeAttrs", "cast_array", "float_to_int",
