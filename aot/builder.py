@@ -50,6 +50,7 @@ import dataclasses
 import inspect
 import os
 import sys
+from types import FrameType
 from typing import Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
@@ -77,7 +78,7 @@ _HERE = os.path.normcase(os.path.abspath(__file__))
 
 def _span() -> Span | None:
     """The span of the first caller outside this file."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and os.path.normcase(os.path.abspath(
             frame.f_code.co_filename)) == _HERE:
         frame = frame.f_back
@@ -119,7 +120,7 @@ def tensor(shape: Sequence[int | None | str | AnyDim] | int, dtype_: DType | str
     return TensorType(builtins.tuple(dims), dtype(dtype_))
 
 
-def scalar(dtype_: DType | str = "float32") -> TensorType:
+def scalar(dtype_: DType | str | np.dtype = "float32") -> TensorType:
     """The 0-d tensor type of ``dtype_``."""
     return TensorType((), dtype(dtype_))
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -60,8 +60,11 @@ class Solved:
 
 
 RelResult = Union[Type, Solved, None]
-Relation = Callable[[Sequence[Type], Attrs], RelResult]
-Compute = Callable[[Sequence[np.ndarray], Attrs, Type], object]
+# The attrs parameter is Any: each operator's relation and compute take its
+# own Attrs subclass (the record's attrs_type), which a Callable over the
+# Attrs base would refuse (parameters are contravariant).
+Relation = Callable[[Sequence[Type], Any], RelResult]
+Compute = Callable[[Sequence[np.ndarray], Any, Type], object]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -125,8 +125,11 @@ def _load_all() -> None:
 PASSES: Registry[str, Pass] = Registry("pass", _load_all)
 
 
+PassFunction = Callable[..., IRModule]
+
+
 def register_pass(name: str, *, opt_level: int, options: type | None = None,
-                  doc: str | None = None) -> Callable[[Callable[..., IRModule]], Callable[..., IRModule]]:
+                  doc: str | None = None) -> Callable[[PassFunction], PassFunction]:
     """Decorator registering ``fn`` as the pass ``name``, enabled from
     ``opt_level`` on.  ``fn(mod)`` or, with ``options``, ``fn(mod, opts)``.
     ``doc`` (default: the first paragraph of ``fn``'s docstring) is what

@@ -584,7 +584,3 @@ defop("nn.pad", arity=2, rel=_pad_rel, pattern=INJ, compute=_pad,
 __all__ = ["LeakyReluAttrs", "PReluAttrs", "SoftmaxAttrs", "DenseAttrs", "MatmulAttrs",
            "BatchMatmulAttrs", "BiasAddAttrs", "BatchNormAttrs", "LayerNormAttrs",
            "DropoutAttrs", "PadAttrs", "PadMode"]
-
-# The rest of the family registers from its own modules.
-from . import nn_conv
-from . import nn_pool  # noqa: E402,F401

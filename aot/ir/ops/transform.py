@@ -598,12 +598,6 @@ defop("repeat", arity=1, rel=_repeat_rel, pattern=BC, compute=_repeat,
       doc="repeat each element repeats times along axis", attrs=RepeatAttrs, family=FAMILY)
 
 
-# Register the rest of the transform family.
-from . import layout
-from . import transform_broadcast
-from . import transform_index
-from . import transform_init  # noqa: E402,F401
-
 __all__ = ["ReshapeAttrs", "ReshapeLikeAttrs", "TransposeAttrs", "SqueezeAttrs",
            "ExpandDimsAttrs", "ReverseAttrs", "ConcatenateAttrs", "StackAttrs", "SplitAttrs",
            "TileAttrs", "RepeatAttrs", "infer_reshape"]
