@@ -352,7 +352,3 @@ def verify_module(mod: IRModule, after: str = "") -> None:
         infer_types(mod)
     except DiagnosticError as exc:
         raise PassVerificationError(f"module ill-typed{where}: {exc}") from None
-
-
-def names_of(passes: Sequence[Pass]) -> list[str]:
-    return [p.name for p in passes]

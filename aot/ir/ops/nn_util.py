@@ -173,10 +173,6 @@ def compatible(a: Dim, b: Dim) -> bool:
     return a is ANY or b is ANY or a == b
 
 
-def unify_dim(a: Dim, b: Dim) -> Dim:
-    return b if a is ANY else a
-
-
 def div_dim(a: Dim, b: int) -> Dim:
     return ANY if a is ANY else a // b  # type: ignore[operator]
 
