@@ -41,7 +41,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
 from ..diagnostics import DiagnosticError
 from ..ir.module import IRModule
