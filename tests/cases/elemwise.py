@@ -154,23 +154,6 @@ def one_shape_each(cases: tuple[ElemwiseCase, ...]) -> list[ElemwiseCase]:
     return out
 
 
-INTS = [d for d in DTYPES if d.startswith(("int", "uint"))]
-
-
-def fewer_ints(cases: list[ElemwiseCase]) -> list[ElemwiseCase]:
-    """Every float and bool case, and for the i-th operator two of the
-    eight integer dtypes, one signed and one unsigned, rotating with i so
-    that each integer dtype still meets a quarter of the operators."""
-    op_index = {name: i for i, name in enumerate(dict.fromkeys(c.op for c in cases))}
-
-    def kept(c: ElemwiseCase) -> bool:
-        if c.dtype not in INTS:
-            return True
-        i = op_index[c.op]
-        return c.dtype in (INTS[i % 4], INTS[4 + (i + 2) % 4])
-    return [c for c in cases if kept(c)]
-
-
 def shape_by_kind(cases: tuple[ElemwiseCase, ...]) -> list[ElemwiseCase]:
     """Unary cases on :data:`KIND_SHAPE`'s shape for their dtype's kind,
     binary cases as :func:`one_shape_each` picks them."""
