@@ -41,4 +41,10 @@ transform      test_transform:             test_lower_transform*:      test_ops_
 qnn            test_qnn: CONV_CASES        test_lower_qnn: CONV_CASES  test_ops_c_qnn:
                                            (copy), ROUNDINGS           ROUNDINGS
 =============  ==========================  ==========================  ==========================
+
+Moved here so far: elemwise (derived) and conv.  Still copied, to move the
+same way: reduce (AXES, REDUCERS, DTYPES), algorithm (SPECIALS), pool
+(POOL_CASES / POOLS), image (MODES, SIZES, ROUNDINGS), nn (DENSE), transform
+(RESHAPES, SLICES, INDEX_DTYPES, CAST_PAIRS) and qnn (CONV_CASES,
+ROUNDINGS).
 """
