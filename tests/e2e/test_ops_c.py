@@ -31,25 +31,12 @@ from aot.ir.expr import Call, Op
 from aot.ir.registry import all_ops
 from aot.ir.visitor import post_order
 from c_harness import Case, assert_matches, check_cases, compile_and_load, flatten, pack
+from cases.common import program
 
 FAMILY_MODULES = ["test_ops_c_elemwise", "test_ops_c_nn", "test_ops_c_conv",
                   "test_ops_c_reduce", "test_ops_c_transform", "test_ops_c_qnn"]
 
 FLOAT_SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0]
-
-
-def tt(shape: Sequence[int], dtype: str) -> str:
-    """Relay's spelling of a tensor type (``float32`` for a 0-d one)."""
-    shape = tuple(shape)
-    if not shape:
-        return dtype
-    dims = ", ".join(str(d) for d in shape)
-    return f"Tensor[({dims}{',' if len(shape) == 1 else ''}), {dtype}]"
-
-
-def program(params: Sequence[tuple[str, Sequence[int], str]], body: str) -> str:
-    ps = ", ".join(f"%{name}: {tt(shape, dt)}" for name, shape, dt in params)
-    return f"def @main({ps}) {{\n  {body}\n}}\n"
 
 
 def rng_for(name: str) -> np.random.Generator:

@@ -13,24 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from c_harness import check_cases
+from cases import conv as table
+from cases.common import attr_text
 from test_ops_c import case, data, rng_for
 
 #: float32 convolutions accumulate in float32 (nn_conv's design note)
 TOL = {"float32": (2e-5, 2e-5), "float16": (3e-3, 3e-3)}
-
-
-def attr_text(attrs: dict) -> str:
-    parts = []
-    for k, v in attrs.items():
-        if isinstance(v, str):
-            parts.append(f'{k}="{v}"')
-        elif isinstance(v, (list, tuple)):
-            parts.append(f"{k}=[{', '.join(str(e) for e in v)}]")
-        elif isinstance(v, float):
-            parts.append(f"{k}={v!r}f")
-        else:
-            parts.append(f"{k}={v}")
-    return ", ".join(parts)
 
 
 def sample(name: str, shape, dtype: str) -> np.ndarray:
@@ -59,31 +47,14 @@ def pads(strides, padding, dilation, groups) -> dict:
 
 # ------------------------------------------------------------ conv1d/2d
 
-CONV2D = [
-    # data NCHW, (O, I/g, kh, kw), strides, padding, dilation, groups
-    ((1, 3, 7, 7), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
-    ((2, 3, 8, 6), (5, 3, 3, 2), (2, 1), (1, 1), (1, 1), 1),
-    ((1, 2, 9, 9), (3, 2, 3, 3), (2, 2), (1, 0, 2, 1), (1, 1), 1),
-    ((1, 4, 9, 8), (6, 2, 3, 3), (1, 2), (1,), (2, 1), 2),
-    ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),          # depthwise
-    ((1, 3, 5, 5), (6, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 3),    # depthwise x2
-    ((1, 2, 5, 5), (3, 2, 1, 1), (1, 1), (0, 0), (1, 1), 1),          # pointwise
-    ((1, 2, 4, 4), (2, 2, 5, 5), (1, 1), (2, 2), (1, 1), 1),          # kernel > input
-]
-DTYPES = [("float32", "float32", None), ("float16", "float16", None),
-          ("int8", "int8", "int32"), ("uint8", "int8", "int32")]
-LAYOUTS = [("NCHW", "OIHW"), ("NHWC", "HWIO"), ("NHWC", "OHWI"), ("NCHW", "HWIO"),
-           ("NHWC", "OIHW"), ("HWNC", "IHWO")]
-
-
 def to_layout(shape, canon: str, layout: str) -> tuple:
     return tuple(shape[canon.index(c)] for c in layout)
 
 
 def conv_cases():
     out = []
-    for xs, ws, strides, padding, dilation, groups in CONV2D:
-        for xdt, wdt, odt in DTYPES:
+    for xs, ws, strides, padding, dilation, groups in table.CONV2D:
+        for xdt, wdt, odt in table.DTYPES:
             attrs = pads(strides, padding, dilation, groups)
             if odt:
                 attrs["out_dtype"] = odt
@@ -94,8 +65,8 @@ def conv_cases():
         if odt:
             attrs["out_dtype"] = odt
         out.append(conv("nn.conv2d", (1, 3, 5, 6), (4, 3, 2, 3), attrs, xdt))
-    for dl, kl in LAYOUTS:
-        for ol in ["", "NCHW", "NHWC"]:
+    for dl, kl in table.LAYOUTS:
+        for ol in table.OUT_LAYOUTS:
             attrs = dict(strides=[2, 1], padding=[1, 0, 0, 1], groups=2, data_layout=dl,
                          kernel_layout=kl)
             if ol:
@@ -150,10 +121,7 @@ def conv_cases():
                                                 ("w", (3, 2, 3, 3), "float32")],
                     "nn.conv2d(nn.pad(%x, 0.5f, pad_width=[[0, 0], [0, 0], [1, 2], [2, 1]]), "
                     "%w, strides=[2, 1])", rtol=2e-5, atol=2e-5))
-    for xs, ws, stride, padding, dilation, groups in [
-            ((2, 3, 10), (4, 3, 3), 1, (0, 0), 1, 1),
-            ((1, 4, 11), (6, 2, 3), 2, (1, 2), 2, 2),
-            ((1, 2, 5), (2, 1, 5), 1, (2,), 1, 2)]:
+    for xs, ws, stride, padding, dilation, groups in table.CONV1D:
         for layout in ["NCW", "NWC"]:
             attrs = dict(strides=[stride], padding=list(padding), dilation=[dilation],
                          groups=groups, data_layout=layout)
@@ -186,26 +154,15 @@ def non_finite_weight_cases():
 
 def conv_transpose_cases():
     out = []
-    for xs, ws, strides, padding, opad, dilation, groups in [
-            ((1, 3, 4, 4), (3, 2, 3, 3), (1, 1), (0, 0), (0, 0), (1, 1), 1),
-            ((2, 2, 3, 4), (2, 3, 3, 3), (2, 2), (1, 1), (1, 0), (1, 1), 1),
-            ((1, 4, 3, 3), (4, 1, 2, 3), (2, 3), (0, 1, 1, 0), (0, 2), (1, 1), 2),
-            ((1, 2, 3, 3), (2, 2, 3, 3), (1, 2), (1,), (0, 1), (2, 1), 1)]:
+    for xs, ws, strides, padding, opad, dilation, groups in table.TRANSPOSE:
         for dt, odt in [("float32", None), ("int8", "int32"), ("float16", None)]:
             attrs = pads(strides, padding, dilation, groups)
             attrs["output_padding"] = list(opad)
             if odt:
                 attrs["out_dtype"] = odt
             out.append(conv("nn.conv2d_transpose", xs, ws, attrs, dt))
-    for xs, ws, attrs in [
-            ((1, 2, 3, 3), (2, 3, 3, 3), dict(strides=[3, 2], dilation=[2, 3],
-                                              padding=[2, 1, 0, 3])),
-            ((1, 4, 2, 3), (4, 2, 4, 4), dict(strides=[2, 2], padding=[1, 1], groups=2,
-                                              output_padding=[1, 1])),
-            ((1, 3, 4, 2), (3, 3, 2, 2), dict(data_layout="NHWC", kernel_layout="HWIO",
-                                              strides=[2, 2])),
-            ((1, 6, 3, 3), (6, 1, 3, 3), dict(groups=6, strides=[2, 2], padding=[1, 1])),
-            ((1, 1, 2, 2), (1, 1, 1, 1), dict(strides=[3, 3], output_padding=[2, 1])),
+    for xs, ws, attrs in table.TRANSPOSE_MORE + [
+            # C only: channels and kernel_size given
             ((1, 4, 5, 5), (4, 2, 3, 3), dict(channels=2, kernel_size=[3, 3], strides=[2, 2],
                                               output_padding=[1, 1]))]:
         out.append(conv("nn.conv2d_transpose", xs, ws, attrs))

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from c_harness import check_cases
-from test_ops_c import text_case as case, tt, values
+from cases.common import tensor_type as tt
+from test_ops_c import text_case as case, values
 
 F234 = "Tensor[(2, 3, 4), float32]"
 X = values((2, 3, 4), specials=True)

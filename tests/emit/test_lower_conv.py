@@ -21,6 +21,8 @@ from aot.emit.lower.ops import nn_conv
 from aot.emit.kernel.simplify import simplify_kernel
 from aot.ir.dtype import DType
 from kernel_c_harness import build, call
+from cases import conv
+from cases.common import attr_text
 from lowering_harness import check_lowering, lower_main, run_lowered
 
 #: float32 accumulates in float32 (nn_conv's design note): a few ulps of
@@ -31,18 +33,6 @@ TOL = {"float16": (3e-3, 3e-3), "float32": (2e-5, 2e-5), "float64": (1e-12, 1e-1
 def ttype(shape: tuple, dtype: str) -> str:
     dims = ", ".join(str(d) for d in shape)
     return f"Tensor[({dims}{',' if len(shape) == 1 else ''}), {dtype}]"
-
-
-def attr_text(attrs: dict) -> str:
-    parts = []
-    for k, v in attrs.items():
-        if isinstance(v, str):
-            parts.append(f'{k}="{v}"')
-        elif isinstance(v, (list, tuple)):
-            parts.append(f"{k}=[{', '.join(str(int(e)) for e in v)}]")
-        else:
-            parts.append(f"{k}={v}")
-    return ", ".join(parts)
 
 
 def conv_program(op: str, xs: tuple, xdt: str, ws: tuple, wdt: str, attrs: dict,
@@ -81,24 +71,8 @@ def pads_attrs(strides, padding, dilation, groups) -> dict:
 
 # ------------------------------------------------------------------ conv2d
 
-CONV2D_CASES = [
-    # data NCHW, (O, I/g, kh, kw), strides, padding, dilation, groups (tests/ops)
-    ((1, 3, 7, 7), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
-    ((2, 3, 8, 6), (5, 3, 3, 2), (2, 1), (1, 1), (1, 1), 1),
-    ((1, 2, 9, 9), (3, 2, 3, 3), (2, 2), (1, 0, 2, 1), (1, 1), 1),
-    ((1, 4, 9, 8), (6, 2, 3, 3), (1, 2), (1,), (2, 1), 2),
-    ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),    # depthwise
-    ((1, 3, 5, 5), (6, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 3),  # depthwise x2
-    ((1, 2, 5, 5), (3, 2, 1, 1), (1, 1), (0, 0), (1, 1), 1),    # pointwise
-    ((1, 2, 4, 4), (2, 2, 5, 5), (1, 1), (2, 2), (1, 1), 1),    # kernel larger than input
-]
-
-DTYPES = [("float32", "float32", None), ("float16", "float16", None),
-          ("int8", "int8", "int32"), ("uint8", "int8", "int32")]
-
-
-@pytest.mark.parametrize("xs,ws,strides,padding,dilation,groups", CONV2D_CASES)
-@pytest.mark.parametrize("dtypes", DTYPES, ids=lambda d: "-".join(filter(None, d)))
+@pytest.mark.parametrize("xs,ws,strides,padding,dilation,groups", conv.CONV2D)
+@pytest.mark.parametrize("dtypes", conv.DTYPES, ids=lambda d: "-".join(filter(None, d)))
 def test_conv2d_nchw(xs, ws, strides, padding, dilation, groups, dtypes):
     xdt, wdt, out = dtypes
     attrs = pads_attrs(strides, padding, dilation, groups)
@@ -129,16 +103,12 @@ def test_conv2d_other_dtypes(xdt, out):
     check("nn.conv2d", (1, 3, 5, 6), (4, 3, 2, 3), attrs, xdt)
 
 
-LAYOUTS = [("NCHW", "OIHW"), ("NHWC", "HWIO"), ("NHWC", "OHWI"), ("NCHW", "HWIO"),
-           ("NHWC", "OIHW"), ("HWNC", "IHWO")]
-
-
 def to_layout(a: np.ndarray, canon: str, layout: str) -> np.ndarray:
     return np.transpose(a, [canon.index(c) for c in layout])
 
 
-@pytest.mark.parametrize("data_layout,kernel_layout", LAYOUTS)
-@pytest.mark.parametrize("out_layout", ["", "NCHW", "NHWC"])
+@pytest.mark.parametrize("data_layout,kernel_layout", conv.LAYOUTS)
+@pytest.mark.parametrize("out_layout", conv.OUT_LAYOUTS)
 def test_conv2d_layouts(data_layout, kernel_layout, out_layout):
     xs = to_layout(np.empty((2, 4, 6, 5)), "NCHW", data_layout).shape
     ws = to_layout(np.empty((6, 2, 3, 2)), "OIHW", kernel_layout).shape
@@ -199,14 +169,7 @@ def test_pointwise_flattened_tiles(layout, xs, ws, prologue):
 
 # ------------------------------------------------------------------ conv1d
 
-CONV1D_CASES = [
-    ((2, 3, 10), (4, 3, 3), 1, (0, 0), 1, 1),
-    ((1, 4, 11), (6, 2, 3), 2, (1, 2), 2, 2),
-    ((1, 2, 5), (2, 1, 5), 1, (2,), 1, 2),
-]
-
-
-@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", CONV1D_CASES)
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", conv.CONV1D)
 @pytest.mark.parametrize("layout", ["NCW", "NWC"])
 def test_conv1d(xs, ws, stride, padding, dilation, groups, layout):
     attrs = dict(strides=[stride], padding=list(padding), dilation=[dilation], groups=groups,
@@ -224,17 +187,8 @@ def test_conv1d_kernel_layout_wio():
 
 # ------------------------------------------------------- conv2d_transpose
 
-TRANSPOSE_CASES = [
-    # data, weight IOHW, strides, padding, output_padding, dilation, groups (tests/ops)
-    ((1, 3, 4, 4), (3, 2, 3, 3), (1, 1), (0, 0), (0, 0), (1, 1), 1),
-    ((2, 2, 3, 4), (2, 3, 3, 3), (2, 2), (1, 1), (1, 0), (1, 1), 1),
-    ((1, 4, 3, 3), (4, 1, 2, 3), (2, 3), (0, 1, 1, 0), (0, 2), (1, 1), 2),
-    ((1, 2, 3, 3), (2, 2, 3, 3), (1, 2), (1,), (0, 1), (2, 1), 1),
-]
-
-
 @pytest.mark.parametrize("xs,ws,strides,padding,output_padding,dilation,groups",
-                         TRANSPOSE_CASES)
+                         conv.TRANSPOSE)
 @pytest.mark.parametrize("dtype,out", [("float32", None), ("int8", "int32")])
 def test_conv2d_transpose(xs, ws, strides, padding, output_padding, dilation, groups, dtype,
                           out):
@@ -245,15 +199,7 @@ def test_conv2d_transpose(xs, ws, strides, padding, output_padding, dilation, gr
     check("nn.conv2d_transpose", xs, ws, attrs, dtype)
 
 
-@pytest.mark.parametrize("xs,ws,attrs", [
-    ((1, 2, 3, 3), (2, 3, 3, 3), dict(strides=[3, 2], dilation=[2, 3], padding=[2, 1, 0, 3])),
-    ((1, 4, 2, 3), (4, 2, 4, 4), dict(strides=[2, 2], padding=[1, 1], groups=2,
-                                      output_padding=[1, 1])),
-    ((1, 3, 4, 2), (3, 3, 2, 2), dict(data_layout="NHWC", kernel_layout="HWIO",
-                                      strides=[2, 2])),
-    ((1, 6, 3, 3), (6, 1, 3, 3), dict(groups=6, strides=[2, 2], padding=[1, 1])),
-    ((1, 1, 2, 2), (1, 1, 1, 1), dict(strides=[3, 3], output_padding=[2, 1])),  # gaps
-])
+@pytest.mark.parametrize("xs,ws,attrs", conv.TRANSPOSE_MORE)
 def test_conv2d_transpose_more(xs, ws, attrs):
     check("nn.conv2d_transpose", xs, ws, attrs)
 

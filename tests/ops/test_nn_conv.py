@@ -15,6 +15,7 @@ from aot.ir.attrs import AttrError
 from aot.ir.dtype import DType
 from aot.ir.registry import PatternKind, RelationError, Solved
 from aot.ir.types import ANY, IncompleteType
+from cases import conv
 from nn_helpers import T, assert_close, get, infer, run, sample
 
 RNG = np.random.default_rng(2)
@@ -86,22 +87,8 @@ def conv2d_transpose_ref(x, w, strides, padding, output_padding, dilation, group
     return wrap(out, out_dtype)
 
 
-CONV2D_CASES = [
-    # data NCHW, (O, I/g, kh, kw), strides, padding, dilation, groups
-    ((1, 3, 7, 7), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
-    ((2, 3, 8, 6), (5, 3, 3, 2), (2, 1), (1, 1), (1, 1), 1),
-    ((1, 2, 9, 9), (3, 2, 3, 3), (2, 2), (1, 0, 2, 1), (1, 1), 1),
-    ((1, 4, 9, 8), (6, 2, 3, 3), (1, 2), (1,), (2, 1), 2),
-    ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),    # depthwise
-    ((1, 3, 5, 5), (6, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 3),  # depthwise x2
-    ((1, 2, 5, 5), (3, 2, 1, 1), (1, 1), (0, 0), (1, 1), 1),    # pointwise
-    ((1, 2, 4, 4), (2, 2, 5, 5), (1, 1), (2, 2), (1, 1), 1),    # kernel larger than input
-]
-
-
-@pytest.mark.parametrize("xs,ws,strides,padding,dilation,groups", CONV2D_CASES)
-@pytest.mark.parametrize("dtypes", [("float32", "float32", None), ("float16", "float16", None),
-                                    ("int8", "int8", "int32"), ("uint8", "int8", "int32")])
+@pytest.mark.parametrize("xs,ws,strides,padding,dilation,groups", conv.CONV2D)
+@pytest.mark.parametrize("dtypes", conv.DTYPES)
 def test_conv2d_nchw(xs, ws, strides, padding, dilation, groups, dtypes):
     dt, wdt, out = dtypes
     x = sample(RNG, xs, dt, -128, 127)
@@ -124,12 +111,8 @@ def test_conv2d_int8_accumulation_wraps_in_the_output_type():
     assert int(got32[0, 0, 0, 0]) == 8 * 9 * 127 * 127
 
 
-LAYOUTS = [("NCHW", "OIHW"), ("NHWC", "HWIO"), ("NHWC", "OHWI"), ("NCHW", "HWIO"),
-           ("NHWC", "OIHW")]
-
-
-@pytest.mark.parametrize("data_layout,kernel_layout", LAYOUTS)
-@pytest.mark.parametrize("out_layout", ["", "NCHW", "NHWC"])
+@pytest.mark.parametrize("data_layout,kernel_layout", conv.LAYOUTS)
+@pytest.mark.parametrize("out_layout", conv.OUT_LAYOUTS)
 def test_conv2d_layouts_agree_with_nchw(data_layout, kernel_layout, out_layout):
     x = sample(RNG, (2, 4, 6, 5), "float32")
     w = sample(RNG, (6, 2, 3, 2), "float32")
@@ -154,14 +137,7 @@ def test_conv2d_depthwise_nhwc_hwoi():
     assert_close(got, np.transpose(expected, (0, 2, 3, 1)))
 
 
-CONV1D_CASES = [
-    ((2, 3, 10), (4, 3, 3), 1, (0, 0), 1, 1),
-    ((1, 4, 11), (6, 2, 3), 2, (1, 2), 2, 2),
-    ((1, 2, 5), (2, 1, 5), 1, (2,), 1, 2),
-]
-
-
-@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", CONV1D_CASES)
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", conv.CONV1D)
 @pytest.mark.parametrize("layout", ["NCW", "NWC"])
 def test_conv1d(xs, ws, stride, padding, dilation, groups, layout):
     x = sample(RNG, xs, "float32")
@@ -175,17 +151,8 @@ def test_conv1d(xs, ws, stride, padding, dilation, groups, layout):
     assert_close(got, expected if layout == "NCW" else np.transpose(expected, (0, 2, 1)))
 
 
-TRANSPOSE_CASES = [
-    # data, weight IOHW, strides, padding, output_padding, dilation, groups
-    ((1, 3, 4, 4), (3, 2, 3, 3), (1, 1), (0, 0), (0, 0), (1, 1), 1),
-    ((2, 2, 3, 4), (2, 3, 3, 3), (2, 2), (1, 1), (1, 0), (1, 1), 1),
-    ((1, 4, 3, 3), (4, 1, 2, 3), (2, 3), (0, 1, 1, 0), (0, 2), (1, 1), 2),
-    ((1, 2, 3, 3), (2, 2, 3, 3), (1, 2), (1,), (0, 1), (2, 1), 1),
-]
-
-
 @pytest.mark.parametrize("xs,ws,strides,padding,output_padding,dilation,groups",
-                         TRANSPOSE_CASES)
+                         conv.TRANSPOSE)
 @pytest.mark.parametrize("dtype,out", [("float32", None), ("int8", "int32")])
 def test_conv2d_transpose(xs, ws, strides, padding, output_padding, dilation, groups, dtype, out):
     x = sample(RNG, xs, dtype)
