@@ -48,22 +48,6 @@ BINARY_SHAPES: list[tuple[tuple[int, ...], tuple[int, ...]]] = [
 KIND_SHAPE = {"f": (4, 6), "i": (3, 5), "u": (3, 5), "b": (2, 3)}
 
 
-#: (operator, dtype) pairs the relation accepts but the reference cannot
-#: run (it raises TypeError): known bugs, kept in the table so that tests/ops
-#: expects them to fail (strictly: a fix fails that test until the entry goes)
-REFERENCE_BUGS = {
-    ("subtract", "bool"): "the reference raises TypeError: NumPy has no boolean subtract",
-    ("mod", "bool"): "the reference raises TypeError: np.fmod subtracts booleans",
-}
-#: pairs the relation accepts but the lowering rejects with an internal
-#: KernelIRError ("arithmetic on bool"); tests/emit and tests/e2e expect it
-LOWERING_BUGS = {
-    (op, "bool"): "lowering raises KernelIRError: arithmetic on bool"
-    for op in ["subtract", "divide", "floor_divide", "mod", "floor_mod", "power"]
-}
-KNOWN_BUGS = {**LOWERING_BUGS, **REFERENCE_BUGS}
-
-
 @dataclass(frozen=True)
 class ElemwiseCase:
     op: str
@@ -75,10 +59,6 @@ class ElemwiseCase:
         """``"<op>:<dtype>-<shapes>"`` (tests/e2e's completeness test reads
         the operator before the colon)."""
         return f"{self.op}:{self.dtype}-" + "-".join(str(s) for s in self.shapes)
-
-    @property
-    def known_bug(self) -> str | None:
-        return KNOWN_BUGS.get((self.op, self.dtype))
 
     @property
     def params(self) -> list[Param]:
@@ -128,11 +108,6 @@ def all_cases() -> tuple[ElemwiseCase, ...]:
                 if accepts(op, dtype, shapes):
                     out.append(ElemwiseCase(op.name, dtype, shapes))
     return tuple(out)
-
-
-def working(cases: tuple[ElemwiseCase, ...] | list[ElemwiseCase]) -> list[ElemwiseCase]:
-    """``cases`` without the :data:`KNOWN_BUGS`."""
-    return [c for c in cases if c.known_bug is None]
 
 
 def ops_with_cases() -> set[str]:

@@ -99,9 +99,10 @@ def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.broadcast_arrays(a, b)
     result = np.ones_like(a)
     base = a.copy()
-    exp = b.astype(np.int64)
+    # unsigned exponents stay unsigned: 2**63 and above are not negative
+    exp = b.astype(np.uint64 if b.dtype.kind == "u" else np.int64)
     neg = exp < 0
-    e = np.where(neg, 0, exp)
+    e = np.where(neg, 0, exp).astype(exp.dtype)
     with np.errstate(all="ignore"):
         while np.any(e > 0):
             odd = (e & 1) == 1
@@ -127,9 +128,25 @@ _BINARY = [
     ("minimum", np.minimum, None, "element-wise min(a, b)"),
 ]
 
+#: arithmetic whose meaning on truth values NumPy and C disagree on (or that
+#: NumPy refuses): bool operands are a type error, as in NumPy.  add and
+#: multiply on bool are logical or / and, which both agree on.
+_NOT_ON_BOOL = {"subtract", "divide", "floor_divide", "mod", "floor_mod", "power"}
+
+
+def _arithmetic_rel(name: str) -> Callable[[Sequence[Type], object], object]:
+    def rel(args: Sequence[Type], attrs: object) -> object:
+        for a in args:
+            if isinstance(a, TensorType) and a.dtype is DType.BOOL:
+                raise RelationError(f"{name} is not defined on bool tensors "
+                                    "(cast them to an integer type first)")
+        return broadcast_rel(args, attrs)
+    return rel
+
+
 for _name, _f, _i, _doc in _BINARY:
-    defop(_name, arity=2, rel=broadcast_rel, pattern=BC, compute=_binary(_f, _i), doc=_doc,
-          family=FAMILY)
+    defop(_name, arity=2, rel=_arithmetic_rel(_name) if _name in _NOT_ON_BOOL else broadcast_rel,
+          pattern=BC, compute=_binary(_f, _i), doc=_doc, family=FAMILY)
 
 
 _COMPARE = [
