@@ -139,3 +139,27 @@ class Context:
             assert isinstance(result, np.ndarray), type(result)
             value = self._values[e] = result
         return value
+
+
+class ContextUser:
+    """Base of what a converter is handed (an ONNX node, a TFLite
+    operator): building IR through the shared :class:`Context`, and
+    rejecting the node with :meth:`error`."""
+
+    ctx: Context
+
+    def error(self, message: str) -> ConvertError:
+        return ConvertError(message)
+
+    def call(self, op_name: str, args: Sequence[Expr], attrs: Attrs | None = None,
+             **kwargs: Any) -> Expr:
+        return self.ctx.call(op_name, args, attrs, **kwargs)
+
+    def constant(self, value: Any, dtype: DType | None = None) -> Constant:
+        return self.ctx.constant(value, dtype)
+
+    def shape(self, e: Expr) -> tuple[int, ...]:
+        return self.ctx.shape(e)
+
+    def dtype(self, e: Expr) -> DType:
+        return self.ctx.dtype(e)

@@ -43,7 +43,8 @@ def file_errors(source: str, messages: list[str]) -> DiagnosticError:
 
 class ConvertError(Exception):
     """Raised by a converter for a node it cannot import; the graph walk
-    turns it into a diagnostic naming the node.  ``message`` is the reason only (``auto_pad=SAME_LOWER ...``)."""
+    turns it into a diagnostic naming the node.  ``message`` is the
+    reason only (``auto_pad=SAME_LOWER ...``)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -46,21 +46,19 @@ together.  A converter rejects a node by raising through
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ...ir.attrs import Attrs
-from ...ir.dtype import DType
-from ...ir.expr import Constant, Expr, Function, Tuple, Var
+from ...ir.expr import Expr, Function, Tuple, Var
 from ...ir.module import IRModule
 from ...ir.types import TensorType
-from ..context import Context
+from ..context import Context, ContextUser
 from ..errors import ConvertError, file_error, file_errors
+from ..names import sanitize_names
 from .dtypes import onnx_type_name, to_dtype
 from .registry import Converter, lookup, normalize_domain
 
@@ -79,7 +77,7 @@ def _attr_value(attr: onnx.AttributeProto) -> Any:
     return value
 
 
-class Node:
+class Node(ContextUser):
     """One ONNX node as its converter sees it."""
 
     def __init__(self, ctx: Context, proto: onnx.NodeProto, label: str, version: int,
@@ -129,23 +127,6 @@ class Node:
             ConvertError:
         v = self.attrs.get(name) if value is None else value
         return self.error(f"{name}={_fmt_attr(v)} {why}")
-
-    def error(self, message: str) -> ConvertError:
-        return ConvertError(message)
-
-    # -------------------------------------------------------- building
-    def call(self, op_name: str, args: Sequence[Expr], attrs: Attrs | None = None,
-             **kwargs: Any) -> Expr:
-        return self.ctx.call(op_name, args, attrs, **kwargs)
-
-    def constant(self, value: Any, dtype: DType | None = None) -> Constant:
-        return self.ctx.constant(value, dtype)
-
-    def shape(self, e: Expr) -> tuple[int, ...]:
-        return self.ctx.shape(e)
-
-    def dtype(self, e: Expr) -> DType:
-        return self.ctx.dtype(e)
 
     def rank(self, e: Expr) -> int:
         return len(self.ctx.shape(e))
@@ -215,29 +196,6 @@ def _plan(model: onnx.ModelProto, source: str, opset: int) -> list[_Planned]:
     if errors:
         raise file_errors(source, errors)
     return planned
-
-
-_IDENT_START = re.compile(r"[A-Za-z_]")
-
-
-def sanitize_names(names: Sequence[str]) -> list[str]:
-    """IR identifiers for ONNX names, deterministic and unique: characters
-    outside ``[A-Za-z0-9_]`` become ``_``, a leading digit gets a ``_``
-    prefix, and a clash gets ``_1``, ``_2`` ... in order."""
-    out: list[str] = []
-    used: set[str] = set()
-    for name in names:
-        base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "input"
-        if not _IDENT_START.match(base):
-            base = "_" + base
-        cand = base
-        k = 1
-        while cand in used:
-            cand = f"{base}_{k}"
-            k += 1
-        used.add(cand)
-        out.append(cand)
-    return out
 
 
 def tensor_to_array(t: onnx.TensorProto, what: str) -> np.ndarray:
