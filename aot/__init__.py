@@ -4,6 +4,7 @@ The public API (see README.md)::
 
     mod = aot.parse(text, source_name="model.relay")
     mod = aot.from_onnx("model.onnx", input_shapes={"input": (1, 3, 96, 96)})
+    mod = aot.from_tflite("model.tflite")
     mod = aot.infer_types(mod)
     value = aot.interpret(mod, *args, entry="main")
     art = aot.compile(mod, "out/model", name="model", params={"w": w})
@@ -39,6 +40,15 @@ def from_onnx(model: Any, *, input_shapes: dict[str, tuple[int, ...]] | None = N
     DiagnosticError on models it cannot import."""
     from .frontend.onnx import from_onnx as _from_onnx
     return _from_onnx(model, input_shapes=input_shapes, source_name=source_name)
+
+
+def from_tflite(model: Any, *, source_name: str | None = None) -> IRModule:
+    """Import a TFLite model (a path or the file's bytes), float32 or
+    quantized int8/uint8, as a typed module.  Needs the ``tflite`` package
+    (imported only here).  Raises DiagnosticError on models it cannot
+    import."""
+    from .frontend.tflite import from_tflite as _from_tflite
+    return _from_tflite(model, source_name=source_name)
 
 
 def infer_types(mod: IRModule) -> IRModule:
@@ -89,5 +99,6 @@ def prelude() -> IRModule:
     return load_prelude()
 
 
-__all__ = ["parse", "from_onnx", "infer_types", "interpret", "compile", "load", "prelude",
-           "IRModule", "PassContext", "Diagnostic", "DiagnosticError", "Span", "__version__"]
+__all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "compile", "load",
+           "prelude", "IRModule", "PassContext", "Diagnostic", "DiagnosticError", "Span",
+           "__version__"]

@@ -12,8 +12,9 @@
     aot ops                        list the operator catalogue
     aot passes [--opt-level N]     list the passes, their levels and the default pipelines
 
-FILE is Relay text (``.relay``) or an ONNX model (``.onnx``, imported by
-:func:`aot.from_onnx`).  For ONNX models, check/run/compile take
+FILE is Relay text (``.relay``), an ONNX model (``.onnx``, imported by
+:func:`aot.from_onnx`) or a TFLite model (``.tflite``, imported by
+:func:`aot.from_tflite`).  For ONNX models, check/run/compile take
 ``--input-shape NAME=1,3,96,96`` (repeatable) to fix the free (symbolic or
 unknown) dimensions of graph input NAME; its parameter in @main is NAME
 sanitized to an identifier (``input.1`` -> ``%input_1``).
@@ -56,19 +57,37 @@ def _load_module(path: str, input_shapes: Sequence[str] = ()):  # -> IRModule
         return _load_onnx(path, shapes)
     if shapes:
         raise UsageError("--input-shape applies to ONNX models only")
+    if path.endswith(".tflite"):
+        return _load_tflite(path)
     mod = parse(_read_source(path), source_name=path)
     return infer_types(mod)
 
 
 def _load_onnx(path: str, shapes: dict[str, tuple[int, ...]]):  # -> IRModule
-    if not Path(path).is_file():
-        raise UsageError(f"{path}: cannot read: No such file")
+    _require_file(path)
     try:
         from .frontend.onnx import from_onnx
     except ImportError as exc:
-        raise UsageError(f"{path}: importing ONNX models needs the onnx package "
-                         f"({exc})") from None
+        raise _missing_package(path, "ONNX", "onnx", exc) from None
     return from_onnx(path, input_shapes=shapes, source_name=path)
+
+
+def _load_tflite(path: str):  # -> IRModule
+    _require_file(path)
+    try:
+        from .frontend.tflite import from_tflite
+    except ImportError as exc:
+        raise _missing_package(path, "TFLite", "tflite", exc) from None
+    return from_tflite(path, source_name=path)
+
+
+def _require_file(path: str) -> None:
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: cannot read: No such file")
+
+
+def _missing_package(path: str, kind: str, package: str, exc: ImportError) -> UsageError:
+    return UsageError(f"{path}: importing {kind} models needs the {package} package ({exc})")
 
 
 def _parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:

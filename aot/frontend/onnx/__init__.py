@@ -34,7 +34,7 @@ import onnx
 from ...ir.module import IRModule
 from ...ir.types import TensorType
 from .dtypes import onnx_type_name, to_dtype
-from .errors import file_error, file_errors
+from ..errors import file_error, file_errors
 from .graph import MIN_OPSET, default_opset, import_graph
 
 ModelLike = Union[str, "os.PathLike[str]", bytes, onnx.ModelProto]

@@ -14,13 +14,10 @@ the walk is linear in the number of nodes.
 must know ranks, a Conv its input size for ``auto_pad``).  Every graph
 input has a static shape (free dimensions must be fixed by
 ``input_shapes``) and every other leaf is a constant, so every type is
-static and known while building: each call the context creates is typed on
-the spot by the operator's own type relation (the registry's ``rel``
-column, the same one type inference runs), from the already known types of
-its arguments.  The types live in a side table keyed by node identity; the
-finished module is then type-checked properly by ``infer_types``.  A
-relation that rejects a call (a model whose shapes do not broadcast, say)
-becomes a diagnostic naming the node.
+static and known while building: the importers' shared
+:class:`~aot.frontend.context.Context` types each call on the spot by the
+operator's own type relation.  A relation that rejects a call (a model
+whose shapes do not broadcast, say) becomes a diagnostic naming the node.
 
 *Constants.*  Many ONNX inputs must be known at import time because they
 become attributes of IR operators (Reshape's shape, Slice's starts, the
@@ -30,7 +27,7 @@ exports ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``.  ``Shape``
 of a value with a static type *is* a constant, so such chains end in
 constants.  The context records, per expression, whether it depends on
 constants only (one flag per node, set when the node is built); when a
-converter asks for the value of such an expression (:meth:`Context.const_value`),
+converter asks for the value of such an expression (``Context.const_value``),
 the reference interpreter evaluates it (the operators' NumPy references:
 nothing is re-implemented) and the array is cached.  Nothing is folded
 behind the converters' backs: an expression only used as an attribute
@@ -49,138 +46,24 @@ together.  A converter rejects a node by raising through
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ...diagnostics import DiagnosticError
-from ...interpreter import Interpreter
-from ...ir.attrs import NO_ATTRS, AttrError, Attrs
-from ...ir.dtype import DType
-from ...ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, op
+from ...ir.expr import Expr, Function, Tuple, Var
 from ...ir.module import IRModule
-from ...ir.registry import RelationError, Solved, lookup as lookup_op
-from ...ir.types import TensorType, TupleType, Type
+from ...ir.types import TensorType
+from ..context import Context, ContextUser
+from ..errors import ConvertError, file_error, file_errors
+from ..names import sanitize_names
 from .dtypes import onnx_type_name, to_dtype
-from .errors import ConvertError, file_error, file_errors
 from .registry import Converter, lookup, normalize_domain
 
 #: the oldest default-domain opset the importer accepts
 MIN_OPSET = 11
-
-
-# ================================================================ context
-
-class Context:
-    """What converters build IR with: typed calls, constants, and the
-    values of constant expressions."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.types: dict[Expr, Type] = {}
-        #: expressions that depend on constants only
-        self._constish: set[Expr] = set()
-        self._values: dict[Expr, np.ndarray] = {}
-        self._evaluator = Interpreter(IRModule())
-
-    # ------------------------------------------------------------ types
-    def type_of(self, e: Expr) -> Type:
-        return self.types[e]
-
-    def tensor_type(self, e: Expr) -> TensorType:
-        t = self.types[e]
-        if not isinstance(t, TensorType):
-            raise ConvertError(f"expected a tensor, got {t}")
-        return t
-
-    def shape(self, e: Expr) -> tuple[int, ...]:
-        shape = self.tensor_type(e).shape
-        assert all(isinstance(d, int) for d in shape), f"dynamic shape {shape}"
-        return tuple(int(d) for d in shape)  # type: ignore[arg-type]
-
-    def dtype(self, e: Expr) -> DType:
-        return self.tensor_type(e).dtype
-
-    # --------------------------------------------------------- building
-    def constant(self, value: Any, dtype: DType | None = None) -> Constant:
-        arr = np.asarray(value, dtype=dtype.np if dtype is not None else None)
-        node = Constant(arr)
-        self.types[node] = node.tensor_type
-        self._constish.add(node)
-        self._values[node] = node.data
-        return node
-
-    def param(self, name: str, t: TensorType) -> Var:
-        v = Var(name, t)
-        self.types[v] = t
-        return v
-
-    def call(self, op_name: str, args: Sequence[Expr], attrs: Attrs | None = None,
-             **kwargs: Any) -> Expr:
-        """``op_name(*args)`` with attributes ``attrs`` (or built from
-        ``kwargs``), typed by the operator's relation."""
-        op_def = lookup_op(op_name)
-        assert op_def is not None, f"unknown operator {op_name}"
-        if attrs is None:
-            try:
-                attrs = op_def.attrs_type.from_raw(kwargs) if kwargs else NO_ATTRS
-            except AttrError as exc:
-                raise ConvertError(f"{op_name}: {exc}") from None
-        if attrs is NO_ATTRS and op_def.attrs_type is not Attrs:
-            attrs = op_def.attrs_type()
-        assert len(args) == op_def.arity, (op_name, len(args))
-        try:
-            out = op_def.rel([self.types[a] for a in args], attrs)
-        except RelationError as exc:
-            raise ConvertError(f"{op_name}: {exc}") from None
-        if isinstance(out, Solved):
-            out = out.out
-        assert out is not None, f"{op_name}: relation gave no type for {args}"
-        node = Call(op(op_name), tuple(args), attrs)
-        self.types[node] = out
-        if all(a in self._constish for a in args):
-            self._constish.add(node)
-        return node
-
-    def make_tuple(self, fields: Sequence[Expr]) -> Expr:
-        node = Tuple(tuple(fields))
-        self.types[node] = TupleType(tuple(self.types[f] for f in fields))
-        if all(f in self._constish for f in fields):
-            self._constish.add(node)
-        return node
-
-    def get_item(self, tup: Expr, index: int) -> Expr:
-        if isinstance(tup, Tuple):
-            return tup.fields[index]
-        t = self.types[tup]
-        assert isinstance(t, TupleType), t
-        node = TupleGetItem(tup, index)
-        self.types[node] = t.fields[index]
-        if tup in self._constish:
-            self._constish.add(node)
-        return node
-
-    # -------------------------------------------------------- constants
-    def is_constant(self, e: Expr) -> bool:
-        return e in self._constish
-
-    def const_value(self, e: Expr) -> np.ndarray | None:
-        """The value of ``e`` when it depends on constants only, else None."""
-        if e not in self._constish:
-            return None
-        value = self._values.get(e)
-        if value is None:
-            try:
-                result = self._evaluator.evaluate(e)
-            except DiagnosticError as exc:
-                raise ConvertError(f"cannot evaluate a constant input: {exc.message}") from None
-            assert isinstance(result, np.ndarray), type(result)
-            value = self._values[e] = result
-        return value
 
 
 # =================================================================== node
@@ -194,7 +77,7 @@ def _attr_value(attr: onnx.AttributeProto) -> Any:
     return value
 
 
-class Node:
+class Node(ContextUser):
     """One ONNX node as its converter sees it."""
 
     def __init__(self, ctx: Context, proto: onnx.NodeProto, label: str, version: int,
@@ -244,23 +127,6 @@ class Node:
             ConvertError:
         v = self.attrs.get(name) if value is None else value
         return self.error(f"{name}={_fmt_attr(v)} {why}")
-
-    def error(self, message: str) -> ConvertError:
-        return ConvertError(message)
-
-    # -------------------------------------------------------- building
-    def call(self, op_name: str, args: Sequence[Expr], attrs: Attrs | None = None,
-             **kwargs: Any) -> Expr:
-        return self.ctx.call(op_name, args, attrs, **kwargs)
-
-    def constant(self, value: Any, dtype: DType | None = None) -> Constant:
-        return self.ctx.constant(value, dtype)
-
-    def shape(self, e: Expr) -> tuple[int, ...]:
-        return self.ctx.shape(e)
-
-    def dtype(self, e: Expr) -> DType:
-        return self.ctx.dtype(e)
 
     def rank(self, e: Expr) -> int:
         return len(self.ctx.shape(e))
@@ -330,29 +196,6 @@ def _plan(model: onnx.ModelProto, source: str, opset: int) -> list[_Planned]:
     if errors:
         raise file_errors(source, errors)
     return planned
-
-
-_IDENT_START = re.compile(r"[A-Za-z_]")
-
-
-def sanitize_names(names: Sequence[str]) -> list[str]:
-    """IR identifiers for ONNX names, deterministic and unique: characters
-    outside ``[A-Za-z0-9_]`` become ``_``, a leading digit gets a ``_``
-    prefix, and a clash gets ``_1``, ``_2`` ... in order."""
-    out: list[str] = []
-    used: set[str] = set()
-    for name in names:
-        base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "input"
-        if not _IDENT_START.match(base):
-            base = "_" + base
-        cand = base
-        k = 1
-        while cand in used:
-            cand = f"{base}_{k}"
-            k += 1
-        used.add(cand)
-        out.append(cand)
-    return out
 
 
 def tensor_to_array(t: onnx.TensorProto, what: str) -> np.ndarray:

@@ -22,7 +22,7 @@ import onnx
 
 from ....ir.expr import Expr
 from ..dtypes import onnx_type_name, to_dtype
-from ..errors import ConvertError
+from ...errors import ConvertError
 from ..graph import Node, tensor_to_array
 from ..registry import converter
 

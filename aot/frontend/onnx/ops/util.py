@@ -10,6 +10,7 @@ import numpy as np
 
 from ....ir.dtype import DType
 from ....ir.expr import Expr
+from ...padding import same_padding
 from ..graph import Node
 
 
@@ -53,9 +54,7 @@ def spatial_pads(node: Node, in_sizes: Sequence[int], kernel: Sequence[int],
             raise node.error(f"auto_pad={auto_pad} with dilations is not supported")
         out = []
         for size, k, s in zip(in_sizes, kernel, strides):
-            target = -(-size // s)
-            total = max(0, (target - 1) * s + k - size)
-            small, big = total // 2, total - total // 2
+            small, big = same_padding(size, k, s)
             out.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
         return out
     raise node.unsupported("auto_pad", auto_pad)

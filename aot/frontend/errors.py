@@ -1,9 +1,10 @@
-"""Diagnostics of the ONNX importer.
+"""Diagnostics of the importers (ONNX, TFLite).
 
-An ONNX model has no lines and columns, so an importer diagnostic names the
-model file and the node instead of a span::
+A model file has no lines and columns, so an importer diagnostic names the
+model file and the node (operator) instead of a span::
 
     model.onnx: error: node 'conv1' (Conv): auto_pad=SAME_LOWER with dilations is not supported
+    model.tflite: error: operator #3 (CUSTOM 'MyOp'): custom operators are not supported
 
 :class:`FileDiagnostic` is a :class:`~aot.diagnostics.Diagnostic` whose
 location is the whole file; it renders ``source: error: message`` (a
@@ -16,12 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...diagnostics import Diagnostic, DiagnosticError
+from ..diagnostics import Diagnostic, DiagnosticError
 
 
 @dataclass(frozen=True, slots=True)
 class FileDiagnostic(Diagnostic):
-    """A diagnostic about a whole file (an ONNX model): no line, no caret."""
+    """A diagnostic about a whole file (a model): no line, no caret."""
 
     source: str = ""
 
@@ -41,9 +42,9 @@ def file_errors(source: str, messages: list[str]) -> DiagnosticError:
 
 
 class ConvertError(Exception):
-    """Raised by a converter (through :meth:`Node.error`) for a node it
-    cannot import; the graph walk turns it into a diagnostic naming the
-    node.  ``message`` is the reason only (``auto_pad=SAME_LOWER ...``)."""
+    """Raised by a converter for a node it cannot import; the graph walk
+    turns it into a diagnostic naming the node.  ``message`` is the
+    reason only (``auto_pad=SAME_LOWER ...``)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

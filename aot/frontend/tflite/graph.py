@@ -1,0 +1,195 @@
+"""Importing a TFLite subgraph: the walk over the operators and what a
+converter sees of one (:class:`Op`).
+
+Design note
+-----------
+TFLite stores operators in execution order over numbered tensors.  The
+walk keeps, per tensor index, the IR expression computing it (graph
+inputs are ``@main``'s parameters, tensors with a buffer are constants,
+made when first used) and hands each operator to its converter
+(:mod:`.registry`).  Expressions are typed as they are built by the
+importers' shared :class:`~aot.frontend.context.Context`, so converters
+know every shape and dtype.
+
+TFLite tensors carry their static shapes, dtypes and quantization
+parameters; after each operator the walk checks that what the converter
+built has exactly the shape and dtype the model declares for every output
+tensor.  A model that lies about a shape, or a converter that misreads an
+option, is reported against the operator instead of surfacing later as a
+wrong result.
+
+*Errors.*  Before converting anything, every operator is checked (custom
+operators, operators without a converter, tensors with a dynamic shape
+or a type the IR lacks) and all problems are reported together, each
+naming the operator: ``model.tflite: error: operator #3 (CUSTOM 'MyOp'):
+custom operators are not supported``.  A converter rejects an operator by
+raising through :meth:`Op.error`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ir.expr import Expr, Function, Tuple, Var
+from ...ir.module import IRModule
+from ...ir.types import TensorType
+from ..context import Context, ContextUser
+from ..errors import ConvertError, file_error, file_errors
+from ..names import sanitize_names
+from .reader import ModelData, OperatorInfo, QuantInfo, TensorInfo
+from .registry import ConvertFn, lookup
+
+
+class Op(ContextUser):
+    """One TFLite operator as its converter sees it."""
+
+    def __init__(self, ctx: Context, info: OperatorInfo, model: ModelData,
+                 values: dict[int, Expr]) -> None:
+        self.ctx = ctx
+        self.info = info
+        self.name = info.name
+        self._model = model
+        self._values = values
+
+    # ---------------------------------------------------------- inputs
+    def has(self, i: int) -> bool:
+        return i < len(self.info.inputs) and self.info.inputs[i] >= 0
+
+    def tensor(self, i: int) -> TensorInfo:
+        """The tensor of input ``i``."""
+        if not self.has(i):
+            raise self.error(f"input #{i} is required")
+        return self._model.tensors[self.info.inputs[i]]
+
+    def output(self, j: int = 0) -> TensorInfo:
+        return self._model.tensors[self.info.outputs[j]]
+
+    def input(self, i: int) -> Expr:
+        t = self.tensor(i)
+        e = self._values.get(t.index)
+        if e is None:
+            if t.data is None:
+                raise self.error(f"input tensor '{t.name}' is not computed before the operator")
+            e = self._values[t.index] = self.ctx.constant(t.data)
+        return e
+
+    def const(self, i: int, what: str) -> np.ndarray:
+        """The value of input ``i``, which must be a constant tensor."""
+        t = self.tensor(i)
+        if t.data is None:
+            raise self.error(f"the {what} (tensor '{t.name}') must be a constant")
+        return t.data
+
+    def quant(self, t: TensorInfo) -> QuantInfo:
+        """The quantization of ``t``, which must have one."""
+        if t.quant is None:
+            raise self.error(f"tensor '{t.name}' ({t.type_name}) has no quantization parameters")
+        return t.quant
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return self.info.options.get(name, default)
+
+
+
+# ============================================================ graph walk
+
+def _check_operator(info: OperatorInfo, model: ModelData) -> list[str]:
+    """Why ``info`` cannot be imported (empty when it can)."""
+    label = info.label
+    if info.custom_code is not None:
+        return [f"{label}: custom operators are not supported"]
+    if lookup(info.name) is None:
+        return [f"{label}: unsupported operator {info.name}"]
+    problems = []
+    for k in list(info.inputs) + list(info.outputs):
+        if k < 0:
+            continue
+        if k >= len(model.tensors):
+            problems.append(f"{label}: refers to tensor {k}, but the subgraph has "
+                            f"{len(model.tensors)}")
+            continue
+        t = model.tensors[k]
+        if t.is_dynamic:
+            problems.append(f"{label}: tensor '{t.name}' has a dynamic shape (shape_signature "
+                            f"{list(t.signature or ())}); only static shapes are supported")
+        elif t.dtype is None:
+            problems.append(f"{label}: tensor '{t.name}' has type {t.type_name}, which is not "
+                            "supported")
+    return problems
+
+
+def _plan(model: ModelData, source: str) -> list[tuple[OperatorInfo, ConvertFn]]:
+    errors: list[str] = []
+    planned = []
+    for info in model.operators:
+        problems = _check_operator(info, model)
+        errors.extend(problems)
+        if not problems:
+            fn = lookup(info.name)
+            assert fn is not None
+            planned.append((info, fn))
+    for k in model.inputs + model.outputs:
+        if not 0 <= k < len(model.tensors):
+            errors.append(f"the subgraph's inputs or outputs refer to tensor {k}, which does "
+                          "not exist")
+    if errors:
+        raise file_errors(source, errors)
+    return planned
+
+
+def _params(ctx: Context, model: ModelData, source: str) -> list[Var]:
+    params = []
+    tensors = [model.tensors[k] for k in model.inputs]
+    for t, name in zip(tensors, sanitize_names([t.name for t in tensors])):
+        if t.is_dynamic or t.dtype is None:
+            what = f"a dynamic shape (shape_signature {list(t.signature or ())})" \
+                if t.is_dynamic else f"type {t.type_name}"
+            raise file_error(source, f"input tensor '{t.name}' has {what}, which is not "
+                             "supported")
+        params.append(ctx.param(name, TensorType(t.shape, t.dtype)))
+    return params
+
+
+def import_model(model: ModelData, source: str) -> IRModule:
+    """The module of a read model (see :func:`aot.frontend.tflite.from_tflite`)."""
+    planned = _plan(model, source)
+    ctx = Context(source)
+    params = _params(ctx, model, source)
+    values: dict[int, Expr] = dict(zip(model.inputs, params))
+    for info, fn in planned:
+        _convert(ctx, info, fn, model, values)
+    outputs = []
+    for k in model.outputs:
+        t = model.tensors[k]
+        if k not in values and t.data is None:
+            raise file_error(source, f"graph output '{t.name}' is not computed by any operator")
+        outputs.append(values[k] if k in values else ctx.constant(t.data))
+    if not outputs:
+        raise file_error(source, "the graph has no outputs")
+    body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
+    mod = IRModule()
+    mod.add("main", Function(tuple(params), body))
+    return mod
+
+
+def _convert(ctx: Context, info: OperatorInfo, fn: ConvertFn, model: ModelData,
+             values: dict[int, Expr]) -> None:
+    op = Op(ctx, info, model, values)
+    try:
+        results = list(fn(op))
+        assert len(results) == len(info.outputs), (info.label, len(results))
+        for k, e in zip(info.outputs, results):
+            _check_output(op, model.tensors[k], e)
+    except ConvertError as exc:
+        raise file_error(ctx.source, f"{info.label}: {exc.message}") from None
+    for k, e in zip(info.outputs, results):
+        values[k] = e
+
+
+def _check_output(op: Op, t: TensorInfo, e: Expr) -> None:
+    shape, dtype = op.shape(e), op.dtype(e)
+    if shape != t.shape or dtype != t.dtype:
+        raise op.error(f"the model declares output '{t.name}' as {t.dtype}{list(t.shape)}, "
+                       f"but the operator computes {dtype}{list(shape)}")

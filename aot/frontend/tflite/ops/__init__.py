@@ -1,0 +1,9 @@
+"""Converter families, one module per TFLite operator family; importing
+this package registers them all."""
+
+from . import activation
+from . import conv
+from . import math
+from . import pool
+from . import quant
+from . import shape

@@ -1,0 +1,98 @@
+"""Activations: RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, LOGISTIC, TANH,
+HARD_SWISH, SOFTMAX.
+
+Float: the catalogue's operators (``nn.relu``, ``clip``,
+``nn.leaky_relu``, ``sigmoid``, ``tanh``, ``nn.softmax`` on the last axis
+of ``beta * x``) and HARD_SWISH as TFLite's reference writes it,
+``x * min(6, max(0, x + 3)) / 6``.
+
+Quantized RELU, RELU6 and RELU_N1_TO_1 are integer, as TFLite's
+``QuantizedReluX``: the input is requantized to the output's parameters
+(``qnn.requantize``, double rounding, by the ratio
+``input_scale / output_scale`` which TFLite computes in float32) and
+clamped to the activation's range.  Quantized LEAKY_RELU is TFLite's
+``QuantizeLeakyRelu``: inputs at or above the zero point are requantized
+by ``input_scale / output_scale``, the others by
+``input_scale * alpha / output_scale`` (both float32, as TFLite computes
+them).  LOGISTIC, TANH, HARD_SWISH and SOFTMAX use the float fallback
+(:mod:`.util`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ....ir.expr import Expr
+from ..graph import Op
+from ..registry import converter
+from .util import (RELU, RELU6, RELU_N1_TO_1, activation, activation_range, clip_to,
+                   float_fallback, is_quantized, qparams, require_float, requantize)
+
+_RELUS = {"RELU": RELU, "RELU6": RELU6, "RELU_N1_TO_1": RELU_N1_TO_1}
+
+
+@converter("RELU", "RELU6", "RELU_N1_TO_1")
+def convert_relu(op: Op) -> list[Expr]:
+    code = _RELUS[op.name]
+    x = op.input(0)
+    if not is_quantized(op):
+        require_float(op)
+        return [activation(op, x, code)]
+    x_q, y_t = qparams(op, op.tensor(0)), op.output()
+    ratio = np.float32(x_q.scale[0]) / np.float32(qparams(op, y_t).scale[0])
+    y = requantize(op, x, ratio, int(x_q.zero_point[0]), y_t, factor_over=1.0)
+    return [clip_to(op, y, *activation_range(op, code, y_t))]
+
+
+@converter("LEAKY_RELU")
+def convert_leaky_relu(op: Op) -> list[Expr]:
+    alpha = np.float32(op.option("alpha", 0.2))
+    x = op.input(0)
+    if not is_quantized(op):
+        require_float(op)
+        return [op.call("nn.leaky_relu", [x], alpha=float(alpha))]
+    if not alpha > 0:
+        raise op.error(f"alpha={alpha} is not supported with quantized tensors (it must be "
+                       "positive)")
+    x_q, y_t = qparams(op, op.tensor(0)), op.output()
+    in_s, out_s = np.float32(x_q.scale[0]), np.float32(qparams(op, y_t).scale[0])
+    zp = int(x_q.zero_point[0])
+    identity = requantize(op, x, in_s / out_s, zp, y_t, factor_over=1.0)
+    scaled = requantize(op, x, in_s * alpha / out_s, zp, y_t, factor_over=1.0)
+    at_or_above = op.call("greater_equal", [x, op.constant(np.asarray(zp, op.dtype(x).np))])
+    return [op.call("where", [at_or_above, identity, scaled])]
+
+
+def _scalar(op: Op, value: float) -> Expr:
+    return op.constant(np.float32(value))
+
+
+def _hard_swish(op: Op, x: Expr) -> Expr:
+    relu6 = op.call("clip", [op.call("add", [x, _scalar(op, 3.0)])], a_min=0.0, a_max=6.0)
+    return op.call("divide", [op.call("multiply", [x, relu6]), _scalar(op, 6.0)])
+
+
+def _softmax(op: Op, x: Expr) -> Expr:
+    beta = float(op.option("beta", 1.0))
+    if beta != 1.0:
+        x = op.call("multiply", [x, _scalar(op, beta)])
+    return op.call("nn.softmax", [x], axis=-1)
+
+
+_FLOAT: dict[str, Callable[[Op, Expr], Expr]] = {
+    "LOGISTIC": lambda op, x: op.call("sigmoid", [x]),
+    "TANH": lambda op, x: op.call("tanh", [x]),
+    "HARD_SWISH": _hard_swish,
+    "SOFTMAX": _softmax,
+}
+
+
+@converter(*_FLOAT)
+def convert_float_activation(op: Op) -> list[Expr]:
+    build = _FLOAT[op.name]
+    if is_quantized(op):
+        return [float_fallback(op, [0], lambda xs: build(op, xs[0]))]
+    require_float(op)
+    return [build(op, op.input(0))]
