@@ -122,3 +122,18 @@ def test_the_rules_see_the_imports():
     assert any(i.importer == "aot.emit.lower.dataflow" and i.target == "aot.emit.plan.arena"
                for i in IMPORTS)
     assert len(IMPORTS) > 500
+
+
+def test_every_family_module_is_registered_by_its_package():
+    """The operator, lowering and converter families register by being
+    imported from their package's ``__init__``: a family file missing there
+    would silently register nothing."""
+    for package in ("aot.ir.ops", "aot.emit.lower.ops", "aot.frontend.onnx.ops",
+                    "aot.frontend.tflite.ops"):
+        imported = {i.target for i in IMPORTS if i.importer == package}
+        modules = {m for m in MODULES if m.startswith(package + ".")}
+        helpers = {m for m in modules
+                   if not any(i.target == m for i in IMPORTS if i.importer == package)
+                   and any(i.target == m for i in IMPORTS if i.importer.startswith(package))}
+        missing = sorted(modules - imported - helpers)
+        assert not missing, f"{package}/__init__.py does not import {missing}"
