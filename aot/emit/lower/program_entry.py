@@ -22,6 +22,7 @@ its kernels unused, which C compilers warn about.
 from __future__ import annotations
 
 from ...diagnostics import DiagnosticError
+from ...ir.expr import Function
 from ...ir.module import IRModule
 from ...ir.types import TensorType, TupleType
 from ...passes.manager import current
@@ -66,7 +67,39 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
     main = mod[gv]
     low = ProgramLowering(mod, name)
     main_c = low.lower_globals(gv)
+    param_leaves, inputs = _input_leaves(main)
+    out_leaves = io_leaves(main.body.checked_type)
+    outputs = [_leaf("out" if len(out_leaves) == 1 else f"out{k}", t, "")
+               for k, (_, t) in enumerate(out_leaves)]
+    entry_fn = _EntryBuilder(f"{name}_run", param_leaves).function(main_c, out_leaves, outputs,
+                                                                   low.writes_refs)
+    program = O.ObjectProgram(tuple(low.functions), tuple(low.declared), tuple(low.statics),
+                              entry_fn)
+    if current().verify:
+        verify_program(program)
+    reached = reachable(program)
+    types = {"adts": adt_json(mod, low.ctor_ids),
+             "inputs": [leaf.type_json for leaf in inputs],
+             "outputs": [leaf.type_json for leaf in outputs],
+             "params": [type_json(p.checked_type) for p in main.params],
+             "result": type_json(main.body.checked_type)}
+    part = ProgramPart(inputs=tuple(inputs), outputs=tuple(outputs), max_depth=depth,
+                       objects=_pruned(program, reached),
+                       constructors=_constructor_table(mod, low.ctor_ids), types=types)
+    kernels, infos, constants = _used_kernels(low, reached)
+    return ModelPlan(
+        name=name,
+        inputs=tuple(leaf.spec for leaf in inputs if leaf.spec is not None),
+        outputs=tuple(leaf.spec for leaf in outputs if leaf.spec is not None),
+        output_tree=0, kernels=kernels, kernel_info=infos, calls=(),
+        constants=constants, arena_bytes=0, arena_lower_bound_bytes=0,
+        pool_bytes=pool, arena="static", program=part,
+        extra=(("backend", "program"), ("max_depth", depth)))
 
+
+def _input_leaves(main: Function):
+    """Per parameter of ``main``: its type and its leaves with their paths;
+    and every input leaf, in order."""
     inputs: list[IOLeaf] = []
     param_leaves = []
     for p in main.params:
@@ -77,38 +110,14 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
             inputs.append(leaf)
             names.append((path, leaf))
         param_leaves.append((p.checked_type, names))
-    out_leaves = io_leaves(main.body.checked_type)
-    outputs = [_leaf("out" if len(out_leaves) == 1 else f"out{k}", t, "")
-               for k, (_, t) in enumerate(out_leaves)]
+    return param_leaves, inputs
 
-    builder = _EntryBuilder(f"{name}_run", param_leaves)
-    entry_fn = builder.function(main_c, out_leaves, outputs, low.writes_refs)
-    program = O.ObjectProgram(tuple(low.functions), tuple(low.declared), tuple(low.statics),
-                              entry_fn)
-    if current().verify:
-        verify_program(program)
-    reached = reachable(program)
-    program = _pruned(program, reached)
-    constructors = []
-    for header in sorted(mod.type_definitions, key=lambda h: h.name):
-        for c in mod.type_definitions[header].constructors:
-            constructors.append((low.ctor_ids[c.name], header.name, c.name, c.tag, len(c.inputs)))
-    types = {"adts": adt_json(mod, low.ctor_ids),
-             "inputs": [leaf.type_json for leaf in inputs],
-             "outputs": [leaf.type_json for leaf in outputs],
-             "params": [type_json(p.checked_type) for p in main.params],
-             "result": type_json(main.body.checked_type)}
-    part = ProgramPart(inputs=tuple(inputs), outputs=tuple(outputs), max_depth=depth,
-                       objects=program, constructors=tuple(constructors), types=types)
-    kernels, infos, constants = _used_kernels(low, reached)
-    return ModelPlan(
-        name=name,
-        inputs=tuple(leaf.spec for leaf in inputs if leaf.spec is not None),
-        outputs=tuple(leaf.spec for leaf in outputs if leaf.spec is not None),
-        output_tree=0, kernels=kernels, kernel_info=infos, calls=(),
-        constants=constants, arena_bytes=0, arena_lower_bound_bytes=0,
-        pool_bytes=pool, arena="static", program=part,
-        extra=(("backend", "program"), ("max_depth", depth)))
+
+def _constructor_table(mod: IRModule, ids: dict[str, int]):
+    """(id, ADT name, constructor name, tag, arity) of every constructor."""
+    return tuple((ids[c.name], header.name, c.name, c.tag, len(c.inputs))
+                 for header in sorted(mod.type_definitions, key=lambda h: h.name)
+                 for c in mod.type_definitions[header].constructors)
 
 
 def _pruned(program: O.ObjectProgram, reached: Reached) -> O.ObjectProgram:
@@ -182,7 +191,7 @@ class _EntryBuilder:
         temps = ("result", *self.temps)
         cleanup: list[O.Stmt] = [O.Release(t) for t in temps]
         if collect:
-            roots = [O.Var(leaf.name) for leaf in in_leaves if not leaf.is_tensor]
+            roots: list[O.Value] = [O.Var(leaf.name) for leaf in in_leaves if not leaf.is_tensor]
             roots += [O.Deref(leaf.name) for leaf in outputs if not leaf.is_tensor]
             cleanup.append(O.CollectCycles(tuple(roots)))
         cleanup.append(O.EndCall())

@@ -19,7 +19,7 @@ from .match_tree import Fail, Leaf, Switch, compile_match
 if TYPE_CHECKING:
     from .program import ProgramLowering
 
-__all__ = ["FunctionLowering", "RETURN", "error", "is_primitive", "field_path"]
+__all__ = ["FunctionLowering", "error", "is_primitive", "field_path"]
 
 #: The target of an expression in tail position: the function's result.
 RETURN = None

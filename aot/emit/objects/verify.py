@@ -142,15 +142,17 @@ class _Checker:
 
     def block(self, block: O.Block, state: _State | None) -> _State | None:
         for s in block:
-            self.fail(state is not None, s, "unreachable: after a statement that ends the path")
+            if state is None:
+                self.fail(False, s, "unreachable: after a statement that ends the path")
+                return None
             state = self.stmt(s, state)
         return state
 
     def read(self, state: _State, stmt: O.Stmt, values: Iterable[O.Value]) -> None:
         for v in values:
             for name in value_vars(v):
-                st = state.get(name)
-                self.fail(st is not None, stmt, f"{name} is not declared")
+                st = state.get(name, frozenset())
+                self.fail(name in state, stmt, f"{name} is not declared")
                 self.fail(not st & {_S.RELEASED, _S.CLEARED}, stmt,
                           f"{name} used after release")
                 self.fail(st <= _VALID, stmt,
@@ -188,7 +190,8 @@ class _Checker:
         if isinstance(s, (O.If, O.Switch)):
             return self.branches(s, state)
         if isinstance(s, _ENDS):
-            return self.end(s, state)
+            self.end(s, state)
+            return None
         if isinstance(s, _ASSIGNING):
             self.assign(state, s, s.dst)
         self.effect(s, state)
@@ -214,9 +217,10 @@ class _Checker:
             self.fail(state.get(s.dst) == _HELD, s, f"{s.dst} is not a tensor held here")
 
     def end(self, s: O.Stmt, state: _State) -> None:
+        """A statement that ends its path."""
         if not isinstance(s, O.TailJump):
             self.exit(state, s)
-            return None
+            return
         self.fail(len(s.args) == len(self.fn.params), s, "one argument per parameter")
         for a in s.args:
             self.fail(a in self.locals and state.get(a) == _HELD, s,
@@ -226,7 +230,6 @@ class _Checker:
                 self.fail(_S.RELEASED not in st, s, f"{name} released twice by the jump")
             elif name not in s.args:
                 self.fail(_S.HELD not in st, s, f"the jump leaks the reference {name} may hold")
-        return None
 
     def branches(self, s: O.If | O.Switch, state: _State) -> _State | None:
         blocks = (s.then, s.otherwise) if isinstance(s, O.If) else \
