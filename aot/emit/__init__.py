@@ -3,7 +3,7 @@
 1. :mod:`.lower` -- a typed, fused module to data: kernel IR for each fused
    group (:mod:`.kernel` holds the kernel IR and its verifier and evaluator),
    the call sequence of a dataflow model, the functions of a whole-language
-   program;
+   program (:mod:`.objects` holds the object IR and its verifier);
 2. :mod:`.plan` -- the plan records and the static arena;
 3. :mod:`.c` -- C printing and the templates' context;
 4. :mod:`.build` -- the artifact directory written from a plan, gcc/clang +

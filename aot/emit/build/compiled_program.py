@@ -47,7 +47,7 @@ class OpaqueValue:
 
 
 def program_cdef(meta: dict) -> str:
-    from ..lower.program_entry import api_prototypes
+    from ..c.program_api import api_prototypes
     name = meta["name"]
     return "\n".join([f"typedef struct aot_obj {name}_value;", *api_prototypes(name),
                       meta["entry"]["prototype"], ""])

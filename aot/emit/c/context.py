@@ -58,6 +58,8 @@ from ...version import __version__ as AOT_VERSION
 from ...ir.dtype import DType
 from .helpers import HELPERS, MACROS
 from .types import c_storage_type
+from .objects import print_entry_body, print_functions, print_prototypes, print_statics
+from .program_api import api_definitions, api_prototypes, entry_parameters
 from .printer import format_int, printed_kernel
 from ..kernel.ir import Kernel
 from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
@@ -185,7 +187,6 @@ def _tensor_parameter(spec: TensorSpec, is_input: bool) -> str:
 
 def _parameters(plan: ModelPlan) -> list[str]:
     if plan.program is not None:
-        from ..lower.program_entry import entry_parameters
         return entry_parameters(plan.name, plan.program)
     params = [_tensor_parameter(t, True) for t in plan.inputs]
     params += [_tensor_parameter(t, False) for t in plan.outputs]
@@ -525,7 +526,8 @@ def build_context(plan: ModelPlan) -> RenderContext:
         arena_symbol=f"{name}_arena", arena_bytes=plan.arena_bytes,
         include_helpers=bool(helpers_used), helpers_used=helpers_used,
         helpers_note=tuple(note), constants=constants, kernels=tuple(kernels),
-        entry_body=_entry_body(plan, NAME) if plan.program is None else plan.program.entry_body,
+        entry_body=(_entry_body(plan, NAME) if plan.program is None
+                    else print_entry_body(name, plan.program.objects.entry)),
         mk_sources=(f"src/{name}.c",),
         mk_cflags=" ".join(MODEL_CFLAGS),
         mk_memory=(("ARENA_BYTES", plan.arena_bytes), ("ARENA_ALIGN", ARENA_ALIGNMENT),
@@ -613,7 +615,6 @@ class ProgramView:
 
 
 def program_view(plan: ModelPlan) -> ProgramView:
-    from ..lower.program_entry import api_definitions, api_prototypes
     p = plan.program
     NAME = macro_prefix(plan.name)
     ctors = tuple(_define(f"{NAME}_CTOR_{cname}", cid, f"{adt}.{cname}: tag {tag}, {arity} fields")
@@ -623,8 +624,9 @@ def program_view(plan: ModelPlan) -> ProgramView:
     return ProgramView(
         value_typedef=f"typedef struct aot_obj {plan.name}_value;",
         api_prototypes=tuple(api_prototypes(plan.name)), ctor_macros=ctors, kind_macros=kinds,
-        statics=p.statics, api=tuple(api_definitions(plan.name, p, plan.pool_bytes)),
-        prototypes=p.prototypes, functions=p.functions)
+        statics=print_statics(plan.name, p.objects),
+        api=tuple(api_definitions(plan.name, p, plan.pool_bytes)),
+        prototypes=print_prototypes(p.objects), functions=print_functions(plan.name, p.objects))
 
 
 def program_metadata(plan: ModelPlan) -> dict[str, Any]:

@@ -5,7 +5,8 @@
 * :mod:`.group` -- one fused group (a ``Primitive=1`` function) to one kernel.
 * :mod:`.dataflow` -- a static tensor program to a
   :class:`~aot.emit.plan.model.ModelPlan` (kernels, slots, the call sequence).
-* :mod:`.program`, :mod:`.match_tree`, :mod:`.program_entry` -- a
-  whole-language program (closures, ADTs, match, recursion, references) to
+* :mod:`.program`, :mod:`.program_function`, :mod:`.match_tree`,
+  :mod:`.program_entry` -- a whole-language program (closures, ADTs,
+  match, recursion, references) to the object IR (:mod:`aot.emit.objects`):
   functions over the object runtime, and its entry function.
 """

@@ -150,7 +150,7 @@ def _normalise(m: _Matrix) -> _Matrix:
     rows = [list(r.cells) for r in m.rows]
     col = 0
     while col < len(paths):
-        tuples = [r[col] for r in rows if isinstance(r[col], PatternTuple)]
+        tuples = [t for t in (r[col] for r in rows) if isinstance(t, PatternTuple)]
         if tuples:
             arity = len(tuples[0].patterns)
             assert all(len(t.patterns) == arity for t in tuples), \

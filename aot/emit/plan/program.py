@@ -1,6 +1,6 @@
 """What the program backend decides about a whole-language program: the
-records :mod:`aot.emit.lower.program` fills and
-:mod:`aot.emit.c.context` spells (see :mod:`aot.emit.lower.program`'s design note).
+records :mod:`aot.emit.lower.program_entry` fills and :mod:`aot.emit.c`
+spells (see :mod:`aot.emit.lower.program`'s design note).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..objects.ir import ObjectProgram
 from .model import TensorSpec
 
 __all__ = ["IOLeaf", "ProgramPart", "DEFAULT_POOL_BYTES", "DEFAULT_MAX_DEPTH"]
@@ -37,14 +38,8 @@ class ProgramPart:
     inputs: tuple[IOLeaf, ...]
     outputs: tuple[IOLeaf, ...]
     max_depth: int
-    #: static objects (constant tensors, nullary constructors, closures of
-    #: globals): definitions, one per entry
-    statics: tuple[str, ...]
-    #: prototypes of every static function, then their definitions
-    prototypes: tuple[str, ...]
-    functions: tuple[str, ...]
-    #: the entry function's body (statements, unindented)
-    entry_body: tuple[str, ...]
+    #: the functions, static objects and entry the entry reaches (verified)
+    objects: ObjectProgram
     #: constructor table: (id, ADT name, constructor name, tag, arity)
     constructors: tuple[tuple[int, str, str, int, int], ...]
     #: metadata: ADT definitions and the entry's types, as JSON
