@@ -5,7 +5,7 @@ The rules (DESIGN.md, "Layering"):
 * the IR (``aot.ir``) imports nothing above it: not the passes, the
   backend, the frontends, the interpreter, the driver or the package root;
 * the passes never import the backend, the frontends or the driver;
-* the backend's stages point down only: ``kernel`` < ``plan`` < ``lower``
+* the backend's stages point down only: ``kernel`` < ``objects`` < ``plan`` < ``lower``
   < ``c`` < ``build`` (a stage imports the ones before it);
 * no module imports another module's private names or private modules;
 * nothing but the command line imports the package root ``aot``.
@@ -23,7 +23,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "aot"
 
 #: the backend's stages, lowest first
-STAGES = ("kernel", "plan", "lower", "c", "build")
+STAGES = ("kernel", "objects", "plan", "lower", "c", "build")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@
 4. :mod:`.build` -- the artifact directory written from a plan, gcc/clang +
    ar into ``lib<name>.a``, and cffi loading.
 
-Each stage imports only the ones before it (and the kernel IR); a test
+Each stage imports only the ones before it (and the two IRs, kernel and
+objects, which every stage reads); a test
 (``tests/test_layering.py``) reads the imports and holds the tree to it.
 :mod:`.resources` finds the templates and the C runtime.  The driver that
 runs the passes and picks a backend is :mod:`aot.compiler`.
