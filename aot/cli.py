@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .diagnostics import DiagnosticError
+from .diagnostics import DiagnosticError, Span
+from .frontend.errors import file_error
 
 
 class UsageError(Exception):
@@ -45,9 +47,16 @@ class UsageError(Exception):
 
 def _read_source(path: str) -> str:
     try:
-        return Path(path).read_text()
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DiagnosticError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); Relay text "
+                              "must be UTF-8", Span(path, line, col, line, col + 1)) from None
 
 
 def _load_module(path: str, input_shapes: Sequence[str] = ()):  # -> IRModule
@@ -227,14 +236,20 @@ def _pass_context(args: argparse.Namespace):
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from . import compile as compile_model
+    from .emit.build.library import check_model_name
+    check_model_name(args.name)              # before any long import or pass
     mod = _load_module(args.file, args.input_shape)
     params = _parse_params(args.param)
     ctx, timing = _pass_context(args)
     with ctx:
-        artifact = compile_model(mod, args.output, name=args.name, params=params,
-                                 arena=args.arena, build=not args.no_build,
-                                 pool_bytes=args.pool_bytes, max_depth=args.max_depth,
-                                 tuning=args.tuning)
+        try:
+            artifact = compile_model(mod, args.output, name=args.name, params=params,
+                                     arena=args.arena, build=not args.no_build,
+                                     pool_bytes=args.pool_bytes, max_depth=args.max_depth,
+                                     tuning=args.tuning)
+        except OSError as exc:
+            raise file_error(str(exc.filename or args.output), "cannot write the artifact: "
+                             f"{exc.strerror or exc}") from None
     if timing:
         print(timing.render(), file=sys.stderr)
     meta = artifact.metadata
@@ -339,6 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except RecursionError:
         print("aot: error: the program is nested too deeply", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # the reader went away (`aot ops | head -1`): stop quietly, and keep
+        # Python from reporting the failed flush of stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 

@@ -88,3 +88,53 @@ def test_no_traceback_in_a_real_process(tmp_path, text):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "error:" in proc.stderr
+
+
+def test_text_that_is_not_utf8_is_a_diagnostic(tmp_path, capsys):
+    path = tmp_path / "latin1.relay"
+    path.write_bytes(b"def @main() {\n  1 /* caf\xe9 */\n}\n")
+    assert main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:2:11: error: not UTF-8 text (byte 0xe9)" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name, why", [
+    ("_Bool", "reserves identifiers that start with `_`"),
+    ("__m", "reserves identifiers that start with `_`"),
+    ("x" * 300, "300 characters, at most 64"),
+    ("aot", "the C runtime's own prefixes"),
+    ("AOT_net", "the C runtime's own prefixes"),
+    ("stdint", "would shadow the standard header <stdint.h>"),
+    ("Math", "would shadow the standard header <math.h>"),
+    ("static", "C keyword"),
+    ("my-model", "must be a C identifier"),
+])
+def test_model_names_that_would_break_the_c_are_refused_first(tmp_path, capsys, name, why):
+    """Checked before the file is even read: the file does not exist."""
+    out = tmp_path / "out"
+    assert main(["compile", str(tmp_path / "missing.relay"), "-o", str(out),
+                 "--name", name]) == 1
+    err = capsys.readouterr().err
+    assert f"invalid model name `{name}`" in err and why in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("make_target", ["a file", "below a file"])
+def test_an_output_that_cannot_be_written_is_a_diagnostic(tmp_path, capsys, make_target):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    out = blocker if make_target == "a file" else blocker / "sub"
+    prog = write(tmp_path, "def @main(%x: Tensor[(2,), float32]) { %x * 2f }")
+    assert main(["compile", prog, "-o", str(out), "--name", "net", "--no-build"]) == 1
+    err = capsys.readouterr().err
+    assert f"{out}: error: cannot write the artifact" in err
+    assert "Traceback" not in err
+
+
+def test_a_closed_pipe_ends_the_listing_quietly():
+    """`aot ops | head -1`: the reader goes away; no BrokenPipeError."""
+    result = subprocess.run(f"{sys.executable} -m aot.cli ops | head -1", shell=True,
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.count("\n") == 1
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr

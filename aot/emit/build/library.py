@@ -58,15 +58,47 @@ _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 HEADER_SUFFIXES = (".h", ".inc")
 
 
+#: The longest model name: it prefixes every C symbol and names the
+#: header, the library and the make fragment.
+MAX_MODEL_NAME = 64
+#: C99's keywords (C11's start with `_`, refused as reserved).
+C_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto
+    if inline int long register restrict return short signed sizeof static struct switch
+    typedef union unsigned void volatile while""".split())
+#: Headers a model's ``include/<name>.h`` must not shadow: C99's standard
+#: headers and the ACLE header the kernels include on Arm.
+SYSTEM_HEADERS = frozenset("""
+    assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal
+    stdarg stdbool stddef stdint stdio stdlib string tgmath time wchar wctype
+    arm_acle""".split())
+
+
 def check_model_name(name: str) -> str:
     """``name`` if it can prefix C symbols and name a library, else a
-    user-facing error."""
+    user-facing error: a C identifier of at most :data:`MAX_MODEL_NAME`
+    characters, not reserved (a leading `_`), not a keyword, not the
+    runtime's own prefix (`aot`, `aot_...` in any case: the runtime's
+    ``aot_*`` functions and ``AOT_*`` macros) and not the name of a standard
+    header (the model's header would shadow it; compared without case, for
+    case-insensitive file systems)."""
+    def refuse(why: str) -> DiagnosticError:
+        return DiagnosticError(f"invalid model name `{name}`: {why}")
+
     if not _C_IDENTIFIER.match(name):
-        raise DiagnosticError(f"invalid model name `{name}`: it must be a C identifier "
-                              "(letters, digits and `_`, not starting with a digit)")
+        raise refuse("it must be a C identifier (letters, digits and `_`, not starting "
+                     "with a digit)")
+    if len(name) > MAX_MODEL_NAME:
+        raise refuse(f"it has {len(name)} characters, at most {MAX_MODEL_NAME} are allowed")
     if name.startswith("_"):
-        raise DiagnosticError(f"invalid model name `{name}`: C reserves identifiers that "
-                              "start with `_` at file scope")
+        raise refuse("C reserves identifiers that start with `_` at file scope")
+    if name in C_KEYWORDS:
+        raise refuse("it is a C keyword")
+    lower = name.lower()
+    if lower == "aot" or lower.startswith("aot_"):
+        raise refuse("`aot` and `aot_...` are the C runtime's own prefixes")
+    if lower in SYSTEM_HEADERS:
+        raise refuse(f"include/{name}.h would shadow the standard header <{lower}.h>")
     return name
 
 
