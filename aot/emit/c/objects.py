@@ -6,7 +6,9 @@ Design note
 One statement, one fixed piece of C: the printer decides nothing the IR
 does not say.  Every exit to ``done`` is ``st = <status>; goto done;``
 (allocations and calls test their result first); ``done:`` prints the
-function's cleanup and ``return st;``.  A :class:`~aot.emit.objects.ir.TailJump`
+function's cleanup and ``return st;`` (the label only when some statement
+jumps to it: a function whose every path is a self tail call has none, and
+one that never returns gets ``(void)out;``).  A :class:`~aot.emit.objects.ir.TailJump`
 prints the release of every temporary (each set back to NULL), the
 release of the parameters when they are owned, the parameter assignment
 and ``goto top;``.  What C compilers would warn about is known from the
@@ -124,6 +126,9 @@ class _FunctionPrinter:
         self.fn = fn
         self.depth = depth
         self.lines: list[str] = []
+        #: whether a printed statement jumps to ``done`` (a function whose
+        #: every path is a self tail call has no such exit: no label then)
+        self.exits = False
 
     def line(self, text: str) -> None:
         self.lines.append(_INDENT * self.depth + text)
@@ -144,6 +149,8 @@ class _FunctionPrinter:
         head += [f"aot_obj *{name} = NULL;" for name in (*fn.temps, *fn.locals)]
         used = _mentioned(fn)
         head += [f"(void){p};  /* unused */" for p in fn.params if p not in used]
+        if not any(isinstance(s, O.Return) for s in iter_stmts(fn.body)):
+            head.append("(void)out;  /* no path returns: every one loops or fails */")
         if fn.kind is O.FunctionKind.CLOSURE:
             head += [] if "self" in used else ["(void)self;"]
             head += [] if fn.params else ["(void)args;"]
@@ -156,19 +163,23 @@ class _FunctionPrinter:
         if fn.loops:
             out.append("top:")
         self.block(fn.body)
-        self.lines.append("done:")
-        self.block(fn.cleanup)
-        self.line("return st;")
+        self._done(fn.cleanup)
         return "\n".join(out + self.lines + ["}"])
 
     def entry_lines(self) -> list[str]:
         decls = [f"aot_ctx *ctx = {self.model}_context();", "int32_t st = AOT_OK;"]
         decls += [f"aot_obj *{name} = NULL;" for name in self.fn.temps]
         self.block(self.fn.body)
-        self.lines.append("done:")
-        self.block(self.fn.cleanup)
-        self.line("return st;")
+        self._done(self.fn.cleanup)
         return decls + self.lines
+
+    def _done(self, cleanup: O.Block) -> None:
+        """The exit: the label (when a statement jumps to it), the cleanup,
+        ``return st;``."""
+        if self.exits:
+            self.lines.append("done:")
+        self.block(cleanup)
+        self.line("return st;")
 
     # ------------------------------------------------------- statements
 
@@ -182,13 +193,16 @@ class _FunctionPrinter:
         self.depth -= 1
 
     def _fail(self, status: str) -> None:
+        self.exits = True
         self.nested([status, "goto done;"])
 
     def _check_alloc(self, dst: str) -> None:
+        self.exits = True
         self.nested([f"if ({dst} == NULL) {{", f"{_INDENT}st = AOT_ERR_POOL;",
                      f"{_INDENT}goto done;", "}"])
 
     def _check_status(self) -> None:
+        self.exits = True
         self.nested(["if (st != AOT_OK) {", f"{_INDENT}goto done;", "}"])
 
     def _AllocTensor(self, s: O.AllocTensor) -> None:
