@@ -172,7 +172,9 @@ class CallSyntax(ParserState):
             dtype = number.dtype or DType.FLOAT32
             fvalue = -float(number.value) if negate else float(number.value)
             limit = float(np.finfo(dtype.np).max)
-            if math.isfinite(fvalue) and abs(fvalue) > limit:
+            # a decimal past float64's range reads as inf; `inff` is spelled so
+            overflowed = math.isinf(fvalue) and not number.text.startswith("inf")
+            if overflowed or (math.isfinite(fvalue) and abs(fvalue) > limit):
                 self.error(f"floating-point literal `{text}` is out of range for {dtype}",
                            span)
                 fvalue = 0.0

@@ -74,6 +74,8 @@ def test_special_float_literals():
     ("-1u8", "out of range for uint8"),
     ("3.40283e+38f32", "out of range for float32"),
     ("65505f16", "out of range for float16"),
+    ("1e999f", "out of range for float32"),      # past float64 too: read as inf
+    ("1e309f64", "out of range for float64"),
     ("99999999999999999999", "out of range for int64"),
     ("1i7", "invalid numeric suffix `i7`"),
     ("1.5i32", "integer suffix on a floating-point literal"),
