@@ -155,24 +155,48 @@ def _check_type_wf(mod: IRModule, t: Type, allowed: set[TypeVar], span: Span | N
         node, scope = stack.pop()
         if isinstance(node, TypeVar) and node not in scope:
             diags.error(f"{where}: type variable `{node}` is not in scope", span)
-        elif isinstance(node, TypeCall):
-            if node.func not in mod.type_definitions:
-                diags.error(f"{where}: unknown type `{node.func.name}`", span)
-            else:
-                want = len(mod.type_definitions[node.func].type_vars)
-                if want != len(node.args):
-                    diags.error(f"{where}: `{node.func.name}` takes {want} type "
-                                f"argument(s), given {len(node.args)}", span)
-            stack.extend((a, scope) for a in node.args)
-            continue
-        elif isinstance(node, GlobalTypeVar):
-            if node not in mod.type_definitions:
-                diags.error(f"{where}: unknown type `{node.name}`", span)
-            elif mod.type_definitions[node].type_vars:
-                diags.error(f"{where}: `{node.name}` needs type arguments", span)
+        elif isinstance(node, (TypeCall, GlobalTypeVar)):
+            problem = _type_arity_problem(mod, node)
+            if problem:
+                diags.error(f"{where}: {problem}", span)
+            if isinstance(node, TypeCall):
+                stack.extend((a, scope) for a in node.args)
+                continue
         elif isinstance(node, FuncType):
             scope = scope | frozenset(node.type_params)
         stack.extend((c, scope) for c in type_children(node))
+
+
+def _type_arity_problem(mod: IRModule, node: TypeCall | GlobalTypeVar) -> str | None:
+    """What is wrong with a use of a defined type: unknown, or given the
+    wrong number of type arguments (a bare ``Option`` is given none)."""
+    head = node.func if isinstance(node, TypeCall) else node
+    given = len(node.args) if isinstance(node, TypeCall) else 0
+    if head not in mod.type_definitions:
+        return f"unknown type `{head.name}`"
+    want = len(mod.type_definitions[head].type_vars)
+    if want == given:
+        return None
+    if given == 0:
+        return f"`{head.name}` needs {want} type argument(s)"
+    return f"`{head.name}` takes {want} type argument(s), given {given}"
+
+
+def _annotation_problems(mod: IRModule, t: Type) -> list[str]:
+    """Arity problems of every defined type used in an annotation."""
+    out = []
+    stack = [t]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (TypeCall, GlobalTypeVar)):
+            problem = _type_arity_problem(mod, node)
+            if problem:
+                out.append(problem)
+            if isinstance(node, TypeCall):
+                stack.extend(node.args)
+                continue
+        stack.extend(type_children(node))
+    return out
 
 
 # -------------------------------------------------------------- constraints
@@ -210,17 +234,25 @@ class _Constraints(ExprFunctor[Type]):
     # -------------------------------------------------------------- globals
     def check_global(self, gv: GlobalVar, func: Function, skeleton: FuncType) -> None:
         for p, t in zip(func.params, skeleton.arg_types):
-            self.memo[p] = t
+            self.memo[p] = self.annotation(t, p.span)
+        if func.ret_type is not None:
+            self.annotation(func.ret_type, func.span)
         self.memo[func] = skeleton
         body = self.visit(func.body)
         self.unify(skeleton.ret_type, body, func.body.span or func.span,
                    f"@{gv.name} returns")
 
     # -------------------------------------------------------------- leaves
+    def annotation(self, t: Type, span: Span | None) -> Type:
+        """A type written in the program, its defined types checked."""
+        for problem in _annotation_problems(self.mod, t):
+            self.diags.error(f"in the type `{t}`: {problem}", span)
+        return t
+
     def visit_var(self, node: Var) -> Type:
         if node.type_annotation is None:
             return IncompleteType()
-        return node.type_annotation
+        return self.annotation(node.type_annotation, node.span)
 
     def visit_global_var(self, node: GlobalVar) -> Type:
         t = self.global_types.get(node)
@@ -358,6 +390,7 @@ class _Constraints(ExprFunctor[Type]):
         body = yield node.body
         ret = body
         if node.ret_type is not None:
+            self.annotation(node.ret_type, node.span)
             ret = self.unify(node.ret_type, body, node.body.span or node.span,
                              "function result")
             ret = node.ret_type

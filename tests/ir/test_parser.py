@@ -3,6 +3,7 @@ a diagnostic with its line and column."""
 
 from __future__ import annotations
 
+import re
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -784,3 +785,16 @@ def test_random_token_soup_only_gives_diagnostics(pieces):
             parse()
         except DiagnosticError as exc:
             assert all(d.span is not None for d in exc.diagnostics)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("def @main(%x: List[int32, int32]) { 0 }", "`List` takes 1 type argument(s), given 2"),
+    ("def @main(%x: Option) { 0 }", "`Option` needs 1 type argument(s)"),
+    ("def @main(%x: int32) -> Option { None }", "`Option` needs 1 type argument(s)"),
+    ("def @main() { let %y: List = Nil; 0 }", "`List` needs 1 type argument(s)"),
+    ("def @main(%f: fn (List) -> int32) { 0 }", "`List` needs 1 type argument(s)"),
+])
+def test_type_constructor_arity_is_checked_in_annotations(text, message):
+    import aot
+    with pytest.raises(DiagnosticError, match=re.escape(message)):
+        aot.infer_types(aot.parse(text))
