@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from c_harness import check_cases
+from cases import algorithm
 from cases import reduce as table
-from cases.common import attr_text
+from cases.common import as_text, attr_text
 from test_ops_c import case, data, rng_for
 
 F16_SUM_TOL = 3e-3
@@ -129,21 +130,9 @@ def arg_and_statistics_cases():
 
 # ========================================================== sort / topk
 
-SPECIALS = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, 1.5, -2.0]
-
-
-def sort_input(name: str, shape, dtype: str) -> np.ndarray:
-    """Many ties; floats mix in NaN, signed zeros and infinities."""
-    rng = rng_for(name)
-    if dtype == "bool":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.startswith(("int", "uint")):
-        return rng.integers(0 if dtype.startswith("u") else -3, 4, shape).astype(dtype)
-    x = rng.integers(-3, 4, shape).astype(dtype)
-    flat = x.reshape(-1)
-    for i in rng.choice(flat.size, size=max(1, flat.size // 3), replace=False):
-        flat[i] = SPECIALS[int(rng.integers(len(SPECIALS)))]
-    return x
+#: the row lengths of the sorting table this layer runs, argsort and sort
+#: both (tests/emit runs them all, argsort only)
+ROW_LENGTHS = [n for n in algorithm.ROW_LENGTHS if n in (1, 3, 9, 17, 33)]
 
 
 def sort_cases():
@@ -152,31 +141,25 @@ def sort_cases():
     def add(op, shape, dtype, attrs):
         name = f"{op}:{dtype}-{shape}-{attrs}"
         out.append(case(name, [("x", shape, dtype)], call(op, "%x", attrs),
-                        [sort_input(name, shape, dtype)]))
+                        [algorithm.tied_values(rng_for(name), shape, dtype)]))
 
-    for op in ["argsort", "sort"]:
+    for op in algorithm.SORTS:
         for asc in [True, False]:
-            for shape, axis in [((8,), 0), ((2, 8), 1), ((2, 8), -1), ((5, 3), 0),
-                                ((2, 5, 3), 1), ((3, 1), 1), ((1, 4), 0)]:
+            for shape, axis in algorithm.SHAPES:
                 add(op, shape, "float32", f"axis={axis}, is_ascend={asc}")
-            for dt in ["float16", "float64", "int8", "uint8", "int64", "uint32", "bool"]:
+            for dt in algorithm.DTYPES:
                 add(op, (3, 7), dt, f"is_ascend={asc}")
-            for n in [1, 3, 9, 17, 33]:
+            for n in ROW_LENGTHS:
                 add(op, (2, n), "float32", f"axis=1, is_ascend={asc}")
-    for dt in ["int64", "int8", "uint16", "float32", "float16"]:
+    for dt in algorithm.INDEX_DTYPES:
         add("argsort", (2, 6), "float32", f'dtype="{dt}"')
     out.append(case("argsort:int8-index-wraps", [("x", (200,), "float32")],
                     'argsort(%x, dtype="int8")', [-np.arange(200, dtype=np.float32)]))
-    for ret in ["both", "values", "indices"]:
-        for shape, attrs in [((2, 8), "k=1"), ((2, 8), "k=2"), ((2, 8), "k=3, is_ascend=True"),
-                             ((2, 8), "k=4"), ((2, 8), "k=8, is_ascend=True"), ((2, 8), "k=0"),
-                             ((2, 8), "k=-1, is_ascend=True"), ((8, 3), "k=2, axis=0"),
-                             ((8, 3), "k=5, axis=-2, is_ascend=True"),
-                             ((2, 8, 2), "k=1, axis=1, is_ascend=True"), ((1,), "k=1"),
-                             ((5,), "k=1, is_ascend=True")]:
+    for ret in algorithm.RET_TYPES:
+        for shape, attrs in as_text(algorithm.TOPK):
             add("topk", shape, "float32", f'{attrs}, ret_type="{ret}"')
     for k in [1, 3]:
-        for dt in ["int8", "uint8", "float64", "float16", "int32"]:
+        for dt in algorithm.TOPK_DTYPES:
             add("topk", (3, 7), dt, f'k={k}, dtype="int64"')
     add("topk", (2, 8), "uint8", 'k=2, ret_type="indices", dtype="uint8"')
     out += [
