@@ -42,9 +42,9 @@ qnn            test_qnn: CONV_CASES        test_lower_qnn: CONV_CASES  test_ops_
                                            (copy), ROUNDINGS           ROUNDINGS
 =============  ==========================  ==========================  ==========================
 
-Moved here so far: elemwise (derived), conv, reduce and algorithm (tests/ops
-runs the reduce and sorting tables beside its hypothesis strategies).
-Still copied, to move the same way: pool (POOL_CASES / POOLS), image
-(MODES, SIZES, ROUNDINGS), nn (DENSE), transform (RESHAPES, SLICES,
-INDEX_DTYPES, CAST_PAIRS) and qnn (CONV_CASES, ROUNDINGS).
+Moved here so far: elemwise (derived), conv, reduce, algorithm and pool
+(tests/ops runs the reduce and sorting tables beside its hypothesis
+strategies).  Still copied, to move the same way: image (MODES, SIZES,
+ROUNDINGS), nn (DENSE), transform (RESHAPES, SLICES, INDEX_DTYPES,
+CAST_PAIRS) and qnn (CONV_CASES, ROUNDINGS).
 """

@@ -14,6 +14,7 @@ import numpy as np
 
 from c_harness import check_cases
 from cases import conv as table
+from cases import pool
 from cases.common import attr_text
 from test_ops_c import case, data, rng_for
 
@@ -171,29 +172,15 @@ def conv_transpose_cases():
 
 # ---------------------------------------------------------------- pools
 
-POOLS = [
-    # shape NCHW, pool, strides, padding, dilation, ceil_mode
-    ((1, 2, 6, 6), (2, 2), (2, 2), (0,), (1, 1), False),
-    ((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), False),
-    ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), True),
-    ((1, 1, 8, 9), (3, 2), (3, 2), (1, 0, 2, 1), (1, 1), True),
-    ((1, 2, 9, 9), (3, 3), (1, 2), (2, 2), (2, 2), False),
-    ((1, 1, 5, 5), (3, 3), (1, 1), (2, 2), (1, 1), False),
-    ((1, 1, 4, 4), (2, 2), (3, 3), (0, 0), (1, 1), True),
-    ((1, 1, 3, 3), (2, 2), (1, 1), (2, 2), (1, 1), False),   # windows wholly in padding
-]
-
-
 def pool_cases():
     out = []
-    for shape, pool, strides, padding, dilation, ceil in POOLS:
-        base = dict(pool_size=list(pool), strides=list(strides), padding=list(padding),
-                    dilation=list(dilation), ceil_mode=ceil)
-        for dt in ["float32", "int8", "float16", "uint8"]:
+    for shape, *row in pool.POOLS:
+        base = pool.pool_attrs(*row)
+        for dt in pool.MAX_DTYPES:
             out.append(case(f"nn.max_pool2d:{shape}-{attr_text(base)}-{dt}", [("x", shape, dt)],
                             f"nn.max_pool2d(%x, {attr_text(base)})", specials=True))
         for include in [False, True]:
-            for dt in ["float32", "int32", "int8"]:
+            for dt in pool.AVG_DTYPES:
                 attrs = attr_text(dict(base, count_include_pad=include))
                 out.append(case(f"nn.avg_pool2d:{shape}-{attrs}-{dt}", [("x", shape, dt)],
                                 f"nn.avg_pool2d(%x, {attrs})"))
