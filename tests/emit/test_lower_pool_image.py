@@ -18,6 +18,7 @@ from aot.emit.kernel import ir as K
 from aot.emit.kernel.walk import walk_exprs, walk_stmts
 from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call
+from cases import image
 from cases import pool as pool_table
 from lowering_harness import check_lowering, lower_main, run_lowered
 
@@ -186,24 +187,17 @@ def test_pools_have_no_bounds_test_in_the_window_loops():
 
 # ================================================================ resize
 
-MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-         "tf_half_pixel_for_nn"]
-SIZES = [((4, 4), (8, 8)), ((6, 4), (3, 2)), ((4, 6), (6, 9)), ((5, 3), (1, 6)),
-         ((2, 2), (7, 5))]
-ROUNDINGS = ["", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"]
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("in_hw,out_hw", SIZES)
-@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("mode", image.MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.SIZES)
+@pytest.mark.parametrize("rounding", image.ROUNDINGS)
 def test_resize2d_nearest(mode, in_hw, out_hw, rounding):
     check("image.resize2d", (1, 2, *in_hw), "float32",
           dict(size=list(out_hw), method="nearest_neighbor",
                coordinate_transformation_mode=mode, rounding_method=rounding))
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("in_hw,out_hw", SIZES)
+@pytest.mark.parametrize("mode", image.MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.SIZES)
 @pytest.mark.parametrize("dtype", ["float32", "uint8"])
 def test_resize2d_linear(mode, in_hw, out_hw, dtype):
     check("image.resize2d", (2, 1, *in_hw), dtype,
@@ -211,9 +205,9 @@ def test_resize2d_linear(mode, in_hw, out_hw, dtype):
           lo=0, hi=255)
 
 
-@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric"])
-@pytest.mark.parametrize("in_hw,out_hw", SIZES[:3])
-@pytest.mark.parametrize("alpha,exclude", [(-0.5, 0), (-0.75, 0), (-0.75, 1)])
+@pytest.mark.parametrize("mode", image.CUBIC_MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.CUBIC_SIZES)
+@pytest.mark.parametrize("alpha,exclude", image.CUBIC_PARAMS)
 def test_resize2d_cubic(mode, in_hw, out_hw, alpha, exclude):
     check("image.resize2d", (1, 2, *in_hw), "float64",
           dict(size=list(out_hw), method="cubic", coordinate_transformation_mode=mode,
