@@ -42,9 +42,12 @@ qnn            test_qnn: CONV_CASES        test_lower_qnn: CONV_CASES  test_ops_
                                            (copy), ROUNDINGS           ROUNDINGS
 =============  ==========================  ==========================  ==========================
 
-Moved here so far: elemwise (derived) and conv.  Still copied, to move the
-same way: reduce (AXES, REDUCERS, DTYPES), algorithm (SPECIALS), pool
-(POOL_CASES / POOLS), image (MODES, SIZES, ROUNDINGS), nn (DENSE), transform
-(RESHAPES, SLICES, INDEX_DTYPES, CAST_PAIRS) and qnn (CONV_CASES,
-ROUNDINGS).
+Moved here so far: elemwise (derived), conv, reduce, algorithm, pool,
+image and nn (dense, matmul, batch_matmul); tests/ops runs the reduce and
+sorting tables beside its hypothesis strategies.  Still copied, to move the
+same way: transform (RESHAPES, SLICES, INDEX_DTYPES, CAST_PAIRS in
+tests/emit/test_lower_transform*.py and tests/e2e/test_ops_c_transform.py;
+RESHAPE_CASES, SLICE_CASES in tests/ops/test_transform.py) and qnn
+(CONV_CASES in tests/ops/test_qnn.py and tests/emit/test_lower_qnn.py,
+ROUNDINGS in tests/emit/test_lower_qnn.py and tests/e2e/test_ops_c_qnn.py).
 """

@@ -41,3 +41,9 @@ def attr_text(attrs: Mapping[str, object]) -> str:
         else:
             parts.append(f"{k}={v}")
     return ", ".join(parts)
+
+
+def as_text(rows: Sequence[tuple], at: int = 1) -> list[tuple]:
+    """Table rows with their attribute dict (field ``at``) spelt as Relay
+    text, for the layers that parse programs (and name cases by the text)."""
+    return [(*row[:at], attr_text(row[at]), *row[at + 1:]) for row in rows]

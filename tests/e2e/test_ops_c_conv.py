@@ -14,6 +14,8 @@ import numpy as np
 
 from c_harness import check_cases
 from cases import conv as table
+from cases import image
+from cases import pool
 from cases.common import attr_text
 from test_ops_c import case, data, rng_for
 
@@ -171,29 +173,15 @@ def conv_transpose_cases():
 
 # ---------------------------------------------------------------- pools
 
-POOLS = [
-    # shape NCHW, pool, strides, padding, dilation, ceil_mode
-    ((1, 2, 6, 6), (2, 2), (2, 2), (0,), (1, 1), False),
-    ((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), False),
-    ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), True),
-    ((1, 1, 8, 9), (3, 2), (3, 2), (1, 0, 2, 1), (1, 1), True),
-    ((1, 2, 9, 9), (3, 3), (1, 2), (2, 2), (2, 2), False),
-    ((1, 1, 5, 5), (3, 3), (1, 1), (2, 2), (1, 1), False),
-    ((1, 1, 4, 4), (2, 2), (3, 3), (0, 0), (1, 1), True),
-    ((1, 1, 3, 3), (2, 2), (1, 1), (2, 2), (1, 1), False),   # windows wholly in padding
-]
-
-
 def pool_cases():
     out = []
-    for shape, pool, strides, padding, dilation, ceil in POOLS:
-        base = dict(pool_size=list(pool), strides=list(strides), padding=list(padding),
-                    dilation=list(dilation), ceil_mode=ceil)
-        for dt in ["float32", "int8", "float16", "uint8"]:
+    for shape, *row in pool.POOLS:
+        base = pool.pool_attrs(*row)
+        for dt in pool.MAX_DTYPES:
             out.append(case(f"nn.max_pool2d:{shape}-{attr_text(base)}-{dt}", [("x", shape, dt)],
                             f"nn.max_pool2d(%x, {attr_text(base)})", specials=True))
         for include in [False, True]:
-            for dt in ["float32", "int32", "int8"]:
+            for dt in pool.AVG_DTYPES:
                 attrs = attr_text(dict(base, count_include_pad=include))
                 out.append(case(f"nn.avg_pool2d:{shape}-{attrs}-{dt}", [("x", shape, dt)],
                                 f"nn.avg_pool2d(%x, {attrs})"))
@@ -225,33 +213,25 @@ def pool_cases():
 
 # ---------------------------------------------------------------- image
 
-MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-         "tf_half_pixel_for_nn"]
-SIZES = [((4, 4), (8, 8)), ((6, 4), (3, 2)), ((4, 6), (6, 9)), ((5, 3), (1, 6)),
-         ((2, 2), (7, 5))]
-ROUNDINGS = ["", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"]
-
-
 def image_cases():
     out = []
-    for m, mode in enumerate(MODES):
-        for r, rounding in enumerate(ROUNDINGS):
-            in_hw, out_hw = SIZES[(m + r) % len(SIZES)]
+    for m, mode in enumerate(image.MODES):
+        for r, rounding in enumerate(image.ROUNDINGS):
+            in_hw, out_hw = image.SIZES[(m + r) % len(image.SIZES)]
             dt = ["float32", "int8", "uint8"][(m + r) % 3]
             out.append(case(f"image.resize2d:nearest-{mode}-{rounding}-{in_hw}-{out_hw}-{dt}",
                             [("x", (1, 2, *in_hw), dt)],
                             f'image.resize2d(%x, size={list(out_hw)}, method="nearest_neighbor", '
                             f'coordinate_transformation_mode="{mode}", '
                             f'rounding_method="{rounding}")'))
-        for s, (in_hw, out_hw) in enumerate(SIZES):
+        for s, (in_hw, out_hw) in enumerate(image.SIZES):
             dt = ["float32", "uint8", "float16"][(m + s) % 3]
             out.append(case(f"image.resize2d:linear-{mode}-{in_hw}-{out_hw}-{dt}",
                             [("x", (2, 1, *in_hw), dt)],
                             f'image.resize2d(%x, size={list(out_hw)}, method="linear", '
                             f'coordinate_transformation_mode="{mode}")', lo=0, hi=255))
-    for mode in ["half_pixel", "align_corners", "asymmetric"]:
-        for s, (alpha, exclude) in enumerate([(-0.5, 0), (-0.75, 0), (-0.75, 1)]):
-            in_hw, out_hw = SIZES[s]
+    for mode in image.CUBIC_MODES:
+        for (alpha, exclude), (in_hw, out_hw) in zip(image.CUBIC_PARAMS, image.CUBIC_SIZES):
             for dt in ["float64", "float32"]:
                 out.append(case(f"image.resize2d:cubic-{mode}-{alpha}-{exclude}-{dt}",
                                 [("x", (1, 2, *in_hw), dt)],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from c_harness import check_cases
+from cases import nn as table
 from test_ops_c import case, data, rng_for
 
 FLOATS = ["float32", "float16", "float64"]
@@ -71,27 +72,9 @@ def softmax_cases():
 
 # -------------------------------------------------------- dense / matmul
 
-DENSE = [
-    # data shape, units, data dtype, weight dtype, out_dtype
-    ((3, 5), 4, "float32", "float32", None),
-    ((2, 3, 5), 2, "float64", "float64", None),
-    ((4,), 3, "float16", "float16", None),
-    ((2, 6), 3, "float16", "float16", "float32"),
-    ((3, 8), 5, "int8", "int8", "int32"),
-    ((3, 8), 5, "uint8", "int8", "int32"),
-    ((2, 4), 3, "int16", "int16", "int16"),     # wraps in int16
-    ((2, 16), 3, "int8", "int8", None),         # accumulates (wrapping) in int8
-    ((2, 5), 3, "int32", "int32", "float32"),
-    ((2, 5), 3, "int8", "uint8", "uint8"),
-    ((2, 11), 3, "float32", "float32", None),   # unrolled by 4, three left over
-    ((1, 10), 2, "int8", "int8", "int32"),
-    ((2, 64), 7, "float32", "float32", None),
-]
-
-
 def linear_cases():
     out = []
-    for shape, units, dt, wdt, odt in DENSE:
+    for shape, units, dt, wdt, odt in table.DENSE:
         attrs = f"units={units}" + (f', out_dtype="{odt}"' if odt else "")
         name = f"nn.dense:{shape}-{units}-{dt}-{wdt}-{odt}"
         out.append(case(name, [("x", shape, dt), ("w", (units, shape[-1]), wdt)],
@@ -102,22 +85,15 @@ def linear_cases():
                     'nn.dense(%x, %w, out_dtype="int32")', [ext, np.full((2, 64), -128, np.int8)]))
     out.append(case("nn.dense:nan-inf", [("x", (2, 4), "float32"), ("w", (3, 4), "float32")],
                     "nn.dense(%x, %w)", specials=True))
-    for ashape, bshape, ta, tb in [((3, 4), (4, 5), False, False), ((4, 3), (4, 5), True, False),
-                                   ((3, 4), (5, 4), False, True), ((4, 3), (5, 4), True, True),
-                                   ((2, 4, 3), (4, 5), True, False),
-                                   ((2, 3, 4), (5, 4), False, True),
-                                   ((4,), (4, 5), False, False), ((4, 1), (4, 5), True, False)]:
-        for dt in ["float32", "int32"]:
+    for ashape, bshape, ta, tb in table.MATMUL:
+        for dt in table.MATMUL_DTYPES:
             out.append(case(f"nn.matmul:{ashape}-{bshape}-{ta}-{tb}-{dt}",
                             [("a", ashape, dt), ("b", bshape, dt)],
                             f"nn.matmul(%a, %b, transpose_a={ta}, transpose_b={tb})"))
     out.append(case("nn.matmul:units-int8", [("a", (3, 6), "int8"), ("b", (6, 2), "int8")],
                     'nn.matmul(%a, %b, units=2, out_dtype="int32")'))
-    for xs, ys, ta, tb in [((2, 3, 4), (2, 5, 4), False, True), ((2, 4, 3), (2, 4, 5), True, False),
-                           ((1, 3, 4), (3, 4, 5), False, False), ((3, 4, 3), (1, 5, 4), True, True),
-                           ((2, 3, 4), (1, 5, 4), False, True),
-                           ((2, 9, 3), (2, 9, 4), True, False)]:
-        for dt in ["float32", "int8", "float16"]:
+    for xs, ys, ta, tb in table.BATCH_MATMUL:
+        for dt in table.BATCH_MATMUL_DTYPES:
             odt = ', out_dtype="int32"' if dt == "int8" else ""
             out.append(case(f"nn.batch_matmul:{xs}-{ys}-{ta}-{tb}-{dt}",
                             [("x", xs, dt), ("y", ys, dt)],

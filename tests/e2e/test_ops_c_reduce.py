@@ -11,36 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from c_harness import check_cases
+from cases import algorithm
+from cases import reduce as table
+from cases.common import as_text, attr_text
 from test_ops_c import case, data, rng_for
-
-#: (input shape, attributes) -- the axis forms of tests/ops/test_reduce.py
-AXES = [
-    ((2, 3, 4), ""),
-    ((2, 3, 4), "axis=[1]"),
-    ((2, 3, 4), "axis=[-1]"),
-    ((2, 3, 4), "axis=[0, 2], keepdims=True"),
-    ((2, 3, 4), "axis=[-3, 1]"),
-    ((2, 3, 4), "axis=[1], exclude=True"),
-    ((2, 3, 4), "axis=[0, 1, 2], exclude=True"),
-    ((2, 3, 4), "axis=[], keepdims=True"),
-    ((5,), "axis=[0]"),
-    ((), ""),
-    ((), "keepdims=True"),
-    ((0, 3), "axis=[0]"),
-    ((3, 0), "axis=[1], keepdims=True"),
-]
-
-REDUCERS = ["sum", "prod", "mean", "max", "min", "all", "any"]
-
-DTYPES = {
-    "sum": ["float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint64"],
-    "prod": ["float16", "float64", "int8", "int32", "uint16", "int64", "uint64"],
-    "mean": ["float16", "float64", "int8", "int32", "uint8", "int64", "uint64"],
-    "max": ["float16", "float64", "int8", "uint32", "int64", "bool"],
-    "min": ["float16", "float64", "int16", "uint8", "uint64", "bool"],
-    "all": ["float64", "int8", "uint16", "bool"],
-    "any": ["float16", "int32", "uint8", "bool"],
-}
 
 F16_SUM_TOL = 3e-3
 
@@ -60,20 +34,22 @@ def reduce_input(name: str, op: str, shape, dtype: str) -> np.ndarray:
 
 def reduce_cases():
     out = []
-    for op in REDUCERS:
-        for shape, attrs in AXES:
+    for op in table.REDUCERS:
+        for shape, kw in table.AXES:
+            attrs = attr_text(kw)
             name = f"{op}:float32-{shape}-{attrs}"
             out.append(case(name, [("x", shape, "float32")], call(op, "%x", attrs),
                             [reduce_input(name, op, shape, "float32")]))
-        for dt in DTYPES[op]:
-            for shape, attrs in [((3, 5), "axis=[1]"), ((4, 2, 3), "axis=[0, 2]")]:
+        for dt in table.DTYPES[op]:
+            for shape, kw in table.DTYPE_AXES:
+                attrs = attr_text(kw)
                 name = f"{op}:{dt}-{shape}-{attrs}"
                 out.append(case(name, [("x", shape, dt)], call(op, "%x", attrs),
                                 [reduce_input(name, op, shape, dt)],
                                 rtol=F16_SUM_TOL if dt == "float16" else None))
     nan = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0], [np.nan, np.nan, 0.0],
                     [-np.inf, np.inf, 0.0], [-0.0, 0.0, -0.0]], np.float32)
-    for op in REDUCERS:
+    for op in table.REDUCERS:
         out.append(case(f"{op}:nan-inf", [("x", (5, 3), "float32")], f"{op}(%x, axis=[1])",
                         [nan]))
     out += [
@@ -105,15 +81,15 @@ def reduce_cases():
 
 def arg_and_statistics_cases():
     out = []
-    for op in ["argmax", "argmin"]:
+    for op in table.ARG_REDUCERS:
         for last in [False, True]:
-            for shape, attrs in AXES:
-                if shape == () or 0 in shape:
+            for shape, kw in table.nonscalar(table.AXES):
+                if 0 in shape:
                     continue
-                attrs = ", ".join(a for a in (attrs, f"select_last_index={last}") if a)
+                attrs = attr_text({**kw, "select_last_index": last})
                 name = f"{op}:int8-{shape}-{attrs}"
                 out.append(case(name, [("x", shape, "int8")], call(op, "%x", attrs), lo=-2, hi=2))
-            for dt in ["float16", "float32", "uint16", "int64", "bool"]:
+            for dt in table.ARG_DTYPES:
                 name = f"{op}:{dt}-{last}"
                 x = data(rng_for(name), (3, 6), dt, lo=-3, hi=3)
                 if dt.startswith("float"):
@@ -124,18 +100,11 @@ def arg_and_statistics_cases():
                                 f"{op}(%x, axis=[-1], select_last_index={last})", [x]))
         out.append(case(f"{op}:fused", [("x", (3, 4), "float32")],
                         f'cast({op}(negative(%x), axis=[1]), dtype="float32")'))
-    for op in ["variance", "std"]:
-        for dt in ["float16", "float32", "float64"]:
+    for op in table.STATISTICS:
+        for dt in table.FLOATS:
             for unbiased in [False, True]:
-                for shape, attrs, mshape in [
-                        ((2, 3, 4), "axis=[1]", (2, 1, 4)),
-                        ((2, 3, 4), "axis=[-1], keepdims=True", (2, 3, 1)),
-                        ((2, 3, 4), "", (1, 1, 1)),
-                        ((2, 3, 4), "axis=[0], exclude=True", (2, 1, 1)),
-                        ((2, 3, 4), "axis=[1]", (2, 3, 4)),
-                        ((4, 1), "axis=[1]", (4, 1)),       # unbiased divides by 0
-                        ((0, 2), "axis=[0]", (1, 2))]:
-                    attrs2 = ", ".join(a for a in (attrs, f"unbiased={unbiased}") if a)
+                for shape, kw, mshape in table.VARIANCE_AXES:
+                    attrs2 = attr_text({**kw, "unbiased": unbiased})
                     name = f"{op}:{dt}-{shape}-{attrs2}-{mshape}"
                     rng = rng_for(name)
                     x = data(rng, shape, dt)
@@ -145,9 +114,9 @@ def arg_and_statistics_cases():
                                     rtol=F16_SUM_TOL if dt == "float16" else None))
     out.append(case("std:fused-mean", [("x", (3, 4), "float32"), ("m", (3, 1), "float32")],
                     "std(exp(%x), multiply(%m, 2f), axis=[1])"))
-    for dt in ["float16", "float32", "float64"]:
-        for shape, attrs in [((3, 4), "axis=[1]"), ((3, 4), "axis=[0], keepdims=True"),
-                             ((2, 3, 2), ""), ((0, 2), "axis=[0]")]:
+    for dt in table.FLOATS:
+        for shape, kw in table.LOGSUMEXP_AXES:
+            attrs = attr_text(kw)
             name = f"logsumexp:{dt}-{shape}-{attrs}"
             x = data(rng_for(name), shape, dt) * np.asarray(3, dt)
             out.append(case(name, [("x", shape, dt)], call("logsumexp", "%x", attrs), [x],
@@ -161,21 +130,9 @@ def arg_and_statistics_cases():
 
 # ========================================================== sort / topk
 
-SPECIALS = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, 1.5, -2.0]
-
-
-def sort_input(name: str, shape, dtype: str) -> np.ndarray:
-    """Many ties; floats mix in NaN, signed zeros and infinities."""
-    rng = rng_for(name)
-    if dtype == "bool":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.startswith(("int", "uint")):
-        return rng.integers(0 if dtype.startswith("u") else -3, 4, shape).astype(dtype)
-    x = rng.integers(-3, 4, shape).astype(dtype)
-    flat = x.reshape(-1)
-    for i in rng.choice(flat.size, size=max(1, flat.size // 3), replace=False):
-        flat[i] = SPECIALS[int(rng.integers(len(SPECIALS)))]
-    return x
+#: the row lengths of the sorting table this layer runs, argsort and sort
+#: both (tests/emit runs them all, argsort only)
+ROW_LENGTHS = [n for n in algorithm.ROW_LENGTHS if n in (1, 3, 9, 17, 33)]
 
 
 def sort_cases():
@@ -184,31 +141,25 @@ def sort_cases():
     def add(op, shape, dtype, attrs):
         name = f"{op}:{dtype}-{shape}-{attrs}"
         out.append(case(name, [("x", shape, dtype)], call(op, "%x", attrs),
-                        [sort_input(name, shape, dtype)]))
+                        [algorithm.tied_values(rng_for(name), shape, dtype)]))
 
-    for op in ["argsort", "sort"]:
+    for op in algorithm.SORTS:
         for asc in [True, False]:
-            for shape, axis in [((8,), 0), ((2, 8), 1), ((2, 8), -1), ((5, 3), 0),
-                                ((2, 5, 3), 1), ((3, 1), 1), ((1, 4), 0)]:
+            for shape, axis in algorithm.SHAPES:
                 add(op, shape, "float32", f"axis={axis}, is_ascend={asc}")
-            for dt in ["float16", "float64", "int8", "uint8", "int64", "uint32", "bool"]:
+            for dt in algorithm.DTYPES:
                 add(op, (3, 7), dt, f"is_ascend={asc}")
-            for n in [1, 3, 9, 17, 33]:
+            for n in ROW_LENGTHS:
                 add(op, (2, n), "float32", f"axis=1, is_ascend={asc}")
-    for dt in ["int64", "int8", "uint16", "float32", "float16"]:
+    for dt in algorithm.INDEX_DTYPES:
         add("argsort", (2, 6), "float32", f'dtype="{dt}"')
     out.append(case("argsort:int8-index-wraps", [("x", (200,), "float32")],
                     'argsort(%x, dtype="int8")', [-np.arange(200, dtype=np.float32)]))
-    for ret in ["both", "values", "indices"]:
-        for shape, attrs in [((2, 8), "k=1"), ((2, 8), "k=2"), ((2, 8), "k=3, is_ascend=True"),
-                             ((2, 8), "k=4"), ((2, 8), "k=8, is_ascend=True"), ((2, 8), "k=0"),
-                             ((2, 8), "k=-1, is_ascend=True"), ((8, 3), "k=2, axis=0"),
-                             ((8, 3), "k=5, axis=-2, is_ascend=True"),
-                             ((2, 8, 2), "k=1, axis=1, is_ascend=True"), ((1,), "k=1"),
-                             ((5,), "k=1, is_ascend=True")]:
+    for ret in algorithm.RET_TYPES:
+        for shape, attrs in as_text(algorithm.TOPK):
             add("topk", shape, "float32", f'{attrs}, ret_type="{ret}"')
     for k in [1, 3]:
-        for dt in ["int8", "uint8", "float64", "float16", "int32"]:
+        for dt in algorithm.TOPK_DTYPES:
             add("topk", (3, 7), dt, f'k={k}, dtype="int64"')
     add("topk", (2, 8), "uint8", 'k=2, ret_type="indices", dtype="uint8"')
     out += [

@@ -17,9 +17,9 @@ from aot.emit.kernel.walk import walk_stmts
 from aot.emit.lower.group import lower_group
 from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call
+from cases import algorithm as table
+from cases.common import as_text
 from lowering_harness import assert_close, check_lowering, lower_main, main_as_group
-
-SPECIALS = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, 1.5, -2.0]
 
 
 def ttype(shape: tuple, dtype: str) -> str:
@@ -32,18 +32,7 @@ def program(shape: tuple, dtype: str, body: str) -> str:
 
 
 def data(shape: tuple, dtype: str, seed: int) -> np.ndarray:
-    """Values with many ties; floats mix in NaN, signed zeros and infinities."""
-    rng = np.random.default_rng(seed)
-    if dtype == "bool":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.startswith(("int", "uint")):
-        lo = 0 if dtype.startswith("uint") else -3
-        return rng.integers(lo, 4, shape).astype(dtype)
-    x = rng.integers(-3, 4, shape).astype(dtype)
-    flat = x.reshape(-1)
-    for i in rng.choice(flat.size, size=min(flat.size, max(1, flat.size // 3)), replace=False):
-        flat[i] = SPECIALS[int(rng.integers(len(SPECIALS)))]
-    return x
+    return table.tied_values(np.random.default_rng(seed), shape, dtype)
 
 
 def seed_of(*parts: object) -> int:
@@ -56,22 +45,17 @@ def scratch_names(group) -> list[str]:
 
 # ======================================================= argsort / sort
 
-SHAPES = [((8,), 0), ((2, 8), 1), ((2, 8), -1), ((5, 3), 0), ((2, 5, 3), 1), ((3, 1), 1),
-          ((1, 4), 0)]
-
-
-@pytest.mark.parametrize("op", ["argsort", "sort"])
+@pytest.mark.parametrize("op", table.SORTS)
 @pytest.mark.parametrize("ascending", [True, False])
-@pytest.mark.parametrize("shape,axis", SHAPES)
+@pytest.mark.parametrize("shape,axis", table.SHAPES)
 def test_argsort_and_sort(op, ascending, shape, axis):
     dtype = "float32"
     text = program(shape, dtype, f"{op}(%x, axis={axis}, is_ascend={ascending})")
     check_lowering(text, [data(shape, dtype, seed_of(op, shape, axis))])
 
 
-@pytest.mark.parametrize("op", ["argsort", "sort"])
-@pytest.mark.parametrize("dtype", ["float16", "float64", "int8", "uint8", "int64", "uint32",
-                                   "bool"])
+@pytest.mark.parametrize("op", table.SORTS)
+@pytest.mark.parametrize("dtype", table.DTYPES)
 @pytest.mark.parametrize("ascending", [True, False])
 def test_dtypes(op, dtype, ascending):
     shape = (3, 7)
@@ -79,7 +63,7 @@ def test_dtypes(op, dtype, ascending):
     check_lowering(text, [data(shape, dtype, seed_of(op, dtype))])
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33])
+@pytest.mark.parametrize("n", table.ROW_LENGTHS)
 @pytest.mark.parametrize("ascending", [True, False])
 def test_row_lengths(n, ascending):
     """Merge passes with partial runs (n not a power of two), the final
@@ -97,7 +81,7 @@ def test_stability_and_nan_order_in_both_directions():
         check_lowering(program((1, 8), "float32", f"sort(%x, is_ascend={asc})"), [f])
 
 
-@pytest.mark.parametrize("dtype", ["int64", "int8", "uint16", "float32", "float16"])
+@pytest.mark.parametrize("dtype", table.INDEX_DTYPES)
 def test_argsort_index_dtype(dtype):
     shape = (2, 6)
     group = check_lowering(program(shape, "float32", f'argsort(%x, dtype="{dtype}")'),
@@ -122,32 +106,15 @@ def test_long_random_rows(seed):
 
 # ================================================================ topk
 
-TOPK = [
-    # (shape, attrs); row length 8 so k <= 3 selects, k >= 4 merge-sorts
-    ((2, 8), "k=1"),
-    ((2, 8), "k=2"),
-    ((2, 8), "k=3, is_ascend=True"),
-    ((2, 8), "k=4"),
-    ((2, 8), "k=8, is_ascend=True"),
-    ((2, 8), "k=0"),
-    ((2, 8), "k=-1, is_ascend=True"),
-    ((8, 3), "k=2, axis=0"),
-    ((8, 3), "k=5, axis=-2, is_ascend=True"),
-    ((2, 8, 2), "k=1, axis=1, is_ascend=True"),
-    ((1,), "k=1"),
-    ((5,), "k=1, is_ascend=True"),
-]
-
-
-@pytest.mark.parametrize("ret_type", ["both", "values", "indices"])
-@pytest.mark.parametrize("shape,attrs", TOPK)
+@pytest.mark.parametrize("ret_type", table.RET_TYPES)
+@pytest.mark.parametrize("shape,attrs", as_text(table.TOPK))
 def test_topk(ret_type, shape, attrs):
     text = program(shape, "float32", f'topk(%x, {attrs}, ret_type="{ret_type}")')
     check_lowering(text, [data(shape, "float32", seed_of(shape, attrs))])
 
 
 @pytest.mark.parametrize("k", [1, 2, 6])
-@pytest.mark.parametrize("dtype", ["int8", "uint8", "float64", "bool"])
+@pytest.mark.parametrize("dtype", table.TOPK_DTYPES)
 def test_topk_dtypes(k, dtype):
     shape = (3, 6)
     text = program(shape, dtype, f'topk(%x, k={k}, dtype="int64")')

@@ -15,6 +15,7 @@ from aot.emit.kernel.evaluate import evaluate
 from aot.emit.kernel.walk import children, postorder, walk_stmts
 from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call, compilers
+from cases import nn as table
 from lowering_harness import assert_close, check_lowering, lower_main, main_as_group
 
 RNG = np.random.default_rng(11)
@@ -113,26 +114,7 @@ def test_softmax_large_inputs_and_nan(op):
 
 # -------------------------------------------------------- dense / matmul
 
-DENSE_CASES = [
-    # data shape, units, data dtype, weight dtype, out_dtype
-    ((3, 5), 4, "float32", "float32", None),
-    ((2, 3, 5), 2, "float64", "float64", None),
-    ((4,), 3, "float16", "float16", None),
-    ((2, 6), 3, "float16", "float16", "float32"),
-    ((3, 8), 5, "int8", "int8", "int32"),
-    ((3, 8), 5, "uint8", "int8", "int32"),
-    ((2, 4), 3, "int16", "int16", "int16"),     # wraps in int16
-    ((2, 16), 3, "int8", "int8", None),         # accumulates (wrapping) in int8
-    ((2, 5), 3, "int32", "int32", "float32"),   # integers summed in float64
-    ((2, 5), 3, "int8", "uint8", "uint8"),
-    ((2, 11), 3, "float32", "float32", None),   # unrolled by 4, three left over
-    ((2, 7), 6, "float16", "float16", None),    # register tiles of 4 units and 2; odd k
-    ((3, 9), 4, "float32", "float32", None),    # one register tile; odd k
-    ((1, 10), 2, "int8", "int8", "int32"),
-]
-
-
-@pytest.mark.parametrize("shape,units,dt,wdt,out", DENSE_CASES)
+@pytest.mark.parametrize("shape,units,dt,wdt,out", table.DENSE)
 def test_dense(shape, units, dt, wdt, out):
     x = sample(shape, dt, -128, 127)
     w = sample((units, shape[-1]), wdt, -128, 127)
@@ -148,32 +130,16 @@ def test_dense_int8_is_exact_for_extreme_values():
           'nn.dense(%x, %w, out_dtype="int32")', [x, w], "int32")
 
 
-@pytest.mark.parametrize("ashape,bshape,ta,tb", [
-    ((3, 4), (4, 5), False, False),
-    ((4, 3), (4, 5), True, False),
-    ((3, 4), (5, 4), False, True),
-    ((4, 3), (5, 4), True, True),
-    ((2, 4, 3), (4, 5), True, False),           # N-d data
-    ((2, 3, 4), (5, 4), False, True),
-    ((4,), (4, 5), False, False),               # 1-d data
-    ((4, 1), (4, 5), True, False),              # one row: no column copy needed
-])
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("ashape,bshape,ta,tb", table.MATMUL)
+@pytest.mark.parametrize("dtype", table.MATMUL_DTYPES)
 def test_matmul(ashape, bshape, ta, tb, dtype):
     a, b = sample(ashape, dtype), sample(bshape, dtype)
     check([("a", ashape, dtype), ("b", bshape, dtype)],
           f"nn.matmul(%a, %b, transpose_a={ta}, transpose_b={tb})", [a, b], dtype)
 
 
-@pytest.mark.parametrize("xs,ys,ta,tb", [
-    ((2, 3, 4), (2, 5, 4), False, True),
-    ((2, 4, 3), (2, 4, 5), True, False),
-    ((1, 3, 4), (3, 4, 5), False, False),   # batch 1 broadcasts
-    ((3, 4, 3), (1, 5, 4), True, True),
-    ((2, 3, 4), (1, 5, 4), False, True),
-    ((2, 9, 3), (2, 9, 4), True, False),    # column copy, unrolled reduction
-])
-@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("xs,ys,ta,tb", table.BATCH_MATMUL)
+@pytest.mark.parametrize("dtype", table.BATCH_MATMUL_DTYPES)
 def test_batch_matmul(xs, ys, ta, tb, dtype):
     x, y = sample(xs, dtype), sample(ys, dtype)
     out = ', out_dtype="int32"' if dtype == "int8" else ""

@@ -18,6 +18,8 @@ from aot.emit.kernel import ir as K
 from aot.emit.kernel.walk import walk_exprs, walk_stmts
 from aot.emit.kernel.simplify import simplify_kernel
 from kernel_c_harness import build, call
+from cases import image
+from cases import pool as pool_table
 from lowering_harness import check_lowering, lower_main, run_lowered
 
 #: float32 pools sum in float32 (nn_conv.FLOAT32_ACCUMULATOR)
@@ -65,37 +67,20 @@ def to_layout(shape: tuple, layout: str) -> tuple:
 
 # ================================================================= pools
 
-POOL_CASES = [
-    # shape NCHW, pool, strides, padding, dilation, ceil_mode (tests/ops/test_nn_pool.py)
-    ((1, 2, 6, 6), (2, 2), (2, 2), (0,), (1, 1), False),
-    ((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), False),
-    ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), True),
-    ((1, 1, 8, 9), (3, 2), (3, 2), (1, 0, 2, 1), (1, 1), True),
-    ((1, 2, 9, 9), (3, 3), (1, 2), (2, 2), (2, 2), False),
-    ((1, 1, 5, 5), (3, 3), (1, 1), (2, 2), (1, 1), False),
-    ((1, 1, 4, 4), (2, 2), (3, 3), (0, 0), (1, 1), True),
-    ((1, 1, 3, 3), (2, 2), (1, 1), (2, 2), (1, 1), False),  # windows wholly in padding
-]
-
-
-def pool_attrs(pool, strides, padding, dilation, ceil_mode, **more) -> dict:
-    return dict(pool_size=list(pool), strides=list(strides), padding=list(padding),
-                dilation=list(dilation), ceil_mode=ceil_mode, **more)
-
-
-@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", POOL_CASES)
-@pytest.mark.parametrize("dtype", ["float32", "int8", "float16"])
+@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", pool_table.POOLS)
+@pytest.mark.parametrize("dtype", pool_table.MAX_DTYPES)
 def test_max_pool2d(shape, pool, strides, padding, dilation, ceil_mode, dtype):
-    check("nn.max_pool2d", shape, dtype, pool_attrs(pool, strides, padding, dilation, ceil_mode))
+    check("nn.max_pool2d", shape, dtype,
+          pool_table.pool_attrs(pool, strides, padding, dilation, ceil_mode))
 
 
-@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", POOL_CASES)
+@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", pool_table.POOLS)
 @pytest.mark.parametrize("include_pad", [False, True])
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("dtype", pool_table.AVG_DTYPES)
 def test_avg_pool2d(shape, pool, strides, padding, dilation, ceil_mode, include_pad, dtype):
     check("nn.avg_pool2d", shape, dtype,
-          pool_attrs(pool, strides, padding, dilation, ceil_mode,
-                     count_include_pad=include_pad), lo=-2**31, hi=2**31 - 1)
+          pool_table.pool_attrs(pool, strides, padding, dilation, ceil_mode,
+                                count_include_pad=include_pad), lo=-2**31, hi=2**31 - 1)
 
 
 def test_avg_pool2d_integer_sums_do_not_overflow_and_truncate():
@@ -202,24 +187,17 @@ def test_pools_have_no_bounds_test_in_the_window_loops():
 
 # ================================================================ resize
 
-MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-         "tf_half_pixel_for_nn"]
-SIZES = [((4, 4), (8, 8)), ((6, 4), (3, 2)), ((4, 6), (6, 9)), ((5, 3), (1, 6)),
-         ((2, 2), (7, 5))]
-ROUNDINGS = ["", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"]
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("in_hw,out_hw", SIZES)
-@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("mode", image.MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.SIZES)
+@pytest.mark.parametrize("rounding", image.ROUNDINGS)
 def test_resize2d_nearest(mode, in_hw, out_hw, rounding):
     check("image.resize2d", (1, 2, *in_hw), "float32",
           dict(size=list(out_hw), method="nearest_neighbor",
                coordinate_transformation_mode=mode, rounding_method=rounding))
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("in_hw,out_hw", SIZES)
+@pytest.mark.parametrize("mode", image.MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.SIZES)
 @pytest.mark.parametrize("dtype", ["float32", "uint8"])
 def test_resize2d_linear(mode, in_hw, out_hw, dtype):
     check("image.resize2d", (2, 1, *in_hw), dtype,
@@ -227,9 +205,9 @@ def test_resize2d_linear(mode, in_hw, out_hw, dtype):
           lo=0, hi=255)
 
 
-@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric"])
-@pytest.mark.parametrize("in_hw,out_hw", SIZES[:3])
-@pytest.mark.parametrize("alpha,exclude", [(-0.5, 0), (-0.75, 0), (-0.75, 1)])
+@pytest.mark.parametrize("mode", image.CUBIC_MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.CUBIC_SIZES)
+@pytest.mark.parametrize("alpha,exclude", image.CUBIC_PARAMS)
 def test_resize2d_cubic(mode, in_hw, out_hw, alpha, exclude):
     check("image.resize2d", (1, 2, *in_hw), "float64",
           dict(size=list(out_hw), method="cubic", coordinate_transformation_mode=mode,

@@ -17,41 +17,14 @@ from aot.emit.kernel import ir as K
 from aot.ir.dtype import DType
 from aot.emit.kernel.walk import stmt_exprs, walk_exprs, walk_stmts
 from kernel_c_harness import build, call
+from cases import reduce as table
+from cases.common import as_text, program
 from lowering_harness import (assert_close, check_lowering, lower_main, main_as_group,
                               run_lowered)
 
 #: (rtol, atol) per float dtype: the reference sums in float64 pairwise, the
 #: kernel in double sequentially; both round once to the dtype
 TOL = {"float16": (2e-3, 2e-3), "float32": (2e-6, 1e-6), "float64": (1e-12, 1e-12)}
-
-# (input shape, attributes as Relay text) -- the axis forms of tests/ops/test_reduce.py
-AXES = [
-    ((2, 3, 4), ""),
-    ((2, 3, 4), "axis=[1]"),
-    ((2, 3, 4), "axis=[-1]"),
-    ((2, 3, 4), "axis=[0, 2], keepdims=True"),
-    ((2, 3, 4), "axis=[-3, 1]"),
-    ((2, 3, 4), "axis=[1], exclude=True"),
-    ((2, 3, 4), "axis=[0, 1, 2], exclude=True"),
-    ((2, 3, 4), "axis=[], keepdims=True"),
-    ((5,), "axis=[0]"),
-    ((), ""),
-    ((), "keepdims=True"),
-    ((0, 3), "axis=[0]"),
-    ((3, 0), "axis=[1], keepdims=True"),
-]
-
-REDUCERS = ["sum", "prod", "mean", "max", "min", "all", "any"]
-
-
-def ttype(shape: tuple, dtype: str) -> str:
-    dims = ", ".join(str(d) for d in shape)
-    return f"Tensor[({dims}{',' if len(shape) == 1 else ''}), {dtype}]"
-
-
-def program(params: list[tuple[str, tuple, str]], body: str) -> str:
-    ps = ", ".join(f"%{name}: {ttype(shape, dt)}" for name, shape, dt in params)
-    return f"def @main({ps}) {{ {body} }}"
 
 
 def call_text(op: str, args: str, attrs: str) -> str:
@@ -84,35 +57,25 @@ def seed_of(*parts: object) -> int:
 
 # ================================================================ tables
 
-@pytest.mark.parametrize("op", REDUCERS)
-@pytest.mark.parametrize("shape,attrs", AXES)
+@pytest.mark.parametrize("op", table.REDUCERS)
+@pytest.mark.parametrize("shape,attrs", as_text(table.AXES))
 def test_axis_forms(op, shape, attrs):
     dtype = "float32"
     text = program([("x", shape, dtype)], call_text(op, "%x", attrs))
     check_lowering(text, [data(shape, dtype, seed_of(op, shape, attrs), op)], **tol(dtype))
 
 
-DTYPES = {
-    "sum": ["float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint64"],
-    "prod": ["float16", "float64", "int8", "int32", "uint16", "int64", "uint64"],
-    "mean": ["float16", "float64", "int8", "int32", "uint8", "int64", "uint64"],
-    "max": ["float16", "float64", "int8", "uint32", "int64", "bool"],
-    "min": ["float16", "float64", "int16", "uint8", "uint64", "bool"],
-    "all": ["float64", "int8", "uint16", "bool"],
-    "any": ["float16", "int32", "uint8", "bool"],
-}
-
-
-@pytest.mark.parametrize("op,dtype", [(op, dt) for op, dts in DTYPES.items() for dt in dts])
-@pytest.mark.parametrize("shape,attrs", [((3, 5), "axis=[1]"), ((4, 2, 3), "axis=[0, 2]")])
+@pytest.mark.parametrize("op,dtype", [(op, dt) for op, dts in table.DTYPES.items()
+                                      for dt in dts])
+@pytest.mark.parametrize("shape,attrs", as_text(table.DTYPE_AXES))
 def test_dtypes(op, dtype, shape, attrs):
     text = program([("x", shape, dtype)], call_text(op, "%x", attrs))
     check_lowering(text, [data(shape, dtype, seed_of(op, dtype, shape), op)], **tol(dtype))
 
 
-@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("op", table.ARG_REDUCERS)
 @pytest.mark.parametrize("last", [False, True])
-@pytest.mark.parametrize("shape,attrs", [s for s in AXES if s[0] != ()])
+@pytest.mark.parametrize("shape,attrs", as_text(table.nonscalar(table.AXES)))
 def test_arg_reductions(op, last, shape, attrs):
     attrs = ", ".join(a for a in (attrs, f"select_last_index={last}") if a)
     text = program([("x", shape, "int8")], call_text(op, "%x", attrs))
@@ -120,8 +83,8 @@ def test_arg_reductions(op, last, shape, attrs):
     check_lowering(text, [x])
 
 
-@pytest.mark.parametrize("op", ["argmax", "argmin"])
-@pytest.mark.parametrize("dtype", ["float16", "float32", "uint16", "int64", "bool"])
+@pytest.mark.parametrize("op", table.ARG_REDUCERS)
+@pytest.mark.parametrize("dtype", table.ARG_DTYPES)
 @pytest.mark.parametrize("last", [False, True])
 def test_arg_reduction_dtypes(op, dtype, last):
     shape = (3, 6)
@@ -135,18 +98,10 @@ def test_arg_reduction_dtypes(op, dtype, last):
     check_lowering(text, [x])
 
 
-@pytest.mark.parametrize("op", ["variance", "std"])
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("op", table.STATISTICS)
+@pytest.mark.parametrize("dtype", table.FLOATS)
 @pytest.mark.parametrize("unbiased", [False, True])
-@pytest.mark.parametrize("shape,attrs,mean_shape", [
-    ((2, 3, 4), "axis=[1]", (2, 1, 4)),
-    ((2, 3, 4), "axis=[-1], keepdims=True", (2, 3, 1)),
-    ((2, 3, 4), "", (1, 1, 1)),
-    ((2, 3, 4), "axis=[0], exclude=True", (2, 1, 1)),
-    ((2, 3, 4), "axis=[1]", (2, 3, 4)),      # a mean varying along the reduced axis
-    ((4, 1), "axis=[1]", (4, 1)),            # one element: unbiased divides by 0
-    ((0, 2), "axis=[0]", (1, 2)),            # empty
-])
+@pytest.mark.parametrize("shape,attrs,mean_shape", as_text(table.VARIANCE_AXES))
 def test_variance_and_std(op, dtype, unbiased, shape, attrs, mean_shape):
     attrs = ", ".join(a for a in (attrs, f"unbiased={unbiased}") if a)
     text = program([("x", shape, dtype), ("m", mean_shape, dtype)], call_text(op, "%x, %m", attrs))
@@ -156,9 +111,8 @@ def test_variance_and_std(op, dtype, unbiased, shape, attrs, mean_shape):
     check_lowering(text, [x, m], **tol(dtype))
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-@pytest.mark.parametrize("shape,attrs", [((3, 4), "axis=[1]"), ((3, 4), "axis=[0], keepdims=True"),
-                                         ((2, 3, 2), ""), ((0, 2), "axis=[0]")])
+@pytest.mark.parametrize("dtype", table.FLOATS)
+@pytest.mark.parametrize("shape,attrs", as_text(table.LOGSUMEXP_AXES))
 def test_logsumexp(dtype, shape, attrs):
     text = program([("x", shape, dtype)], call_text("logsumexp", "%x", attrs))
     check_lowering(text, [data(shape, dtype, seed_of(dtype, shape)) * np.asarray(3, dtype)],

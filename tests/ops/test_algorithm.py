@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -12,7 +13,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from aot.ir.types import ANY, IncompleteType, TupleType
+from cases import algorithm as table
 from shape_op_helpers import bad_attrs, infer, rejects, run, tt
+
+
+def tied(shape: tuple, dtype: str) -> np.ndarray:
+    """The tables' input, from a generator of this shape and dtype."""
+    seed = zlib.crc32(repr((shape, dtype)).encode())
+    return table.tied_values(np.random.default_rng(seed), shape, dtype)
 
 
 def order_1d(values: list, ascending: bool) -> list[int]:
@@ -53,7 +61,36 @@ def sort_case(draw):
 @settings(max_examples=100, deadline=None)
 @given(case=sort_case())
 def test_argsort_and_sort_are_stable_in_both_directions(case):
-    x, axis, ascending = case
+    check_sorts(*case)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+@pytest.mark.parametrize("shape,axis", table.SHAPES)
+def test_sort_table(shape, axis, ascending):
+    check_sorts(tied(shape, "float32"), axis, ascending)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+@pytest.mark.parametrize("dtype", table.DTYPES)
+def test_sort_dtype_table(dtype, ascending):
+    check_sorts(tied((3, 7), dtype), -1, ascending)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+@pytest.mark.parametrize("n", table.ROW_LENGTHS)
+def test_sort_row_length_table(n, ascending):
+    check_sorts(tied((2, n), "float32"), 1, ascending)
+
+
+@pytest.mark.parametrize("dtype", table.INDEX_DTYPES)
+def test_argsort_index_dtype_table(dtype):
+    x = tied((2, 6), "float32")
+    got = run("argsort", x, dtype=dtype)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, ref_argsort(x, -1, True).astype(dtype))
+
+
+def check_sorts(x: np.ndarray, axis: int, ascending: bool) -> None:
     want = ref_argsort(x, axis, ascending)
     got = run("argsort", x, axis=axis, is_ascend=ascending)
     np.testing.assert_array_equal(got, want)
@@ -65,14 +102,35 @@ def test_argsort_and_sort_are_stable_in_both_directions(case):
 @given(case=sort_case(), k=st.integers(-1, 5))
 def test_topk_takes_a_prefix_of_the_stable_order(case, k):
     x, axis, ascending = case
+    check_topk(x, k, axis, ascending)
+
+
+@pytest.mark.parametrize("ret_type", table.RET_TYPES)
+@pytest.mark.parametrize("shape,attrs", table.TOPK)
+def test_topk_table(ret_type, shape, attrs):
+    x = tied(shape, "float32")
+    check_topk(x, attrs["k"], attrs.get("axis", -1), attrs.get("is_ascend", False), ret_type)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 6])
+@pytest.mark.parametrize("dtype", table.TOPK_DTYPES)
+def test_topk_dtype_table(k, dtype):
+    check_topk(tied((3, 6), dtype), k, -1, False)
+
+
+def check_topk(x: np.ndarray, k: int, axis: int, ascending: bool,
+               ret_type: str = "both") -> None:
     n = x.shape[axis]
     k = min(k, n)
     order = ref_argsort(x, axis, ascending)
     if k >= 1:
         order = np.take(order, np.arange(k), axis=axis)
-    values, indices = run("topk", x, k=k, axis=axis, is_ascend=ascending)
-    np.testing.assert_array_equal(indices, order)
-    np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=axis))
+    got = run("topk", x, k=k, axis=axis, is_ascend=ascending, ret_type=ret_type)
+    values, indices = got if ret_type == "both" else (got, got)
+    if ret_type != "values":
+        np.testing.assert_array_equal(indices, order)
+    if ret_type != "indices":
+        np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=axis))
 
 
 def test_descending_ties_keep_original_order():

@@ -15,6 +15,7 @@ import pytest
 from aot.ir.attrs import AttrError
 from aot.ir.registry import PatternKind, RelationError
 from aot.ir.types import ANY
+from cases import image
 from nn_helpers import T, assert_close, get, infer, run, sample
 
 RNG = np.random.default_rng(4)
@@ -98,16 +99,9 @@ def resize_ref(x, size, method, mode, rounding="round", alpha=-0.5, exclude=0, r
     return out.astype(out_dtype)
 
 
-MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-         "tf_half_pixel_for_nn"]
-SIZES = [((4, 4), (8, 8)), ((6, 4), (3, 2)), ((4, 6), (6, 9)), ((5, 3), (1, 6)),
-         ((2, 2), (7, 5))]
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("in_hw,out_hw", SIZES)
-@pytest.mark.parametrize("rounding", ["", "round", "floor", "ceil", "round_prefer_floor",
-                                      "round_prefer_ceil"])
+@pytest.mark.parametrize("mode", image.MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.SIZES)
+@pytest.mark.parametrize("rounding", image.ROUNDINGS)
 def test_resize2d_nearest(mode, in_hw, out_hw, rounding):
     x = sample(RNG, (1, 2, *in_hw), "float32")
     got = run("image.resize2d", x, size=list(out_hw), method="nearest_neighbor",
@@ -116,8 +110,8 @@ def test_resize2d_nearest(mode, in_hw, out_hw, rounding):
     assert_close(got, resize_ref(x, out_hw, "nearest_neighbor", mode, rounding_eff))
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("in_hw,out_hw", SIZES)
+@pytest.mark.parametrize("mode", image.MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.SIZES)
 @pytest.mark.parametrize("dtype", ["float32", "uint8"])
 def test_resize2d_linear(mode, in_hw, out_hw, dtype):
     x = sample(RNG, (2, 1, *in_hw), dtype, 0, 255)
@@ -126,9 +120,9 @@ def test_resize2d_linear(mode, in_hw, out_hw, dtype):
     assert_close(got, resize_ref(x, out_hw, "linear", mode))
 
 
-@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric"])
-@pytest.mark.parametrize("in_hw,out_hw", SIZES[:3])
-@pytest.mark.parametrize("alpha,exclude", [(-0.5, 0), (-0.75, 0), (-0.75, 1)])
+@pytest.mark.parametrize("mode", image.CUBIC_MODES)
+@pytest.mark.parametrize("in_hw,out_hw", image.CUBIC_SIZES)
+@pytest.mark.parametrize("alpha,exclude", image.CUBIC_PARAMS)
 def test_resize2d_cubic(mode, in_hw, out_hw, alpha, exclude):
     x = sample(RNG, (1, 2, *in_hw), "float64")
     got = run("image.resize2d", x, size=list(out_hw), method="cubic",

@@ -12,6 +12,7 @@ from aot.ir.attrs import AttrError
 from aot.ir.dtype import DType
 from aot.ir.registry import PatternKind, RelationError, Solved
 from aot.ir.types import ANY, IncompleteType, TupleType
+from cases import nn as table
 from nn_helpers import T, assert_close, get, infer, run, sample
 
 RNG = np.random.default_rng(1)
@@ -115,20 +116,7 @@ def dense_ref(x, w, out_dtype):
     return np.array(wrapped, dtype=out_dtype).reshape(out.shape)
 
 
-DENSE_CASES = [
-    # data shape, units, data dtype, weight dtype, out_dtype
-    ((3, 5), 4, "float32", "float32", None),
-    ((2, 3, 5), 2, "float64", "float64", None),
-    ((4,), 3, "float16", "float16", None),
-    ((2, 6), 3, "float16", "float16", "float32"),
-    ((3, 8), 5, "int8", "int8", "int32"),
-    ((3, 8), 5, "uint8", "int8", "int32"),
-    ((2, 4), 3, "int16", "int16", "int16"),     # wraps in int16
-    ((2, 16), 3, "int8", "int8", None),         # accumulates (wrapping) in int8
-]
-
-
-@pytest.mark.parametrize("shape,units,dt,wdt,out", DENSE_CASES)
+@pytest.mark.parametrize("shape,units,dt,wdt,out", table.DENSE)
 def test_dense(shape, units, dt, wdt, out):
     x = sample(RNG, shape, dt, -128, 127)
     w = sample(RNG, (units, shape[-1]), wdt, -128, 127)
@@ -160,13 +148,8 @@ def test_matmul_integer():
                  .astype(np.int32))
 
 
-@pytest.mark.parametrize("xs,ys,ta,tb", [
-    ((2, 3, 4), (2, 5, 4), False, True),
-    ((2, 4, 3), (2, 4, 5), True, False),
-    ((1, 3, 4), (3, 4, 5), False, False),   # batch 1 broadcasts
-    ((3, 4, 3), (1, 5, 4), True, True),
-])
-@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("xs,ys,ta,tb", table.BATCH_MATMUL)
+@pytest.mark.parametrize("dtype", table.BATCH_MATMUL_DTYPES)
 def test_batch_matmul(xs, ys, ta, tb, dtype):
     x = sample(RNG, xs, dtype)
     y = sample(RNG, ys, dtype)
@@ -177,7 +160,7 @@ def test_batch_matmul(xs, ys, ta, tb, dtype):
     got = run("nn.batch_matmul", x, y, **attrs)
     xx = np.swapaxes(x, 1, 2) if ta else x
     yy = np.swapaxes(y, 1, 2) if tb else y
-    acc = np.float64 if dtype == "float32" else np.int64
+    acc = np.float64 if np.dtype(dtype).kind == "f" else np.int64
     expected = np.matmul(xx.astype(acc), yy.astype(acc)).astype(out or dtype)
     assert_close(got, expected)
 

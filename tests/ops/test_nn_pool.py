@@ -13,6 +13,7 @@ import pytest
 from aot.ir.attrs import AttrError
 from aot.ir.registry import PatternKind, RelationError
 from aot.ir.types import ANY
+from cases import pool as pool_table
 from nn_helpers import T, assert_close, get, infer, run, sample
 
 RNG = np.random.default_rng(3)
@@ -58,36 +59,23 @@ def pool_ref(x, kind, pool, strides, padding, dilation, ceil_mode, include_pad):
     return out
 
 
-POOL_CASES = [
-    # shape NCHW, pool, strides, padding, dilation, ceil_mode
-    ((1, 2, 6, 6), (2, 2), (2, 2), (0,), (1, 1), False),
-    ((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), False),
-    ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), True),
-    ((1, 1, 8, 9), (3, 2), (3, 2), (1, 0, 2, 1), (1, 1), True),
-    ((1, 2, 9, 9), (3, 3), (1, 2), (2, 2), (2, 2), False),
-    ((1, 1, 5, 5), (3, 3), (1, 1), (2, 2), (1, 1), False),
-    ((1, 1, 4, 4), (2, 2), (3, 3), (0, 0), (1, 1), True),
-    ((1, 1, 3, 3), (2, 2), (1, 1), (2, 2), (1, 1), False),  # windows wholly in padding
-]
-
-
-@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", POOL_CASES)
-@pytest.mark.parametrize("dtype", ["float32", "int8", "float16"])
+@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", pool_table.POOLS)
+@pytest.mark.parametrize("dtype", pool_table.MAX_DTYPES)
 def test_max_pool2d(shape, pool, strides, padding, dilation, ceil_mode, dtype):
     x = sample(RNG, shape, dtype)
-    got = run("nn.max_pool2d", x, pool_size=list(pool), strides=list(strides),
-              padding=list(padding), dilation=list(dilation), ceil_mode=ceil_mode)
+    got = run("nn.max_pool2d", x,
+              **pool_table.pool_attrs(pool, strides, padding, dilation, ceil_mode))
     assert_close(got, pool_ref(x, "max", pool, strides, padding, dilation, ceil_mode, False))
 
 
-@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", POOL_CASES)
+@pytest.mark.parametrize("shape,pool,strides,padding,dilation,ceil_mode", pool_table.POOLS)
 @pytest.mark.parametrize("include_pad", [False, True])
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("dtype", pool_table.AVG_DTYPES)
 def test_avg_pool2d(shape, pool, strides, padding, dilation, ceil_mode, include_pad, dtype):
     x = sample(RNG, shape, dtype)
-    got = run("nn.avg_pool2d", x, pool_size=list(pool), strides=list(strides),
-              padding=list(padding), dilation=list(dilation), ceil_mode=ceil_mode,
-              count_include_pad=include_pad)
+    got = run("nn.avg_pool2d", x, **pool_table.pool_attrs(pool, strides, padding, dilation,
+                                                          ceil_mode,
+                                                          count_include_pad=include_pad))
     expected = pool_ref(x, "avg", pool, strides, padding, dilation, ceil_mode, include_pad)
     assert_close(got, expected)
 
