@@ -234,12 +234,29 @@ def _pass_context(args: argparse.Namespace):
     return ctx, timing
 
 
+def _check_param_dtypes(mod, params: dict[str, np.ndarray], entry: str = "main") -> None:
+    """A ``--param`` file holds exactly the parameter's dtype: the command
+    line converts nothing (aot.compile's ``params=`` converts exactly
+    representable arrays; a file is the user's to write in the right type)."""
+    from .ir.types import TensorType
+    if entry not in mod:
+        return
+    for p in mod[entry].params:
+        t = p.type_annotation
+        if p.name_hint in params and isinstance(t, TensorType):
+            got = params[p.name_hint].dtype
+            if got != t.dtype.np:
+                raise UsageError(f"--param {p.name_hint}: the file holds {got}, the parameter "
+                                 f"is {t.dtype}; save it as {t.dtype} (a.astype(...))")
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from . import compile as compile_model
     from .emit.build.library import check_model_name
     check_model_name(args.name)              # before any long import or pass
     mod = _load_module(args.file, args.input_shape)
     params = _parse_params(args.param)
+    _check_param_dtypes(mod, params)
     ctx, timing = _pass_context(args)
     with ctx:
         try:

@@ -138,3 +138,17 @@ def test_a_closed_pipe_ends_the_listing_quietly():
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.count("\n") == 1
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_a_param_file_of_another_dtype_is_refused(tmp_path, capsys):
+    """No silent narrowing: a float64 file for a float32 parameter."""
+    prog = write(tmp_path, "def @main(%x: Tensor[(2,), float32], %w: Tensor[(2,), float32]) "
+                           "{ %x * %w }")
+    np.save(tmp_path / "w.npy", np.array([1.0, 2.0]))            # float64, exact in float32
+    assert main(["compile", prog, "-o", str(tmp_path / "out"), "--name", "net", "--no-build",
+                 "--param", f"w={tmp_path / 'w.npy'}"]) == 2
+    err = capsys.readouterr().err
+    assert "--param w: the file holds float64, the parameter is float32" in err
+    np.save(tmp_path / "w.npy", np.array([1.0, 2.0], np.float32))
+    assert main(["compile", prog, "-o", str(tmp_path / "out"), "--name", "net", "--no-build",
+                 "--param", f"w={tmp_path / 'w.npy'}"]) == 0
