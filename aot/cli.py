@@ -32,12 +32,13 @@ import argparse
 import ast
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .diagnostics import DiagnosticError, Span
+from .diagnostics import AotWarning, DiagnosticError, Span
 from .frontend.errors import file_error
 
 
@@ -358,7 +359,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
+    """aot's own warnings as ``source: warning: message``; others as Python
+    prints them."""
+    if issubclass(category, AotWarning):
+        print(str(message), file=sys.stderr)
+    else:
+        _PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOW_WARNING = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

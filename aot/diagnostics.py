@@ -20,6 +20,7 @@ offending line.
 from __future__ import annotations
 
 import enum
+import warnings
 from dataclasses import dataclass
 
 #: source name -> full text, filled by the parser.
@@ -137,3 +138,13 @@ class DiagnosticCollector:
     def raise_if_any(self) -> None:
         if self.diagnostics:
             raise DiagnosticError(self.diagnostics)
+
+
+class AotWarning(UserWarning):
+    """A problem in the input that does not stop the compile (the command
+    line prints it as ``source: warning: message``)."""
+
+
+def warn(source: str, message: str) -> None:
+    """Report ``message`` about ``source`` as an :class:`AotWarning`."""
+    warnings.warn(f"{source}: warning: {message}", AotWarning, stacklevel=2)

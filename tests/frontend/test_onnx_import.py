@@ -4,6 +4,8 @@ round trip, and every diagnostic (rendered text asserted)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 onnx = pytest.importorskip("onnx")
@@ -341,3 +343,47 @@ def test_diagnostic_without_source_name():
     with pytest.raises(DiagnosticError) as exc:
         aot.from_onnx(m)
     assert render(exc) == "<onnx>: error: node #0 (Det) producing 'y': unsupported operator Det"
+
+
+def test_gather_with_a_constant_index_out_of_range_is_refused():
+    """ONNX refuses it (onnxruntime too); `take` would wrap it silently."""
+    from onnx import numpy_helper
+    g = helper.make_graph([helper.make_node("Gather", ["x", "i"], ["y"], axis=1)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                          [numpy_helper.from_array(np.array(7, np.int64), "i")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    assert "index 7 is out of range for axis 1 of extent 5" in import_error(m)
+
+
+def _relu_declared(elem_type: int, shape: list) -> onnx.ModelProto:
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+                          [helper.make_tensor_value_info("y", elem_type, shape)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("declared, message", [
+    ((TensorProto.INT32, [1, 3]), "declared with element type int32, the graph computes float32"),
+    ((TensorProto.FLOAT, [1, 3, 1]), "declared with shape [1, 3, 1], the graph computes [1, 3]"),
+])
+def test_a_graph_output_declared_unlike_what_it_computes_is_refused(declared, message):
+    assert message in import_error(_relu_declared(*declared))
+
+
+def test_other_declared_output_dimensions_are_a_warning():
+    """As onnxruntime: the computed shape wins (ONNX's own shape inference
+    has declared wrong pooling shapes)."""
+    from aot.diagnostics import AotWarning
+    with pytest.warns(AotWarning, match=re.escape(
+            "m.onnx: warning: graph output 'y' is declared with shape [1, 5], the graph "
+            "computes [1, 3]")):
+        mod = aot.from_onnx(_relu_declared(TensorProto.FLOAT, [1, 5]), source_name="m.onnx")
+    assert mod["main"].checked_type.ret_type.shape == (1, 3)
+
+
+def test_symbolic_output_dimensions_are_not_compared():
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 0])])
+    aot.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))

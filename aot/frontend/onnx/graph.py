@@ -53,6 +53,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ...diagnostics import warn
 from ...ir.expr import Expr, Function, Tuple, Var
 from ...ir.module import IRModule
 from ...ir.types import TensorType
@@ -211,6 +212,34 @@ def tensor_to_array(t: onnx.TensorProto, what: str) -> np.ndarray:
     return np.asarray(arr, dtype=dtype.np)
 
 
+def _check_declared_output(ctx: Context, out: onnx.ValueInfoProto, value: Expr) -> None:
+    """A graph output declared with another element type or rank than the
+    graph computes is an inconsistent model: an error.  Other static
+    dimensions than computed are a warning, and the computed shape is used,
+    as onnxruntime does: ONNX's own shape inference has written such
+    declarations (pooling with ``ceil_mode`` before ONNX PR 5741).
+    Symbolic and 0 dimensions, which exporters write for "unknown", are
+    not compared."""
+    if not out.type.HasField("tensor_type") or not isinstance(ctx.types.get(value), TensorType):
+        return
+    declared = out.type.tensor_type
+    what = f"graph output '{out.name}' is declared with"
+    want = to_dtype(declared.elem_type) if declared.elem_type else None
+    if want is not None and want is not ctx.dtype(value):
+        raise file_error(ctx.source, f"{what} element type {want}, the graph computes "
+                                     f"{ctx.dtype(value)}")
+    if not declared.HasField("shape"):
+        return
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim]
+    got = ctx.shape(value)
+    shown = f"shape [{', '.join('?' if not d else str(d) for d in dims)}]"
+    if len(dims) != len(got):
+        raise file_error(ctx.source, f"{what} {shown}, the graph computes {list(got)}")
+    if any(d and d != g for d, g in zip(dims, got)):
+        warn(ctx.source, f"{what} {shown}, the graph computes {list(got)}: the computed "
+                         "shape is used")
+
+
 def import_graph(model: onnx.ModelProto, source: str,
                  input_types: dict[str, TensorType]) -> IRModule:
     """The module of a checked model whose graph inputs have the given
@@ -240,6 +269,7 @@ def import_graph(model: onnx.ModelProto, source: str,
     for out in graph.output:
         if out.name not in values:
             raise file_error(source, f"graph output '{out.name}' is not computed by any node")
+        _check_declared_output(ctx, out, values[out.name])
         outputs.append(values[out.name])
     if not outputs:
         raise file_error(source, "the graph has no outputs")

@@ -84,6 +84,13 @@ def _index_input(node: Node, i: int) -> Expr:
 def convert_gather(node: Node) -> list[Expr]:
     data, idx = node.input(0), _index_input(node, 1)
     axis = normalize_axis(node, int(node.attr("axis", 0)), node.rank(data))
+    extent = node.shape(data)[axis]
+    value = node.ctx.const_value(idx)
+    if value is not None and value.size:
+        bad = value[(value < -extent) | (value >= extent)]
+        if bad.size:
+            raise node.error(f"index {int(bad.flat[0])} is out of range for axis {axis} of "
+                             f"extent {extent} (ONNX allows [-{extent}, {extent - 1}])")
     return [node.call("take", [data, idx], axis=axis, mode="wrap")]
 
 
