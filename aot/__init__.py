@@ -67,7 +67,8 @@ def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
 def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int | None = None,
             params: dict[str, Any] | None = None, arena: str = "caller",
             entry: str = "main", build: bool = True, pool_bytes: int | None = None,
-            max_depth: int | None = None, tuning: str = "scalar") -> Any:
+            max_depth: int | None = None, tuning: str = "scalar",
+            quantized: str = "integer") -> Any:
     """Compile ``@entry`` to a C artifact in ``out_dir`` (``include/<name>.h``,
     ``src/``, ``<name>.mk``, ``metadata.json``) and build
     ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
@@ -78,12 +79,18 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     ``tuning`` shapes convolution and dense loop nests for the target:
     ``"scalar"`` (default: a microcontroller's scalar FPU) or ``"simd"`` (a
     host with SIMD units compiled at -O3).
+    ``quantized`` says how a model that carries quantization (ONNX QDQ,
+    ``qnn.dequantize`` -> float operators -> ``qnn.quantize``) computes:
+    ``"integer"`` (the default, at every opt level: int8 weight tables,
+    int32 accumulators, requantization in the kernel's epilogue) or
+    ``"float"`` (the float operators as written, float32 weights; the
+    interpreter's result).
     Returns the :class:`~aot.emit.build.artifact.Artifact`; DiagnosticError on
     programs the backend cannot compile."""
     from .compiler import compile_module
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
                           arena=arena, entry=entry, build=build, pool_bytes=pool_bytes,
-                          max_depth=max_depth, tuning=tuning)
+                          max_depth=max_depth, tuning=tuning, quantized=quantized)
 
 
 def load(artifact: Any) -> Any:

@@ -1,10 +1,11 @@
 """The ``aot`` command line.
 
     aot check FILE                 parse and type-check; print the typed signatures
-    aot run FILE [--input NAME=VALUE ...] [--entry main] [--backend interp]
+    aot run FILE [--input NAME=VALUE ...] [--entry main] [--backend interp|c]
+                 [--quantized integer|float]
                                    print the result of @main
     aot compile FILE -o DIR [--name NAME] [--opt-level N] [--arena caller|static]
-                [--pool-bytes N] [--max-depth N]
+                [--pool-bytes N] [--max-depth N] [--quantized integer|float]
                 [--disable-pass NAME ...] [--enable-pass NAME ...]
                 [--dump-ir DIR] [--pass-timing]
                      [--param NAME=FILE.npy ...] [--no-build]
@@ -182,20 +183,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     mod = _load_module(args.file, args.input_shape)
     inputs = _parse_inputs(args.input, mod, args.entry)
     if args.backend == "c":
-        result = _run_c(mod, inputs, args.entry)
+        result = _run_c(mod, inputs, args.entry, args.quantized)
     else:
         result = run(mod, *inputs, entry=args.entry)
     print(format_value(result))
     return 0
 
 
-def _run_c(mod, inputs: list, entry: str) -> object:
+def _run_c(mod, inputs: list, entry: str, quantized: str) -> object:
     """Compile to a temporary artifact, load it through cffi and call it.
     Builds are cached by content, so a second run compiles nothing."""
     import tempfile
     from . import compile as compile_model, load
     with tempfile.TemporaryDirectory(prefix="aot-run-") as tmp:
-        artifact = compile_model(mod, tmp, name="model", entry=entry)
+        artifact = compile_model(mod, tmp, name="model", entry=entry, quantized=quantized)
         return load(artifact)(*inputs)
 
 
@@ -264,7 +265,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             artifact = compile_model(mod, args.output, name=args.name, params=params,
                                      arena=args.arena, build=not args.no_build,
                                      pool_bytes=args.pool_bytes, max_depth=args.max_depth,
-                                     tuning=args.tuning)
+                                     tuning=args.tuning, quantized=args.quantized)
         except OSError as exc:
             raise file_error(str(exc.filename or args.output), "cannot write the artifact: "
                              f"{exc.strerror or exc}") from None
@@ -307,6 +308,17 @@ def _add_input_shape(p: argparse.ArgumentParser) -> None:
                         "dimensions, e.g. input=1,3,96,96 (repeatable)")
 
 
+def _add_quantized(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    from .compiler import QUANTIZED_MODES
+    p.add_argument("--quantized", choices=QUANTIZED_MODES, default="integer",
+                   help=f"{prefix}how the C of a model that carries quantization (ONNX QDQ or "
+                        "QLinear*, TFLite int8, qnn programs) computes: 'integer' (default, at "
+                        "every opt level: int8 weight tables, int32 accumulators, requantization "
+                        "fused into the kernels; README, 'Quantized models') or 'float' "
+                        "(dequantize -> float32 operators -> quantize as the graph is written, "
+                        "float32 weights; the same as --disable-pass FakeQuantizationToInteger)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aot", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -321,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--entry", default="main")
     p.add_argument("--backend", choices=["interp", "c"], default="interp",
                    help="the reference interpreter, or the compiled C through cffi")
+    _add_quantized(p, "with --backend c: ")
     _add_input_shape(p)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("compile", help="compile to a C artifact and build the library")
@@ -349,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the module as Relay text before the first and after every pass")
     p.add_argument("--pass-timing", action="store_true",
                    help="print the time spent in each pass (to stderr)")
+    _add_quantized(p)
     _add_input_shape(p)
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")

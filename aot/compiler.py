@@ -12,6 +12,14 @@ the current :class:`~aot.passes.manager.PassContext` (opt level, disabled
 and required passes, instruments, verification).  ``opt_level`` given
 here overrides the context's.  At opt level 0 FuseOps puts every operator
 in its own kernel (useful to tell a fusion bug from a lowering bug).
+
+A model that carries quantization (dequantize -> float operators ->
+quantize regions) computes in integers at every opt level:
+FakeQuantizationToInteger is a level-0 pass of DATAFLOW.  ``quantized``
+is the user's switch: ``"integer"`` (the default) or ``"float"``, which
+disables that pass so the regions run in float32 as the program is
+written (the reference interpreter's result, bit for bit up to float
+summation order).
 """
 
 from __future__ import annotations
@@ -24,15 +32,27 @@ from .ir.module import IRModule
 from .passes.manager import PassContext, current
 from .emit.plan.model import ModelPlan
 
-__all__ = ["optimize_for_c", "plan", "compile_module"]
+__all__ = ["optimize_for_c", "plan", "compile_module", "QUANTIZED_MODES"]
+
+#: how a model that carries quantization computes (``aot.compile(quantized=...)``)
+QUANTIZED_MODES = ("integer", "float")
+_FQ2I = "FakeQuantizationToInteger"
 
 
-def _context(opt_level: int | None, entry: str) -> PassContext:
-    """The current pass context with ``opt_level`` (when given) and the
-    entry function as the option of the passes that need one."""
+def _context(opt_level: int | None, entry: str, quantized: str = "integer") -> PassContext:
+    """The current pass context with ``opt_level`` (when given), the
+    quantized mode and the entry function as the option of the passes
+    that need one."""
     from .passes.pipelines import in_any_pipeline
 
     ctx = current()
+    if quantized not in QUANTIZED_MODES:
+        raise DiagnosticError(f"quantized must be 'integer' or 'float', not {quantized!r}")
+    if quantized == "float":
+        if _FQ2I in ctx.required:
+            raise DiagnosticError(f"quantized='float' disables {_FQ2I}, which the pass "
+                                  "context requires")
+        ctx = ctx.replace(disabled=ctx.disabled | {_FQ2I})
     for name in sorted(ctx.required):
         if not in_any_pipeline(name):
             raise DiagnosticError(f"pass {name} is required but in no pipeline of "
@@ -63,19 +83,21 @@ def dataflow_passes(mod: IRModule, *, opt_level: int | None = None,
 
 
 def optimize_for_c(mod: IRModule, *, opt_level: int | None = None,
-                   params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
+                   params: Mapping[str, Any] | None = None, entry: str = "main",
+                   quantized: str = "integer") -> IRModule:
     """The typed, fused module the lowering takes."""
-    ctx = _context(opt_level, entry)
+    ctx = _context(opt_level, entry, quantized)
     return dataflow_passes(graph_form(mod, params=params, entry=entry, ctx=ctx), ctx=ctx)
 
 
 def optimize_program(mod: IRModule, *, opt_level: int | None = None,
-                     params: Mapping[str, Any] | None = None, entry: str = "main") -> IRModule:
+                     params: Mapping[str, Any] | None = None, entry: str = "main",
+                     quantized: str = "integer") -> IRModule:
     """The typed, monomorphic, fused module the program backend takes."""
     from .passes.bind_params import bind_params
     from .passes.pipelines import DATAFLOW, PROGRAM
 
-    ctx = _context(opt_level, entry)
+    ctx = _context(opt_level, entry, quantized)
     return DATAFLOW(PROGRAM(bind_params(mod, params or {}, entry), ctx), ctx)
 
 
@@ -106,7 +128,8 @@ def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
 def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
          params: Mapping[str, Any] | None = None, arena: str = "caller",
          entry: str = "main", pool_bytes: int | None = None,
-         max_depth: int | None = None, tuning: str = "scalar") -> ModelPlan:
+         max_depth: int | None = None, tuning: str = "scalar",
+         quantized: str = "integer") -> ModelPlan:
     """Everything decided, nothing written.  Static tensor programs go to
     the dataflow backend (one arena planned at compile time); everything
     else to the program backend (the object pool).  ``tuning`` shapes the
@@ -118,13 +141,14 @@ def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
     check_model_name(name)
     with using_tuning(tuning):
         model = _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
-                      pool_bytes=pool_bytes, max_depth=max_depth)
+                      pool_bytes=pool_bytes, max_depth=max_depth, quantized=quantized)
     verify_model_plan(model)
     return model
 
 
 def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[str, Any] | None,
-          arena: str, entry: str, pool_bytes: int | None, max_depth: int | None) -> ModelPlan:
+          arena: str, entry: str, pool_bytes: int | None, max_depth: int | None,
+          quantized: str) -> ModelPlan:
     from .emit.lower.dataflow import plan_model
     from .emit.lower.program_entry import plan_program
 
@@ -132,12 +156,13 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
         raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
     # decided before the optimisations: an operator used as a value
     # (program backend only) must be eta-expanded before they re-infer types
-    ctx = _context(opt_level, entry)
+    ctx = _context(opt_level, entry, quantized)
     typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
     if is_dataflow(typed, entry):
         fused = dataflow_passes(typed, ctx=ctx)
         return plan_model(fused, name, arena=arena, entry=entry)
-    program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry)
+    program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry,
+                               quantized=quantized)
     return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)
 
 
@@ -145,13 +170,14 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    opt_level: int | None = None, params: Mapping[str, Any] | None = None,
                    arena: str = "caller", entry: str = "main", build: bool = True,
                    pool_bytes: int | None = None, max_depth: int | None = None,
-                   tuning: str = "scalar"):
+                   tuning: str = "scalar", quantized: str = "integer"):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.build.artifact.Artifact`."""
     from .emit.build.artifact import build_artifact, write_artifact
 
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
-                 pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning)
+                 pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning,
+                 quantized=quantized)
     artifact = write_artifact(model, Path(out_dir))
     if build:
         build_artifact(artifact)

@@ -95,3 +95,36 @@ def test_compile_rejects_an_unknown_param(tmp_path, capsys):
     np.save(v, np.ones(3, np.float32))
     assert main(["compile", f, "-o", str(tmp_path / "o"), "--param", f"v={v}"]) == 1
     assert "no parameter named `v`" in capsys.readouterr().err
+
+
+QDQ_PROGRAM = """
+def @main(%w: Tensor[(4, 3), int8], %x: Tensor[(2, 3), int8]) {
+  %0 = qnn.dequantize(%x, 0.05f, 3);
+  %1 = qnn.dequantize(%w, 0.02f, 0, axis=0);
+  %2 = nn.dense(%0, %1);
+  qnn.quantize(%2, 0.1f, -2, out_dtype="int8")
+}
+"""
+
+
+def test_compile_quantized_integer_by_default_float_on_request(tmp_path, capsys):
+    """A dequantize -> dense -> quantize program is one integer kernel with
+    an int8 weight table by default; ``--quantized float`` keeps the float
+    dense (float32 weights)."""
+    w = np.arange(-6, 6, dtype=np.int8).reshape(4, 3)
+    f = write(tmp_path, QDQ_PROGRAM)
+    wfile = tmp_path / "w.npy"
+    np.save(wfile, w)
+    metas = {}
+    for mode in ("integer", "float"):
+        out = tmp_path / mode
+        flags = [] if mode == "integer" else ["--quantized", "float"]
+        assert main(["compile", f, "-o", str(out), "--param", f"w={wfile}", "--no-build",
+                     *flags]) == 0
+        metas[mode] = json.loads((out / "metadata.json").read_text())
+    ops = {mode: [op for k in m["kernels"] for op in k["ops"]] for mode, m in metas.items()}
+    assert "qnn.dense" in ops["integer"] and "nn.dense" not in ops["integer"]
+    assert "nn.dense" in ops["float"] and "qnn.dense" not in ops["float"]
+    dtypes = {mode: {c["dtype"] for c in m["constants"]} for mode, m in metas.items()}
+    assert "int8" in dtypes["integer"] and "float32" not in dtypes["integer"]
+    assert "float32" in dtypes["float"]

@@ -25,7 +25,8 @@ GRAPH_FORM = Sequential([
 #: Static tensor programs, before the dataflow C backend (one arena).
 DATAFLOW = Sequential([
     "SimplifyInference",      # 0: batch_norm, dropout, layer_norm -> arithmetic
-    "FakeQuantizationToInteger",  # 4: dequantize -> float ops -> quantize as integer qnn ops
+    "FakeQuantizationToInteger",  # 0: dequantize -> float ops -> quantize as integer qnn ops
+                              #    (off with aot.compile(..., quantized="float"))
     "ConvertLayout",          # 3: transposes moved and cancelled (desired layouts: option)
     "SimplifyExpr",           # 1: x*1, reshape of reshape, transpose of transpose, casts
     "FoldConstant",           # 1

@@ -688,17 +688,26 @@ def test_onnx_quantize_composite_per_channel():
 
 # ------------------------------------------------------------------ the pass manager
 
-def test_registered_at_level_4():
-    assert get_pass(PASS).opt_level == 4
+def test_registered_at_level_0():
+    """A quantized model computes in integers at every opt level (DESIGN.md,
+    key decision 8); float is the user's choice (``quantized="float"``)."""
+    assert get_pass(PASS).opt_level == 0
 
 
-def test_runs_only_when_required():
+def test_runs_at_every_opt_level():
     before, _ = conv("int8")
     seq = Sequential([PASS])
-    with PassContext(opt_level=3):
-        assert structural_equal(seq(before)["main"], before["main"])
-    with PassContext(required=[PASS]):
-        assert not structural_equal(seq(before)["main"], before["main"])
+    for level in range(4):
+        with PassContext(opt_level=level):
+            assert not structural_equal(seq(before)["main"], before["main"])
+
+
+def test_in_the_dataflow_pipeline_before_fold_constant():
+    """FoldConstant folds dequantize(int8 weight) into float32 constants,
+    which would hide the quantized weights from the pass."""
+    from aot.passes.pipelines import DATAFLOW
+    names = list(DATAFLOW.names)
+    assert names.index("SimplifyInference") < names.index(PASS) < names.index("FoldConstant")
 
 
 def test_disabled_by_name():
@@ -948,13 +957,8 @@ def test_qdq_onnx_model_in_the_interpreter():
 
 
 def _compiled(mod: IRModule, out_dir, name: str, fq2i: bool):
-    """``aot.compile`` with or without the pass: required by a PassContext
-    where a pipeline holds it, else run first with run_pass."""
-    from aot.passes.pipelines import in_any_pipeline
-    if fq2i and not in_any_pipeline(PASS):
-        mod = rewrite(mod)
-    with PassContext(required=[PASS] if fq2i and in_any_pipeline(PASS) else []):
-        return aot.compile(mod, out_dir, name=name)
+    """``aot.compile`` by default (integer) or with ``quantized="float"``."""
+    return aot.compile(mod, out_dir, name=name, quantized="integer" if fq2i else "float")
 
 
 def test_qdq_onnx_model_compiled(tmp_path):
@@ -1020,51 +1024,18 @@ def test_integer_forms_compiled(tmp_path):
 
 # ------------------------------------------------------------------ models quantized by onnxruntime
 
-def _mlperf_models():
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "examples" / "mlperf_tiny" / "models.py"
-    spec = importlib.util.spec_from_file_location("mlperf_tiny_models_fq2i", path)
-    module_ = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module_)
-    return module_
-
-
 def ort_quantized(name: str, tmp_path):
-    """An MLPerf Tiny model (examples/mlperf_tiny/models.py) pre-processed
-    (batch norms folded) and quantized by onnxruntime's static quantizer in
-    QDQ format (int8 activations, per-channel int8 weights), and the
-    largest output difference the rule allows: one step of the last
-    quantize the pass rewrites (the logits' when a softmax follows them:
-    softmax at most halves a difference in its inputs, and its own
-    quantize may round it up by one more step)."""
+    """An MLPerf Tiny model quantized by onnxruntime's static quantizer
+    (tests/cases/quantized_models.py), its input shape, and the largest
+    output difference the rule allows: one step of the last quantize the
+    pass rewrites (the logits' when a softmax follows them: softmax at most
+    halves a difference in its inputs, and its own quantize may round it
+    up by one more step)."""
     onnx = pytest.importorskip("onnx")
-    quantization = pytest.importorskip("onnxruntime.quantization")
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+    pytest.importorskip("onnxruntime.quantization")
+    from cases.quantized_models import ort_quantized as quantize
 
-    models = _mlperf_models()
-    model = models.build(name)
-    shape = models.input_shape(model)
-    feed = model.graph.input[0].name
-
-    class Reader(quantization.CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter([{feed: np.random.default_rng(s).standard_normal(shape)
-                                  .astype(np.float32)} for s in range(4)])
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    float_path, pre_path, q_path = (str(tmp_path / f"{n}.onnx") for n in ("f", "p", "q"))
-    onnx.save(model, float_path)
-    # Our models have static shapes: onnx's own shape inference is enough
-    # (the symbolic one needs sympy, which onnxruntime no longer installs).
-    quant_pre_process(float_path, pre_path, skip_symbolic_shape=True)
-    quantization.quantize_static(pre_path, q_path, Reader(),
-                                 quant_format=quantization.QuantFormat.QDQ, per_channel=True,
-                                 activation_type=quantization.QuantType.QInt8,
-                                 weight_type=quantization.QuantType.QInt8)
-    qmodel = onnx.load(q_path)
+    qmodel, shape = quantize(name, tmp_path)
     inits = {i.name: onnx.numpy_helper.to_array(i) for i in qmodel.graph.initializer}
     dequantized = [n for n in qmodel.graph.node if n.op_type == "DequantizeLinear"
                    and n.input[0] not in inits]

@@ -200,7 +200,8 @@ def test_cli_lists_passes(capsys):
     assert cli_main(["passes", "--opt-level", "0"]) == 0
     out = capsys.readouterr().out
     assert "FoldConstant" in out
-    assert "DATAFLOW at opt level 0: SimplifyInference -> FuseOps" in out
+    assert ("DATAFLOW at opt level 0: SimplifyInference -> FakeQuantizationToInteger -> FuseOps"
+            in out)
 
 
 def test_cli_enable_pass_outside_the_pipelines_is_refused(tmp_path, capsys):

@@ -140,8 +140,13 @@ constant sub-expressions with the reference interpreter (``cast(128u8)``
 of the importer need not be folded first).  The result is type-checked
 again.
 
-Level and place: the pass changes results (by up to one step), so it is
-at level 4, only when required.  It belongs in the DATAFLOW pipeline right
+Level and place: a quantized model computes in integers by default
+(DESIGN.md, key decision 8), so the pass is at level 0 and runs at every
+opt level; it rewrites nothing in a program without a quantize, and the
+float QDQ program is the user's explicit choice (``aot.compile(...,
+quantized="float")``, ``aot compile --quantized float``, which disable
+it).  It changes results by up to one step against the float program
+(the interpreter of the program as written).  It belongs in the DATAFLOW pipeline right
 after SimplifyInference (which turns batch norms into the arithmetic the
 rules follow) and before FoldConstant, which folds ``dequantize(int8
 weight)`` into float32 constants and so hides the quantized weights (on
@@ -224,7 +229,7 @@ def rewrite_plans(func: Function, mod: IRModule) -> list[Plan]:
     return list(_choose(an.run(), an).values())
 
 
-@register_pass("FakeQuantizationToInteger", opt_level=4)
+@register_pass("FakeQuantizationToInteger", opt_level=0)
 def fake_quantization_to_integer(mod: IRModule) -> IRModule:
     """Rewrite QDQ regions (dequantize -> float operators -> quantize) into
     integer qnn operators (qnn.conv2d, qnn.dense, qnn.requantize, qnn.add,
@@ -232,7 +237,8 @@ def fake_quantization_to_integer(mod: IRModule) -> IRModule:
     quantization step of the float program, exactly where the integer
     operators are exact.
 
-    Level 4: only when required (it changes results by up to one step)."""
+    Level 0: quantized models compute in integers unless the user asks
+    for float (``quantized="float"``, ``--quantized float``)."""
     from ...ir.type_infer import infer_types
     typed = mod if mod.is_typed else infer_types(mod)
     out = typed.copy()
