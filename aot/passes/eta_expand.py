@@ -53,6 +53,12 @@ def _expand(op: Op, t: Type | None) -> Expr:
     if not isinstance(t, FuncType):
         raise DiagnosticError(f"operator {op.name} used as a value where its type is not "
                               "known; bind it with a type annotation", op.span)
+    if t.type_params:
+        # a function literal cannot carry the operator's type relation: the
+        # instance must be known (the compile pipeline runs Specialize first)
+        raise DiagnosticError(f"operator {op.name} is used as a polymorphic value "
+                              f"({t}); EtaExpandOps needs the instance: run Specialize "
+                              "first, or annotate the value with a monomorphic type", op.span)
     params = tuple(Var(f"x{i}", a) for i, a in enumerate(t.arg_types))
     return Function(params, Call(op, params, span=op.span), t.ret_type, span=op.span)
 

@@ -175,3 +175,21 @@ def test_eta_expand_ops_still_expands_operators():
     got = aot.interpret(after, np.float32(0.5))
     want = aot.interpret(before, np.float32(0.5))
     assert [float(v) for v in got] == [float(v) for v in want]
+
+
+def test_a_polymorphic_operator_value_needs_its_instance():
+    """Run alone, before Specialize, `let %f = add` has the operator's
+    polymorphic type: the pass says so instead of printing a function
+    literal over unbound type variables (which did not re-parse)."""
+    from aot.diagnostics import DiagnosticError
+    from aot.ir.printer import print_module
+    poly = aot.infer_types(aot.parse(
+        "def @main(%x: Tensor[(2,), float32]) { let %f = add; %f(%x, %x) }"))
+    with pytest.raises(DiagnosticError, match="add is used as a polymorphic value"):
+        run_pass("EtaExpandOps", poly)
+    mono = aot.infer_types(aot.parse(
+        "def @main(%x: Tensor[(2,), float32]) {\n"
+        "  let %f: fn (Tensor[(2,), float32], Tensor[(2,), float32]) -> Tensor[(2,), float32]"
+        " = add;\n  %f(%x, %x) }"))
+    text = print_module(run_pass("EtaExpandOps", mono))
+    aot.infer_types(aot.parse(text))          # re-parses and re-types
