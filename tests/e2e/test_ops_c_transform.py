@@ -5,40 +5,32 @@ collapse_sum anchors; strided_slice in every attribute form, take in every
 mode with out-of-range indices of every integer dtype, gather, one_hot and
 where; cast and clip on edge values (NaN, infinities, saturation,
 wrap-around, -0.0), the value-creating operators and layout_transform.
-Tables after tests/emit/test_lower_transform*.py.  One build per test
-(see test_ops_c.py)."""
+Rows from tests/cases/transform.py.  One build per test (see
+test_ops_c.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from c_harness import check_cases
-from cases.common import tensor_type as tt
+from cases import transform as table
+from cases.common import attr_text, tensor_type as tt
 from test_ops_c import text_case as case, values
 
 F234 = "Tensor[(2, 3, 4), float32]"
 X = values((2, 3, 4), specials=True)
 
-RESHAPES = [
-    ((2, 3, 4), [4, 0, 2]), ((2, 3, 4), [6, 1, -1]), ((2, 3, 4), [3, -1, 8]),
-    ((2, 3, 4), [-1]), ((2, 3, 4), [-2, 1, 1]), ((2, 3, 4), [-3, 4]), ((2, 3, 4), [0, -3]),
-    ((2, 3, 4), [-4, 1, 2, -2]), ((2, 3, 4), [2, -4, -1, 3, -2]), ((6,), [-4, 2, -1]),
-    ((24,), [2, -1, 4]), ((), [1, 1]), ((1, 1), []), ((4, 6), [3, 8]), ((2, 1, 6), [3, 1, 4]),
-    ((0, 3), [3, 0]),
-]
-
-
 def shape_cases():
     out = []
-    for n, (shape, newshape) in enumerate(RESHAPES):
-        allow = ", allowzero=True" if 0 in shape else ""
+    for n, (shape, newshape, _) in enumerate(table.small(table.RESHAPES)):
+        allow = ", allowzero=True" if table.reshape_allows_zero(shape) else ""
         for inner, what in (("%x", "buffer"), ("exp(%x)", "fused")):
             out.append(case(f"reshape:{n}-{what}", f"%x: {tt(shape, 'float32')}",
                             f"reshape({inner}, newshape={newshape}{allow})", values(shape, seed=n)))
-    for dt in ["int8", "bool", "float16", "uint8"]:
+    for label, dt, newshape in table.labelled_dtypes(table.RESHAPE_DTYPES):
         inner = "logical_not(%x)" if dt == "bool" else "negative(%x)"
-        out.append(case(f"reshape:{dt}", f"%x: {tt((2, 3, 4), dt)}",
-                        f"reshape({inner}, newshape=[4, 6])", values((2, 3, 4), dt)))
+        out.append(case(f"reshape:{label}", f"%x: {tt((2, 3, 4), dt)}",
+                        f"reshape({inner}, newshape={newshape})", values((2, 3, 4), dt)))
     out += [
         case("reshape_like:plain", f"%x: {F234}, %y: Tensor[(6, 4), int8]",
              "reshape_like(exp(%x), %y)", X, values((6, 4), "int8")),
@@ -165,50 +157,19 @@ def collapse_cases():
 X3 = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
 T3 = "Tensor[(4, 5, 6), float32]"
 
-SLICES = [
-    "begin=[1], end=[3]",
-    "begin=[-3], end=[-1]",
-    "begin=[3], end=[0], strides=[-1]",
-    "begin=[-1], end=[-6], strides=[-1]",
-    "begin=[-100], end=[100]",
-    "begin=[0, 0, 0], end=[4, 5, 6], strides=[2, 2, 4]",
-    "begin=[0, 1], end=[2, 4]",
-    "begin=[1], end=[3], strides=[1, 2]",
-    "begin=[], end=[], strides=[1, -1]",
-    "begin=[1], end=[4], axes=[2]",
-    "begin=[4, 0], end=[0, 3], strides=[-2, 1], axes=[-1, 0]",
-    'begin=[1, 0], end=[2, -1], slice_mode="size"',
-    'begin=[-2], end=[2], slice_mode="size", strides=[5]',
-    'begin=[1], end=[2], axes=[1], strides=[9], slice_mode="size"',
-    "begin=[3], end=[1]",
-    "begin=[1], end=[3], strides=[-1]",
-    "begin=[2, 4, 5], end=[-100, -100, -100], strides=[-1, -2, -3]",
-    "begin=[0, 0, 5], end=[4, 5, 0], strides=[3, 4, -5]",
-]
-
-INDEX_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
-
-
-def _indices(dtype: str) -> np.ndarray:
-    """In range, negative and out of range both ways, as the dtype allows."""
-    raw = [0, 1, 4, -1, -5, 7, 13, -200, 300, 2**40, -2**40, 2**64 - 1, 2**63]
-    info = np.iinfo(dtype)
-    kept = [v for v in raw if info.min <= v <= info.max]
-    return np.array(kept[:8], dtype=dtype)
-
-
 def slice_take_cases():
+    slices = [attr_text(a) for a in table.SLICES]
     out = [case(f"strided_slice:{n}", f"%x: {T3}", f"strided_slice(%x, {a})", X3)
-           for n, a in enumerate(SLICES)]
+           for n, a in enumerate(slices)]
     out += [case(f"strided_slice:{n}-fused", f"%x: {T3}",
                  f"strided_slice(exp(multiply(%x, 0.01f)), {a})", X3)
-            for n, a in enumerate(SLICES) if n % 3 == 0]
+            for n, a in enumerate(slices) if n % 3 == 0]
     out += [case(f"strided_slice:{dt}", f"%x: {tt((3, 4), dt)}",
                  "strided_slice(%x, begin=[2, 3], end=[0, 0], strides=[-1, -2])",
                  values((3, 4), dt, specials=True)) for dt in ["int8", "bool", "float16"]]
-    for mode in ("clip", "wrap", "fast"):
-        for dt in INDEX_DTYPES:
-            i = _indices(dt)
+    for mode in table.TAKE_MODES:
+        for dt in table.INDEX_DTYPES:
+            i = table.index_values(dt)
             if mode == "fast":          # fast promises in-range indices: give it those
                 i = np.array([v for v in i.tolist() if -5 <= v < 5][:4], dtype=dt)
             out.append(case(f"take:{mode}-{dt}", f"%x: {T3}, %i: Tensor[({len(i)}), {dt}]",
@@ -250,8 +211,8 @@ def slice_take_cases():
 
 def gather_onehot_where_cases():
     out = []
-    for axis, shape in ((0, (3, 5, 6)), (1, (4, 2, 6)), (-1, (4, 5, 9))):
-        for dt in ("int32", "uint8", "int64"):
+    for axis, shape in table.GATHERS:
+        for dt in table.GATHER_DTYPES:
             out.append(case(f"gather:{axis}-{dt}", f"%x: {T3}, %i: {tt(shape, dt)}",
                             f"gather(%x, %i, axis={axis})", X3,
                             values(shape, dt, seed=axis + 5, lo=-8, hi=8)))
@@ -261,10 +222,8 @@ def gather_onehot_where_cases():
     out.append(case("gather:int8-data", "%x: Tensor[(3, 4), int8], %i: Tensor[(2, 4), int16]",
                     "gather(%x, %i, axis=0)", values((3, 4), "int8"),
                     np.array([[0, 2, 1, 2], [2, 2, 0, 1]], np.int16)))
-    for axis, dt, odt in ((-1, "int32", "float32"), (0, "int64", "int8"), (1, "uint8", "uint16"),
-                          (2, "int8", "float16"), (1, "uint64", "bool")):
-        i = (np.array([[0, 3, 4], [1, 2, 1]], dt) if dt.startswith("u")
-             else np.array([[0, 3, -1], [4, 2, -4]], dt))
+    for axis, dt, odt in table.ONE_HOTS:
+        i = table.one_hot_indices(dt)
         out.append(case(f"one_hot:{axis}-{dt}-{odt}", f"%i: Tensor[(2, 3), {dt}]",
                         f'one_hot(%i, 5f, -1f, depth=4, axis={axis}, dtype="{odt}")', i))
     out += [
@@ -296,64 +255,25 @@ def gather_onehot_where_cases():
 
 # =================================================== cast, clip, init, layout
 
-FLOAT_EDGES = np.array([0.0, -0.0, 1.5, -1.5, 2.7, -2.7, 127.9, 128.5, -129.0, 255.9, 256.0,
-                        65535.5, 3e9, -3e9, 1e20, -1e20, np.inf, -np.inf, np.nan, 0.49],
-                       np.float64)
-INT_EDGES = np.array([0, 1, -1, 127, -128, 255, 256, 32767, -32768, 65535, 2**31 - 1,
-                      -2**31, 2**40, -2**40], np.int64)
-
-
-def _edges(dtype: str) -> np.ndarray:
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        with np.errstate(over="ignore"):
-            return FLOAT_EDGES.astype(dt)
-    if dt.kind == "b":
-        return np.array([True, False, True, True], bool)
-    info = np.iinfo(dt)
-    kept = INT_EDGES[(INT_EDGES >= int(info.min)) & (INT_EDGES <= int(info.max))]
-    return np.concatenate([kept.astype(dt), np.array([info.min, info.max], dt)])
-
-
-CAST_PAIRS = [
-    ("float32", "int8"), ("float32", "uint8"), ("float32", "int32"), ("float32", "uint32"),
-    ("float32", "int64"), ("float32", "uint64"), ("float32", "bool"), ("float32", "float16"),
-    ("float32", "float64"), ("float64", "float32"), ("float64", "int16"), ("float16", "int8"),
-    ("float16", "float32"), ("int32", "int8"), ("int32", "uint8"), ("int64", "int16"),
-    ("uint64", "int32"), ("int8", "uint64"), ("int64", "float32"), ("uint32", "float16"),
-    ("int16", "bool"), ("bool", "float32"), ("bool", "int8"), ("uint8", "int8"),
-    ("float64", "float16"), ("uint64", "float64"), ("int64", "float16"), ("float16", "uint64"),
-]
-
-
 def _tensor(x: np.ndarray) -> str:
     return tt(x.shape, x.dtype.name)
 
 
 def cast_init_layout_cases():
     out = []
-    for src, dst in CAST_PAIRS:
-        x = _edges(src)
+    for src, dst in table.CAST_PAIRS:
+        x = table.edge_values(src)
         out.append(case(f"cast:{src}-{dst}", f"%x: {_tensor(x)}", f'cast(%x, dtype="{dst}")', x))
     out += [
         case("cast_like:f32-i16", "%x: Tensor[(20), float32], %y: Tensor[(2), int16]",
-             "cast_like(%x, %y)", _edges("float32"), np.zeros(2, np.int16)),
-        case("cast_like:i8-f16", f"%x: {_tensor(_edges('int8'))}, %y: Tensor[(1), float16]",
-             "cast_like(%x, %y)", _edges("int8"), np.zeros(1, np.float16)),
+             "cast_like(%x, %y)", table.edge_values("float32"), np.zeros(2, np.int16)),
+        case("cast_like:i8-f16", f"%x: {_tensor(table.edge_values('int8'))}, %y: Tensor[(1), float16]",
+             "cast_like(%x, %y)", table.edge_values("int8"), np.zeros(1, np.float16)),
         case("cast:fused", "%x: Tensor[(20), float32]",
-             'add(cast(multiply(%x, 2f), dtype="int8"), 3i8)', _edges("float32")),
+             'add(cast(multiply(%x, 2f), dtype="int8"), 3i8)', table.edge_values("float32")),
     ]
-    for name, dt, bounds in [
-            ("f32", "float32", "a_min=-1.5f, a_max=2f"),
-            ("f32-open", "float32", "a_min=-inff, a_max=0f"),
-            ("f32-inf-inf", "float32", "a_min=inff, a_max=inff"),
-            ("f16", "float16", "a_min=-100000f, a_max=0.1f"),
-            ("f64-zero", "float64", "a_min=-0f, a_max=0f"),
-            ("int8", "int8", "a_min=-1000f, a_max=5.9f"),
-            ("uint8", "uint8", "a_min=-3f, a_max=200.5f"),
-            ("int32", "int32", "a_min=-2.5f, a_max=3e10f"),
-            ("uint64", "uint64", "a_min=2f, a_max=1e30f")]:
-        x = _edges(dt)
+    for name, dt, bounds in table.CLIPS:
+        x = table.edge_values(dt)
         out.append(case(f"clip:{name}", f"%x: {_tensor(x)}", f"clip(%x, {bounds})", x))
     out.append(case("clip:fused", "%x: Tensor[(2, 3), float32]",
                     "exp(clip(negative(%x), a_min=0f, a_max=1f))", values((2, 3))))
@@ -413,14 +333,7 @@ def cast_init_layout_cases():
              'multiply(%x, arange(0f, 4f, 1f, start=0f, stop=4f, step=1f, dtype="float32"))',
              values((4,))),
     ]
-    for n, (shape, src, dst) in enumerate([
-            ((1, 8, 2, 3), "NCHW", "NHWC"), ((1, 2, 3, 8), "NHWC", "NCHW"),
-            ((2, 8, 2, 2), "NCHW", "NCHW4c"), ((2, 2, 2, 2, 4), "NCHW4c", "NCHW"),
-            ((1, 2, 2, 3, 4), "NCHW4c", "NHWC"), ((1, 2, 3, 8), "NHWC", "NCHW4c"),
-            ((1, 1, 2, 2, 8), "NCHW8c", "NCHW4c"), ((1, 4, 2, 2, 2), "NCHW2c", "NCHW4c"),
-            ((1, 3, 2, 2, 2), "NCHW2c", "NCHW3c"), ((8, 4, 3, 3), "OIHW", "OIHW4i4o"),
-            ((2, 1, 3, 3, 4, 4), "OIHW4i4o", "OIHW"), ((2, 1, 3, 3, 4, 4), "OIHW4i4o", "HWIO"),
-            ((4, 6), "NC", "CN"), ((4, 6), "NC", "NC"), ((1, 2, 2, 3, 4), "NCHW4c", "NHWC4c")]):
+    for n, (shape, src, dst) in enumerate(table.LAYOUTS):
         dt = ["float32", "int8", "float16", "uint8", "int32"][n % 5]
         inner = "negative(%x)" if n % 2 else "%x"
         out.append(case(f"layout_transform:{src}-{dst}-{dt}", f"%x: {tt(shape, dt)}",

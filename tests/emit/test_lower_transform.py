@@ -3,39 +3,19 @@ reshape, reshape_like, squeeze, expand_dims, transpose, reverse,
 concatenate, stack, split, tile, repeat, broadcast_to(_like) and the
 collapse_sum anchors, alone and fused with elementwise operators, run by
 the kernel-IR evaluator (and once compiled with the C compilers) against
-the interpreter.  Shapes and attributes follow tests/ops/test_transform.py."""
+the interpreter.  Reshape rows from tests/cases/transform.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from cases import transform as table
 from kernel_c_harness import compilers
 from transform_case_helpers import case, check_case, check_cases_in_c, kernel_c, values
 
 F234 = "Tensor[(2, 3, 4), float32]"
 X = values((2, 3, 4))
-
-# (input shape, newshape): Relay's special values, from tests/ops/test_transform.py
-RESHAPES = [
-    ((2, 3, 4), [4, 0, 2]),
-    ((2, 3, 4), [6, 1, -1]),
-    ((2, 3, 4), [3, -1, 8]),
-    ((2, 3, 4), [-1]),
-    ((2, 3, 4), [-2, 1, 1]),
-    ((2, 3, 4), [-3, 4]),
-    ((2, 3, 4), [0, -3]),
-    ((2, 3, 4), [-4, 1, 2, -2]),
-    ((2, 3, 4), [2, -4, -1, 3, -2]),
-    ((6,), [-4, 2, -1]),
-    ((24,), [2, -1, 4]),
-    ((), [1, 1]),
-    ((1, 1), []),
-    ((4, 6), [3, 8]),
-    ((2, 1, 6), [3, 1, 4]),
-    ((0, 3), [3, 0]),
-]
-
 
 def _tt(shape, dtype="float32") -> str:
     return f"Tensor[({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''}), {dtype}]"
@@ -43,16 +23,16 @@ def _tt(shape, dtype="float32") -> str:
 
 def _reshape_cases():
     out = []
-    for n, (shape, newshape) in enumerate(RESHAPES):
-        allow = ", allowzero=True" if 0 in shape else ""
+    for n, (shape, newshape, _) in enumerate(table.small(table.RESHAPES)):
+        allow = ", allowzero=True" if table.reshape_allows_zero(shape) else ""
         for inner, what in (("%x", "buffer"), ("exp(%x)", "fused")):
             out.append(case(f"reshape{n}-{what}", f"%x: {_tt(shape)}",
                             f"reshape({inner}, newshape={newshape}{allow})",
                             values(shape, seed=n)))
-    out.append(case("reshape-int8", f"%x: {_tt((2, 3, 4), 'int8')}",
-                    "reshape(negative(%x), newshape=[4, 6])", values((2, 3, 4), "int8")))
-    out.append(case("reshape-bool", f"%x: {_tt((2, 3, 4), 'bool')}",
-                    "reshape(logical_not(%x), newshape=[8, 3])", values((2, 3, 4), "bool")))
+    for label, dt, newshape in table.labelled_dtypes(table.RESHAPE_DTYPES):
+        inner = "logical_not(%x)" if dt == "bool" else "negative(%x)"
+        out.append(case(f"reshape-{label}", f"%x: {_tt((2, 3, 4), dt)}",
+                        f"reshape({inner}, newshape={newshape})", values((2, 3, 4), dt)))
     return out
 
 

@@ -4,7 +4,7 @@ and out-of-range indices of every integer dtype, axis=None, batch_dims),
 gather, one_hot and where, run by the kernel-IR evaluator -- which checks
 every load against its buffer, so an index that escaped the clamping
 fails -- against the interpreter, and once compiled with the C compilers.
-Attributes follow tests/ops/test_transform_index.py."""
+Rows from tests/cases/transform.py."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from aot.emit.lower.registry import LoweringError
+from cases import transform as table
+from cases.common import attr_text, tensor_type
 from kernel_c_harness import compilers
 from lowering_harness import lower_main
 from transform_case_helpers import case, check_case, check_cases_in_c, kernel_c, values
@@ -19,48 +21,16 @@ from transform_case_helpers import case, check_case, check_cases_in_c, kernel_c,
 X3 = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
 T3 = "Tensor[(4, 5, 6), float32]"
 
-# strided_slice attributes (tests/ops/test_transform_index.py SLICE_CASES)
-SLICES = [
-    "begin=[1], end=[3]",
-    "begin=[-3], end=[-1]",
-    "begin=[3], end=[0], strides=[-1]",
-    "begin=[-1], end=[-6], strides=[-1]",
-    "begin=[-100], end=[100]",
-    "begin=[0, 0, 0], end=[4, 5, 6], strides=[2, 2, 4]",
-    "begin=[0, 1], end=[2, 4]",
-    "begin=[1], end=[3], strides=[1, 2]",
-    "begin=[], end=[], strides=[1, -1]",
-    "begin=[1], end=[4], axes=[2]",
-    "begin=[4, 0], end=[0, 3], strides=[-2, 1], axes=[-1, 0]",
-    'begin=[1, 0], end=[2, -1], slice_mode="size"',
-    'begin=[-2], end=[2], slice_mode="size", strides=[5]',
-    'begin=[1], end=[2], axes=[1], strides=[9], slice_mode="size"',
-    "begin=[3], end=[1]",
-    "begin=[1], end=[3], strides=[-1]",
-    "begin=[2, 4, 5], end=[-100, -100, -100], strides=[-1, -2, -3]",
-    "begin=[0, 0, 5], end=[4, 5, 0], strides=[3, 4, -5]",
-]
-
+SLICES = [attr_text(a) for a in table.SLICES]
 SLICE_CASES = [case(f"slice{n}", f"%x: {T3}", f"strided_slice(%x, {a})", X3)
                for n, a in enumerate(SLICES)] + [
     case(f"slice{n}-exp", f"%x: {T3}", f"strided_slice(exp(multiply(%x, 0.01f)), {a})", X3)
     for n, a in enumerate(SLICES) if n % 3 == 0]
 
-INDEX_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
-
-
-def _indices(dtype: str) -> np.ndarray:
-    """In range, negative and out of range both ways, as the dtype allows."""
-    raw = [0, 1, 4, -1, -5, 7, 13, -200, 300, 2**40, -2**40, 2**64 - 1, 2**63]
-    info = np.iinfo(dtype)
-    kept = [v for v in raw if info.min <= v <= info.max]
-    return np.array(kept[:8], dtype=dtype)
-
-
 TAKE_CASES = []
-for _mode in ("clip", "wrap", "fast"):
-    for _dt in INDEX_DTYPES:
-        _i = _indices(_dt)
+for _mode in table.TAKE_MODES:
+    for _dt in table.INDEX_DTYPES:
+        _i = table.index_values(_dt)
         TAKE_CASES.append(case(f"take-{_mode}-{_dt}", f"%x: {T3}, %i: Tensor[({len(_i)}), {_dt}]",
                                f'take(%x, %i, axis=1, mode="{_mode}")', X3, _i))
 TAKE_CASES += [
@@ -90,22 +60,17 @@ TAKE_CASES += [
 ]
 
 GATHER_CASES = [
-    case(f"gather-{axis}-{dt}", f"%x: {T3}, %i: Tensor[{shape}, {dt}]",
-         f"gather(%x, %i, axis={axis})", X3,
-         values(tuple(int(d) for d in shape.strip("()").split(",")), dt, seed=axis + 5,
-                lo=-8, hi=9))
-    for axis, shape in ((0, "(3, 5, 6)"), (1, "(4, 2, 6)"), (-1, "(4, 5, 9)"))
-    for dt in ("int32", "uint8", "int64")
+    case(f"gather-{axis}-{dt}", f"%x: {T3}, %i: {tensor_type(shape, dt)}",
+         f"gather(%x, %i, axis={axis})", X3, values(shape, dt, seed=axis + 5, lo=-8, hi=9))
+    for axis, shape in table.GATHERS
+    for dt in table.GATHER_DTYPES
 ]
 
 ONE_HOT_CASES = [
     case(f"one_hot-{axis}-{dt}", f"%i: Tensor[(2, 3), {dt}]",
          f'one_hot(%i, 5f, -1f, depth=4, axis={axis}, dtype="{out}")',
-         np.array([[0, 3, 4], [1, 2, 1]], dt) if dt.startswith("u")
-         else np.array([[0, 3, -1], [4, 2, -4]], dt))
-    for axis, dt, out in ((-1, "int32", "float32"), (0, "int64", "int8"),
-                          (1, "uint8", "uint16"), (2, "int8", "float16"),
-                          (1, "uint64", "bool"))
+         table.one_hot_indices(dt))
+    for axis, dt, out in table.ONE_HOTS
 ] + [
     case("one_hot-convert", "%i: Tensor[(3), int32], %on: float32, %off: float32",
          'one_hot(%i, %on, %off, depth=3, axis=0, dtype="int8")',

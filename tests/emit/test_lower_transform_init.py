@@ -10,66 +10,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cases import transform as table
 from kernel_c_harness import compilers
 from transform_case_helpers import case, check_case, check_cases_in_c, kernel_c, values
 
-FLOAT_EDGES = np.array([0.0, -0.0, 1.5, -1.5, 2.7, -2.7, 127.9, 128.5, -129.0, 255.9, 256.0,
-                        65535.5, 3e9, -3e9, 1e20, -1e20, np.inf, -np.inf, np.nan, 0.49],
-                       np.float64)
-INT_EDGES = np.array([0, 1, -1, 127, -128, 255, 256, 32767, -32768, 65535, 2**31 - 1,
-                      -2**31, 2**40, -2**40], np.int64)
-
-
-def _edges(dtype: str) -> np.ndarray:
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        with np.errstate(over="ignore"):
-            return FLOAT_EDGES.astype(dt)
-    if dt.kind == "b":
-        return np.array([True, False, True, True], bool)
-    info = np.iinfo(dt)
-    kept = INT_EDGES[(INT_EDGES >= int(info.min)) & (INT_EDGES <= int(info.max))]
-    return np.concatenate([kept.astype(dt), np.array([info.min, info.max], dt)])
-
-
-CAST_PAIRS = [
-    ("float32", "int8"), ("float32", "uint8"), ("float32", "int32"), ("float32", "uint32"),
-    ("float32", "int64"), ("float32", "uint64"), ("float32", "bool"), ("float32", "float16"),
-    ("float32", "float64"), ("float64", "float32"), ("float64", "int16"), ("float16", "int8"),
-    ("float16", "float32"), ("int32", "int8"), ("int32", "uint8"), ("int64", "int16"),
-    ("uint64", "int32"), ("int8", "uint64"), ("int64", "float32"), ("uint32", "float16"),
-    ("int16", "bool"), ("bool", "float32"), ("bool", "int8"), ("uint8", "int8"),
-]
-
-
 def _cast_case(src: str, dst: str):
-    x = _edges(src)
+    x = table.edge_values(src)
     return case(f"cast-{src}-{dst}", f"%x: Tensor[({len(x)}), {src}]",
                 f'cast(%x, dtype="{dst}")', x)
 
 
-CAST_CASES = [_cast_case(s, d) for s, d in CAST_PAIRS] + [
+CAST_CASES = [_cast_case(s, d) for s, d in table.CAST_PAIRS] + [
     case("cast_like", "%x: Tensor[(20), float32], %y: Tensor[(2), int16]", "cast_like(%x, %y)",
-         _edges("float32"), np.zeros(2, np.int16)),
+         table.edge_values("float32"), np.zeros(2, np.int16)),
     case("cast-fused", "%x: Tensor[(20), float32]",
-         'add(cast(multiply(%x, 2f), dtype="int8"), 3i8)', _edges("float32")),
+         'add(cast(multiply(%x, 2f), dtype="int8"), 3i8)', table.edge_values("float32")),
 ]
 
+
 def _clip_case(id: str, dtype: str, bounds: str):
-    x = _edges(dtype)
+    x = table.edge_values(dtype)
     return case(id, f"%x: Tensor[({len(x)}), {dtype}]", f"clip(%x, {bounds})", x)
 
 
-CLIP_CASES = [
-    _clip_case("clip-f32", "float32", "a_min=-1.5f, a_max=2f"),
-    _clip_case("clip-f32-open", "float32", "a_min=-inff, a_max=0f"),
-    _clip_case("clip-f32-inf-inf", "float32", "a_min=inff, a_max=inff"),
-    _clip_case("clip-f16", "float16", "a_min=-100000f, a_max=0.1f"),
-    _clip_case("clip-f64-zero", "float64", "a_min=-0f, a_max=0f"),
-    _clip_case("clip-int8", "int8", "a_min=-1000f, a_max=5.9f"),
-    _clip_case("clip-uint8", "uint8", "a_min=-3f, a_max=200.5f"),
-    _clip_case("clip-int32", "int32", "a_min=-2.5f, a_max=3e10f"),
-    _clip_case("clip-uint64", "uint64", "a_min=2f, a_max=1e30f"),
+CLIP_CASES = [_clip_case(f"clip-{label}", dt, bounds)
+              for label, dt, bounds in table.CLIPS] + [
     case("clip-fused", "%x: Tensor[(2, 3), float32]",
          "exp(clip(negative(%x), a_min=0f, a_max=1f))", values((2, 3))),
 ]
@@ -117,33 +82,13 @@ ARANGE_CASES = [
          values((4,))),
 ]
 
-# (input shape, src layout, dst layout)
-LAYOUTS = [
-    ((1, 8, 2, 3), "NCHW", "NHWC"),
-    ((1, 2, 3, 8), "NHWC", "NCHW"),
-    ((2, 8, 2, 2), "NCHW", "NCHW4c"),
-    ((2, 2, 2, 2, 4), "NCHW4c", "NCHW"),
-    ((1, 2, 2, 3, 4), "NCHW4c", "NHWC"),
-    ((1, 2, 3, 8), "NHWC", "NCHW4c"),
-    ((1, 1, 2, 2, 8), "NCHW8c", "NCHW4c"),
-    ((1, 4, 2, 2, 2), "NCHW2c", "NCHW4c"),
-    ((1, 3, 2, 2, 2), "NCHW2c", "NCHW3c"),
-    ((8, 4, 3, 3), "OIHW", "OIHW4i4o"),
-    ((2, 1, 3, 3, 4, 4), "OIHW4i4o", "OIHW"),
-    ((2, 1, 3, 3, 4, 4), "OIHW4i4o", "HWIO"),
-    ((4, 6), "NC", "CN"),
-    ((4, 6), "NC", "NC"),
-    ((1, 2, 2, 3, 4), "NCHW4c", "NHWC4c"),
-]
-
-
 def _layout_case(n: int, shape, src: str, dst: str):
     return case(f"layout-{src}-{dst}", f"%x: Tensor[({', '.join(map(str, shape))}), float32]",
                 f'layout_transform({"exp(%x)" if n % 2 else "%x"}, src_layout="{src}", '
                 f'dst_layout="{dst}")', values(shape, seed=n))
 
 
-LAYOUT_CASES = [_layout_case(n, *spec) for n, spec in enumerate(LAYOUTS)] + [
+LAYOUT_CASES = [_layout_case(n, *spec) for n, spec in enumerate(table.LAYOUTS)] + [
     case("layout-roundtrip", "%x: Tensor[(1, 8, 2, 2), float32]",
          'layout_transform(add(layout_transform(%x, src_layout="NCHW", dst_layout="NCHW4c"), '
          '1f), src_layout="NCHW4c", dst_layout="NHWC")', values((1, 8, 2, 2))),

@@ -11,6 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 from aot.ir.registry import Solved
 from aot.ir.types import ANY, IncompleteType
+from cases import transform as table
 from shape_op_helpers import (ALL_DTYPES, arange, bad_attrs, get, infer, rejects, run, sample,
                               solve, tt)
 
@@ -19,30 +20,31 @@ RNG = np.random.default_rng(11)
 
 # ============================================================ strided_slice
 
-X3 = arange((4, 5, 6))
+X3 = arange(table.SLICE_SHAPE)
 
-# (attrs, the equivalent NumPy index)
-SLICE_CASES = [
-    ({"begin": [1], "end": [3]}, np.s_[1:3]),
-    ({"begin": [-3], "end": [-1]}, np.s_[-3:-1]),
-    ({"begin": [3], "end": [0], "strides": [-1]}, np.s_[3:0:-1]),
-    ({"begin": [-1], "end": [-6], "strides": [-1]}, np.s_[::-1]),
-    ({"begin": [-100], "end": [100]}, np.s_[:]),
-    ({"begin": [0, 0, 0], "end": [4, 5, 6], "strides": [2, 2, 4]}, np.s_[0:4:2, 0:5:2, 0:6:4]),
-    ({"begin": [0, 1], "end": [2, 4]}, np.s_[0:2, 1:4]),
-    ({"begin": [1], "end": [3], "strides": [1, 2]}, np.s_[1:3, ::2]),
-    ({"begin": [], "end": [], "strides": [1, -1]}, np.s_[:, ::-1]),
-    ({"begin": [1], "end": [4], "axes": [2]}, np.s_[:, :, 1:4]),
-    ({"begin": [4, 0], "end": [0, 3], "strides": [-2, 1], "axes": [-1, 0]},
-     np.s_[0:3, :, 4:0:-2]),
-    ({"begin": [1, 0], "end": [2, -1], "slice_mode": "size"}, np.s_[1:3, 0:]),
-    ({"begin": [-2], "end": [2], "slice_mode": "size", "strides": [5]}, np.s_[-2:]),
-    ({"begin": [1], "end": [2], "axes": [1], "strides": [9], "slice_mode": "size"},
-     np.s_[:, 1:3]),
-    # end before begin: an empty axis (Relay rejects this; we follow NumPy)
-    ({"begin": [3], "end": [1]}, np.s_[3:1]),
-    ({"begin": [1], "end": [3], "strides": [-1]}, np.s_[1:3:-1]),
+#: the NumPy index equivalent to each row of the shared strided_slice table
+NUMPY_INDEX = [
+    np.s_[1:3],
+    np.s_[-3:-1],
+    np.s_[3:0:-1],
+    np.s_[::-1],
+    np.s_[:],
+    np.s_[0:4:2, 0:5:2, 0:6:4],
+    np.s_[0:2, 1:4],
+    np.s_[1:3, ::2],
+    np.s_[:, ::-1],
+    np.s_[:, :, 1:4],
+    np.s_[0:3, :, 4:0:-2],
+    np.s_[1:3, 0:],
+    np.s_[-2:],
+    np.s_[:, 1:3],
+    np.s_[3:1],          # end before begin: an empty axis (Relay rejects this)
+    np.s_[1:3:-1],
+    np.s_[2::-1, 4::-2, 5::-3],
+    np.s_[0:4:3, 0:5:4, 5:0:-5],
 ]
+assert len(NUMPY_INDEX) == len(table.SLICES)
+SLICE_CASES = list(zip(table.SLICES, NUMPY_INDEX))
 
 
 @pytest.mark.parametrize("attrs,index", SLICE_CASES)
@@ -123,6 +125,24 @@ def test_take_clip_does_not_wrap_negative_indices():
     idx = np.array([-1, 0, 5], np.int8)
     np.testing.assert_array_equal(run("take", x, idx, axis=0), [10, 10, 30])
     np.testing.assert_array_equal(run("take", x, idx, axis=0, mode="wrap"), [30, 10, 30])
+
+
+@pytest.mark.parametrize("mode", table.TAKE_MODES)
+@pytest.mark.parametrize("dtype", table.INDEX_DTYPES)
+def test_take_index_dtypes(dtype, mode):
+    """Indices of every integer dtype, out of range both ways, against
+    Python integer arithmetic: clip (and fast) clamp, wrap is the floored
+    remainder.  A uint64 index is read as the int64 of the same bits
+    (2**64 - 1 is -1), as aot/emit/lower/ops/index_math.py documents."""
+    x = arange((4, 5, 6))
+    idx = table.index_values(dtype)
+    n = x.shape[1]
+    signed = [v - 2**64 if v >= 2**63 else v for v in idx.tolist()]
+    if mode == "wrap":
+        picked = [v % n for v in signed]
+    else:
+        picked = [min(max(v, 0), n - 1) for v in signed]
+    np.testing.assert_array_equal(run("take", x, idx, axis=1, mode=mode), x[:, picked, :])
 
 
 @pytest.mark.parametrize("shape,ishape,axis,batch_dims", [

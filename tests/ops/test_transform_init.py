@@ -11,6 +11,7 @@ import pytest
 
 from aot.ir.registry import Solved
 from aot.ir.types import ANY, IncompleteType
+from cases import transform as table
 from shape_op_helpers import (FLOATS, INTS, bad_attrs, get, infer, rejects, run, sample,
                               solve, tt)
 
@@ -68,6 +69,24 @@ def test_cast_between_floats_and_to_bool(src, to):
     else:
         with np.errstate(all="ignore"):
             np.testing.assert_array_equal(got, x.astype(to))
+
+
+@pytest.mark.parametrize("src,to", table.CAST_PAIRS)
+def test_cast_pairs_on_edge_values(src, to):
+    """The shared cast pairs on the edge values tests/emit and tests/e2e
+    feed: float to int by the scalar reference, to bool by != 0 (NaN is
+    true), everything else by NumPy's conversion (wrapping, rounding to
+    nearest, overflowing to infinity)."""
+    x = table.edge_values(src)
+    got = run("cast", x, dtype=to)
+    if to == "bool":
+        want = x != 0
+    elif x.dtype.kind == "f" and np.dtype(to).kind in "iu":
+        want = np.array([ref_float_to_int(float(v), to) for v in x], to)
+    else:
+        with np.errstate(all="ignore"):
+            want = x.astype(to)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_cast_types_and_cast_like():
