@@ -267,8 +267,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
                                      pool_bytes=args.pool_bytes, max_depth=args.max_depth,
                                      tuning=args.tuning, quantized=args.quantized)
         except OSError as exc:
-            raise file_error(str(exc.filename or args.output), "cannot write the artifact: "
-                             f"{exc.strerror or exc}") from None
+            culprit = f" ({exc.filename})" if exc.filename and \
+                Path(exc.filename).resolve() != Path(args.output).resolve() else ""
+            raise file_error(args.output, "cannot write the artifact: "
+                             f"{exc.strerror or exc}{culprit}") from None
     if timing:
         print(timing.render(), file=sys.stderr)
     meta = artifact.metadata

@@ -173,12 +173,9 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    tuning: str = "scalar", quantized: str = "integer"):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.build.artifact.Artifact`."""
-    from .emit.build.artifact import build_artifact, write_artifact
+    from .emit.build.artifact import write_and_build
 
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
                  pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning,
                  quantized=quantized)
-    artifact = write_artifact(model, Path(out_dir))
-    if build:
-        build_artifact(artifact)
-    return artifact
+    return write_and_build(model, Path(out_dir), build=build)

@@ -4,6 +4,7 @@ macros, constants' spelling, determinism, plan validation, resources."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from dataclasses import replace
@@ -416,3 +417,48 @@ def test_plans_of_the_driver_are_verified(monkeypatch):
     mod = aot.parse("def @main(%x: Tensor[(2,), float32]) { add(%x, %x) }")
     plan = compiler.plan(mod, "twice")
     assert seen == [plan]
+
+
+# ------------------------------------------------------- all or nothing
+
+def _compile(out, **kw):
+    import aot
+    mod = aot.parse("def @main(%x: Tensor[(4,), float32]) { %x * 2f }")
+    return aot.compile(mod, out, name="twice", **kw)
+
+
+def test_a_failed_build_leaves_the_output_as_it_was(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _compile(out, build=False)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(artifact_module, "build_artifact", fail)
+    with pytest.raises(OSError):
+        _compile(out)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]      # no staging left
+
+
+def test_a_failed_first_build_leaves_nothing(tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(artifact_module, "build_artifact", fail)
+    with pytest.raises(OSError):
+        _compile(tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unchanged_files_keep_their_times_across_compiles(tmp_path):
+    """A firmware make that depends on the sources rebuilds nothing when
+    the compile changed nothing."""
+    out = tmp_path / "out"
+    _compile(out, build=False)
+    header = out / "include" / "twice.h"
+    stamp = header.stat().st_mtime_ns - 10**9
+    os.utime(header, ns=(stamp, stamp))
+    art = _compile(out, build=False)
+    assert art.root == out.resolve()
+    assert header.stat().st_mtime_ns == stamp

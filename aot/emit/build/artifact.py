@@ -22,8 +22,12 @@ make see no change).
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -40,7 +44,7 @@ from ..resources import runtime_file, templates_dir
 from .toolchain import Toolchain
 
 __all__ = ["Artifact", "TemplateRenderError", "render_artifact", "write_artifact",
-           "open_artifact", "build_artifact", "build_artifacts", "TEMPLATES"]
+           "write_and_build", "open_artifact", "build_artifact", "build_artifacts", "TEMPLATES"]
 
 #: template -> artifact path ({name} is the model name)
 TEMPLATES: tuple[tuple[str, str], ...] = (
@@ -152,6 +156,42 @@ def write_artifact(plan: ModelPlan, out_dir: Path | str) -> Artifact:
     write_sources(root, files)
     metadata = json.loads(files["metadata.json"])
     return Artifact(root, plan.name, metadata)
+
+
+def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True) -> Artifact:
+    """Write ``plan``'s artifact into ``out_dir`` and (``build``) build its
+    library, all or nothing: the work happens in a staging directory beside
+    ``out_dir`` (a copy of the old artifact, so files whose content did not
+    change keep their times and a firmware ``make`` rebuilds nothing more),
+    which replaces ``out_dir`` only when everything succeeded.  A failure
+    (a compiler error, a full disk) leaves ``out_dir`` as it was."""
+    root = Path(out_dir).resolve()
+    if root.exists() and not root.is_dir():
+        raise FileExistsError(errno.EEXIST, "exists and is not a directory", str(root))
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.staging-", dir=root.parent))
+    try:
+        if root.is_dir():
+            shutil.copytree(root, staging, dirs_exist_ok=True, symlinks=True)
+        artifact = write_artifact(plan, staging)
+        if build:
+            build_artifact(artifact)
+        _replace(staging, root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Artifact(root, artifact.name, artifact.metadata)
+
+
+def _replace(staging: Path, root: Path) -> None:
+    """``staging`` takes ``root``'s place (the old one is removed after)."""
+    old = None
+    if root.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
+        os.rename(root, old / "artifact")
+    os.rename(staging, root)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def open_artifact(path: Path | str) -> Artifact:
