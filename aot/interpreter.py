@@ -294,6 +294,14 @@ def _ctor_matches(c: Constructor, v: ConstructorValue) -> bool:
 _Eval = Callable[["_Machine", Any, dict], None]
 
 
+#: The most pending computations (continuation frames) a program may build
+#: up: non-tail recursion that deep is a runaway (a few frames per level,
+#: so about ten times the C's default bound of 10,000 nested calls; about
+#: 100 MB), and the evaluator stops with a diagnostic instead of exhausting
+#: the machine's memory.
+MAX_PENDING = 200_000
+
+
 class _Machine:
     """One evaluation: control, environment, continuation stack."""
 
@@ -343,6 +351,10 @@ class _Machine:
     def apply(self, callee: Value, args: Sequence[Value], node: Call | None) -> None:
         span = node.span if node is not None else None
         if isinstance(callee, Closure):
+            if len(self.stack) > MAX_PENDING:
+                raise _error(f"the evaluation is nested too deeply: more than {MAX_PENDING:,} "
+                             "pending computations (a recursion without a base case? the "
+                             "compiled C stops at max_depth nested calls)", span)
             func = callee.func
             if len(args) != len(func.params):
                 raise _error(f"{_callee_name(callee)} expects {len(func.params)} "

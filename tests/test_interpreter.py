@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import aot
 from aot import builder as B
 from aot.diagnostics import DiagnosticError
 from aot.interpreter import Interpreter, match_pattern, run
@@ -634,3 +635,22 @@ def test_run_python_list_argument():
         run(mod, [1, 2])
     with pytest.raises(DiagnosticError, match="argument %v"):
         run(mod, [1.5, 2, 3])
+
+
+def test_runaway_recursion_is_a_diagnostic(monkeypatch):
+    """Non-tail recursion without a base case grew the continuation stack
+    until the machine's memory ran out; it stops at MAX_PENDING frames."""
+    import aot.interpreter as interpreter
+    monkeypatch.setattr(interpreter, "MAX_PENDING", 5_000)
+    mod = aot.parse("def @f(%x: int32) -> int32 { add(@f(add(%x, 1)), 1) }\n"
+                    "def @main(%x: int32) -> int32 { @f(%x) }")
+    with pytest.raises(DiagnosticError, match="nested too deeply: more than 5,000 pending"):
+        aot.interpret(mod, np.int32(0))
+
+
+def test_deep_but_finite_recursion_is_not_stopped():
+    """10,000 nested non-tail calls (the C's default bound) evaluate."""
+    mod = aot.parse("def @f(%n: int32) -> int32 {\n"
+                    "  if (equal(%n, 0)) { 0 } else { add(@f(subtract(%n, 1)), 1) } }\n"
+                    "def @main(%n: int32) -> int32 { @f(%n) }")
+    assert int(aot.interpret(mod, np.int32(10_000))) == 10_000
