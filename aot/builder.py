@@ -58,7 +58,7 @@ import numpy as np
 from .diagnostics import Span
 from .ir.adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
                      PatternWildcard, TypeData, pattern_vars)
-from .ir.attrs import AttrError, FuncAttrs
+from .ir.attrs import AttrError, Attrs, FuncAttrs
 from .ir.dtype import DType
 from .ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, RefCreate,
                       RefRead, RefWrite, Tuple, TupleGetItem, Var)
@@ -242,15 +242,16 @@ def gvar(name: str) -> GlobalVar:
 def call(callee: str | ExprLike, *args: ExprLike, **attrs: Any) -> Call:
     """A call.  ``callee`` is an operator name (``"nn.conv2d"``; keyword
     arguments are its attributes, converted and checked by the operator's
-    attrs class), a global, a constructor or any function-valued
-    expression."""
+    attrs class; an omitted one takes the default of Relay's Python API,
+    the record's :meth:`~aot.ir.registry.OpDef.builder_defaults`), a
+    global, a constructor or any function-valued expression."""
     span = _span()
     if isinstance(callee, str):
         op_def = lookup(callee)
         if op_def is None:
             raise ValueError(f"unknown operator {callee!r}")
         try:
-            typed_attrs = op_def.attrs_type.from_raw(attrs)
+            typed_attrs = _op_attrs(op_def, attrs)
         except AttrError as exc:
             raise ValueError(f"{callee}: {exc}") from None
         if op_def.arity >= 0 and len(args) != op_def.arity:
@@ -260,6 +261,20 @@ def call(callee: str | ExprLike, *args: ExprLike, **attrs: Any) -> Call:
     if attrs:
         raise ValueError("keyword attributes are only for operator calls")
     return Call(expr(callee), builtins.tuple(expr(a) for a in args), span=span)
+
+
+def _op_attrs(op_def: OpDef, raw: dict[str, Any]) -> Attrs:
+    """``raw`` converted by the operator's attrs class, over the operator's
+    builder defaults (the Python API's, where they differ from the text
+    format's)."""
+    given = op_def.attrs_type.from_raw(raw)
+    if op_def.api_defaults is None:
+        return given
+    try:
+        return dataclasses.replace(op_def.api_defaults,
+                                   **{k: getattr(given, k) for k in raw})
+    except (TypeError, ValueError) as exc:
+        raise AttrError(str(exc)) from None
 
 
 def _coerce_args(args: Sequence[ExprLike]) -> builtins.tuple[Expr, ...]:
@@ -616,15 +631,13 @@ class OpNamespace:
 
 def _op_signature(op_def: OpDef) -> inspect.Signature:
     """``(arg0, ..., /, *, attr=default, ...)``: the arguments positionally,
-    the attrs class's fields as keywords."""
+    the attrs class's fields as keywords, with the record's builder
+    defaults."""
     P = inspect.Parameter
     params = [P(f"arg{i}", P.POSITIONAL_ONLY) for i in range(op_def.arity)]
+    defaults = op_def.builder_defaults()
     for f in dataclasses.fields(op_def.attrs_type):
-        default = f.default
-        if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        params.append(P(f.name, P.KEYWORD_ONLY,
-                        default=P.empty if default is dataclasses.MISSING else default))
+        params.append(P(f.name, P.KEYWORD_ONLY, default=getattr(defaults, f.name)))
     return inspect.Signature(params, return_annotation=Call)
 
 

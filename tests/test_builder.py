@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from aot import builder as B
+from aot import parse
 from aot.ir.adt import PatternConstructor, PatternTuple, PatternVar, PatternWildcard, TypeData
 from aot.ir.analysis import free_vars
 from aot.ir.dtype import DType
@@ -314,3 +315,39 @@ def test_operator_wrappers_take_attrs_as_keywords_and_check_them():
         B.nn.conv2d(x)
     with pytest.raises(AttributeError, match="no operator nn.conv9d"):
         getattr(B.nn, "conv9d")  # noqa: B009 (the name is the point)
+
+
+# ------------------------------------------------- defaults (Relay's Python API)
+
+def test_wrapper_defaults_are_the_records_builder_defaults():
+    """Every wrapper's keyword defaults (and the attrs of a call without
+    keywords) are its record's api defaults, else the attrs class's."""
+    for op_def in all_ops():
+        prefix, _, short = op_def.name.rpartition(".")
+        wrapper = getattr(getattr(B, prefix) if prefix else B, short)
+        want = op_def.builder_defaults()
+        params = inspect.signature(wrapper).parameters
+        for f in dataclasses.fields(op_def.attrs_type):
+            assert params[f.name].default == getattr(want, f.name), (op_def.name, f.name)
+        if op_def.api_defaults is not None:
+            args = [B.var(f"a{i}", B.tensor((1, 1, 2, 2))) for i in range(op_def.arity)]
+            assert wrapper(*args).attrs == op_def.api_defaults, op_def.name
+
+
+def test_api_defaults_differ_from_the_text_defaults():
+    """Relay's Python API defaults where they differ from its C++ attrs
+    (scripts/audit_relay_defaults.py lists them); the text parser keeps
+    the C++ ones."""
+    from aot.ir.ops.image import RoundingMethod
+    from aot.ir.registry import lookup
+
+    x = B.var("x", B.tensor((1, 1, 2, 2)))
+    assert B.image.resize2d(x, size=(4, 4)).attrs.rounding_method is RoundingMethod.AUTO
+    assert B.nn.leaky_relu(x).attrs.alpha == 0.01
+    assert B.nn.batch_matmul(x, x).attrs.transpose_b is True
+    given = B.image.resize2d(x, size=(4, 4), rounding_method="floor", method="nearest_neighbor")
+    assert given.attrs.rounding_method is RoundingMethod.FLOOR
+    mod = parse("def @main(%x: Tensor[(1, 1, 2, 2), float32]) { nn.leaky_relu(%x) }")
+    assert mod["main"].body.attrs.alpha == 0.25
+    assert lookup("image.resize2d").attrs_type().rounding_method is RoundingMethod.ROUND
+    assert lookup("nn.batch_matmul").attrs_type().transpose_b is False

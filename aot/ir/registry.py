@@ -14,7 +14,14 @@ An :class:`OpDef` holds every column the compiler needs about an operator:
 * ``compute``: the NumPy reference, ``compute(args, attrs, out_type)`` ->
   ``ndarray`` or tuple of them.  The interpreter and constant folding call
   it; nothing else re-implements an operator,
-* ``doc``: one line for ``aot ops``.
+* ``doc``: one line for ``aot ops``,
+* ``api_defaults``: the attributes the Python builder's wrapper builds when
+  no keyword is given, an instance of ``attrs_type``; ``None`` means the
+  attrs class's defaults.  The attrs class's defaults are what the text
+  parser fills in for an omitted attribute (Relay's C++ attrs defaults);
+  Relay's Python API sometimes defaults differently (``image.resize2d``'s
+  ``rounding_method`` is ``""`` there, ``"round"`` in C++), and the
+  builder mirrors the Python API.
 
 Operator families register themselves from ``aot/ir/ops/<family>.py`` into
 :data:`OPS` (a :class:`~aot.registry.Registry`), which imports them on first use.
@@ -82,6 +89,17 @@ class OpDef:
     #: sum of products over a window or an axis: conv, dense, matmul);
     #: FuseOps fuses only data movement into its operands
     contraction: bool = False
+    #: the builder's defaults where Relay's Python API differs from the
+    #: C++ attrs defaults (see the module docstring)
+    api_defaults: Attrs | None = None
+
+    def __post_init__(self) -> None:
+        assert self.api_defaults is None or type(self.api_defaults) is self.attrs_type, \
+            f"{self.name}: api_defaults must be a {self.attrs_type.__name__}"
+
+    def builder_defaults(self) -> Attrs:
+        """The attributes of a builder call without keywords."""
+        return self.api_defaults if self.api_defaults is not None else self.attrs_type()
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"

@@ -195,7 +195,7 @@ MAC_CASES = [
     ("matmul transpose_a", "def @main(%a: Tensor[(5, 3), float32], %b: Tensor[(5, 7), float32]) "
                            "{ nn.matmul(%a, %b, transpose_a=True) }", 3 * 7 * 5),
     ("batch_matmul", "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(2, 5, 4), float32]) "
-                     "{ nn.batch_matmul(%x, %y) }", 2 * 3 * 5 * 4),
+                     "{ nn.batch_matmul(%x, %y, transpose_b=True) }", 2 * 3 * 5 * 4),
     ("two layers", "def @main(%x: Tensor[(1, 8), float32], %w1: Tensor[(4, 8), float32], "
                    "%w2: Tensor[(2, 4), float32]) { nn.dense(nn.relu(nn.dense(%x, %w1)), %w2) }",
      4 * 8 + 2 * 4),

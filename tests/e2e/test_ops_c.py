@@ -177,7 +177,7 @@ EMPTY = [
     ("nn.dense", [("x", (0, 4), "float32"), ("w", (2, 4), "float32")], "nn.dense(%x, %w)"),
     ("nn.dense", [("x", (2, 0), "float32"), ("w", (3, 0), "float32")], "nn.dense(%x, %w)"),
     ("nn.batch_matmul", [("x", (0, 2, 3), "float32"), ("y", (0, 4, 3), "float32")],
-     "nn.batch_matmul(%x, %y)"),
+     "nn.batch_matmul(%x, %y, transpose_b=True)"),
     ("sum", [("x", (0, 3), "float32")], "sum(%x, axis=[1])"),
     ("max", [("x", (2, 0), "float32")], "max(%x, axis=[1])"),
     ("mean", [("x", (0, 2), "int32")], "mean(%x, axis=[0])"),

@@ -280,7 +280,7 @@ def test_softmax_of_a_fused_prologue():
 def test_batch_matmul_then_relu():
     x, y = sample((2, 3, 4), "float32"), sample((2, 5, 4), "float32")
     check([("x", (2, 3, 4), "float32"), ("y", (2, 5, 4), "float32")],
-          "nn.relu(nn.batch_matmul(%x, %y))", [x, y])
+          "nn.relu(nn.batch_matmul(%x, %y, transpose_b=True))", [x, y])
 
 
 # ------------------------------------------- structure of the MAC kernels
@@ -368,9 +368,10 @@ def _vars(expr):
     # neither operand is contiguous in k: the column of x is copied first
     ("nn.matmul(%x, %w, transpose_a=True)",
      [("x", (12, 2), "float32"), ("w", (12, 3), "float32")], (True, False), True),
-    ("nn.batch_matmul(%x, %y)", [("x", (2, 3, 12), "float32"), ("y", (2, 4, 12), "float32")],
+    ("nn.batch_matmul(%x, %y, transpose_b=True)",
+     [("x", (2, 3, 12), "float32"), ("y", (2, 4, 12), "float32")],
      (True, True), False),
-    ("nn.batch_matmul(%x, %y, transpose_a=True, transpose_b=False)",
+    ("nn.batch_matmul(%x, %y, transpose_a=True)",
      [("x", (2, 11, 3), "int16"), ("y", (2, 11, 4), "int16")], (True, False), True),
 ])
 def test_mac_loop_is_a_scalar_accumulation_with_constant_bounds(body, params, contiguous,
@@ -404,7 +405,7 @@ C_CASES = [
     ([("x", (2, 7), "float16"), ("w", (6, 7), "float16")], "nn.dense(%x, %w)"),
     ([("x", (9, 2), "float32"), ("w", (9, 3), "float32")], "nn.matmul(%x, %w, transpose_a=True)"),
     ([("x", (2, 9, 3), "int16"), ("y", (1, 4, 9), "int16")],
-     'nn.batch_matmul(%x, %y, transpose_a=True, out_dtype="int32")'),
+     'nn.batch_matmul(%x, %y, transpose_a=True, transpose_b=True, out_dtype="int32")'),
     ([("x", (2, 3, 2), "float32")] + [(n, (3,), "float32") for n in "gbmv"],
      "nn.batch_norm(%x, %g, %b, %m, %v)"),
     ([("x", (2, 3, 4), "float32"), ("g", (3,), "float32"), ("b", (3,), "float32")],
@@ -462,7 +463,8 @@ def test_printed_c_matches_the_interpreter(tmp_path, compiler):
     ([("x", (0, 3), "float32")], "nn.softmax(%x)"),
     ([("x", (0, 3), "float32"), ("g", (3,), "float32"), ("b", (3,), "float32")],
      "nn.layer_norm(%x, %g, %b)"),
-    ([("x", (2, 0, 3), "float32"), ("y", (2, 4, 3), "float32")], "nn.batch_matmul(%x, %y)"),
+    ([("x", (2, 0, 3), "float32"), ("y", (2, 4, 3), "float32")],
+     "nn.batch_matmul(%x, %y, transpose_b=True)"),
 ])
 def test_empty_tensors(params, body):
     check(params, body, [sample(shape, dt) for _, shape, dt in params])

@@ -165,9 +165,15 @@ def test_batch_matmul(xs, ys, ta, tb, dtype):
     assert_close(got, expected)
 
 
-def test_batch_matmul_defaults_to_transpose_b():
-    assert get("nn.batch_matmul").attrs_type().transpose_b is True
-    assert infer("nn.batch_matmul", [T((2, 3, 4)), T((2, 5, 4))]) == T((2, 3, 5))
+def test_batch_matmul_defaults():
+    """The text format's default is Relay's C++ one (no transpose); the
+    builder's is Relay's Python API's (``transpose_b=True``)."""
+    op = get("nn.batch_matmul")
+    assert op.attrs_type().transpose_b is False
+    assert op.builder_defaults().transpose_b is True
+    assert infer("nn.batch_matmul", [T((2, 3, 4)), T((2, 4, 5))]) == T((2, 3, 5))
+    assert infer("nn.batch_matmul", [T((2, 3, 4)), T((2, 5, 4))], transpose_b=True) \
+        == T((2, 3, 5))
 
 
 # ----------------------------------------------------- dense relations
@@ -223,7 +229,7 @@ def test_matmul_relation_with_transpose_and_units():
 
 @pytest.mark.parametrize("args,match", [
     ([T((2, 3, 4)), T((3, 5, 4))], "batch dimensions 2 and 3"),
-    ([T((2, 3, 4)), T((2, 5, 3))], "reduced dimensions 4 and 3"),
+    ([T((2, 3, 4)), T((2, 3, 5))], "reduced dimensions 4 and 3"),
     ([T((3, 4)), T((2, 5, 4))], "rank-3"),
 ])
 def test_batch_matmul_relation_rejects(args, match):
@@ -232,8 +238,8 @@ def test_batch_matmul_relation_rejects(args, match):
 
 
 def test_batch_matmul_relation_dynamic_batch():
-    assert infer("nn.batch_matmul", [T((ANY, 3, 4)), T((1, 5, 4))]) == T((ANY, 3, 5))
-    assert infer("nn.batch_matmul", [T((2, 3, 4)), T((2, 5, 4))], out_dtype="float16") \
+    assert infer("nn.batch_matmul", [T((ANY, 3, 4)), T((1, 4, 5))]) == T((ANY, 3, 5))
+    assert infer("nn.batch_matmul", [T((2, 3, 4)), T((2, 4, 5))], out_dtype="float16") \
         == T((2, 3, 5), "float16")
 
 
@@ -456,7 +462,7 @@ def test_arity(name):
 @pytest.mark.parametrize("name,raw", [
     ("nn.dense", {"units": 768, "out_dtype": "int32"}),
     ("nn.matmul", {"units": 3, "transpose_a": True, "transpose_b": True}),
-    ("nn.batch_matmul", {"out_dtype": "float16", "transpose_b": False}),
+    ("nn.batch_matmul", {"out_dtype": "float16", "transpose_b": True}),
     ("nn.softmax", {"axis": 3}),
     ("nn.leaky_relu", {"alpha": 0.0}),
     ("nn.batch_norm", {"axis": 3, "epsilon": 0.001, "center": False}),

@@ -159,7 +159,8 @@ def @main({sig}) {{
 }}"""
     expected = f"""
 def @main({sig}) {{
-  %0 = nn.batch_matmul(stack((%x, %x, %x), axis=0), stack((%w1, %w2, %w4), axis=0));
+  %0 = nn.batch_matmul(stack((%x, %x, %x), axis=0), stack((%w1, %w2, %w4), axis=0),
+                      transpose_b=True);
   %1 = split(%0, indices_or_sections=3, axis=0);
   (squeeze(%1.0, axis=[0]), squeeze(%1.1, axis=[0]), nn.dense(%x, %w3), squeeze(%1.2, axis=[0]))
 }}"""
@@ -183,7 +184,7 @@ def @main({sig}) {{
         "stack((expand_dims(%b1, axis=0), expand_dims(%b2, axis=0)), axis=0)"
     expected = f"""
 def @main({sig}) {{
-  %0 = nn.batch_matmul(stack((%x, %x), axis=0), stack((%w1, %w2), axis=0));
+  %0 = nn.batch_matmul(stack((%x, %x), axis=0), stack((%w1, %w2), axis=0), transpose_b=True);
   %1 = multiply(add(%0, {bias}),
                 stack((expand_dims(%s1, axis=0), expand_dims(%s2, axis=0)), axis=0));
   %2 = split(%1, indices_or_sections=2, axis=0);

@@ -31,7 +31,7 @@ def ordinal(i: int) -> str:
 
 def defop(name: str, *, arity: int, rel: Relation, pattern: PatternKind, compute: Compute,
           doc: str, attrs: type[Attrs] = Attrs, family: str = "",
-          contraction: bool = False) -> OpDef:
+          contraction: bool = False, api_defaults: Attrs | None = None) -> OpDef:
     """Register the operator ``name``; every column is named at the call
     (see :class:`~aot.ir.registry.OpDef` for their meaning)::
 
@@ -40,7 +40,7 @@ def defop(name: str, *, arity: int, rel: Relation, pattern: PatternKind, compute
     """
     return register(OpDef(name=name, arity=arity, attrs_type=attrs, rel=rel,
                           pattern=pattern, compute=compute, doc=doc, family=family,
-                          contraction=contraction))
+                          contraction=contraction, api_defaults=api_defaults))
 
 
 def tensor_arg(args: Sequence[Type], i: int, what: str | None = None) -> TensorType | None:

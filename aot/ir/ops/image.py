@@ -29,9 +29,20 @@ coordinate mode            source coordinate of output index ``o``
 Nearest rounding (``rounding_method``): ``round`` and
 ``round_prefer_ceil`` are ``floor(v + 1/2)``, ``round_prefer_floor`` is
 ``ceil(v - 1/2)``, ``floor``/``ceil`` as named; ``""`` means ``round`` for
-``align_corners`` and ``floor`` otherwise (TOPI's choice).  The attribute's
+``align_corners`` and ``floor`` otherwise (TOPI's choice,
+:func:`nearest_rounding`).  Deviation: an ``asymmetric`` nearest resize by
+a whole factor ``s = out / in`` takes TOPI's integer-division path,
+``o // s``, which floors whatever the rounding method; we apply the
+rounding method asked for (as ONNX specifies: ONNX's
+``test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric``).
+The two agree for ``""`` and ``floor``.  The attribute's
 default is ``round``, the default of Relay's C++ attrs (what the text
-parser fills in).
+parser fills in); the builder's default is ``""``, the default of Relay's
+Python ``relay.image.resize2d`` (the record's ``api_defaults``).  TOPI
+floors ``v + 1e-5`` for ``floor``, to absorb float error in its coordinate;
+our coordinates are exact fractions, so we floor ``v`` itself (the two
+differ only for a ``v`` within 1e-5 below an integer, which needs an
+output size above 10^5).
 
 ``linear`` interpolates between ``floor(v)`` and ``floor(v) + 1`` with
 weight ``t = v - floor(v)`` (the exact fraction rounded once to float64),
@@ -192,6 +203,15 @@ def nearest_index(v: Fraction, rounding: RoundingMethod) -> int:
     return math.ceil(v)
 
 
+def nearest_rounding(r: ResizeGeometry) -> RoundingMethod:
+    """The rounding ``nearest_neighbor`` applies: ``""`` is TOPI's choice
+    (``round`` for ``align_corners``, else ``floor``)."""
+    if r.rounding is RoundingMethod.AUTO:
+        return (RoundingMethod.ROUND if r.mode is CoordinateMode.ALIGN_CORNERS
+                else RoundingMethod.FLOOR)
+    return r.rounding
+
+
 def cubic_weights(t: float, alpha: float) -> list[float]:
     t2, t3 = t * t, t * t * t
     return [alpha * (t3 - 2 * t2 + t),
@@ -205,10 +225,7 @@ def axis_table(in_size: int, out_size: int, r: ResizeGeometry, start: float,
     """(taps, weights, outside) for one axis: int64 (out, k) source indices
     clamped to the image, float64 (out, k) weights and a bool (out,) mask of
     coordinates outside the image (used by ``tf_crop_and_resize``)."""
-    rounding = r.rounding
-    if rounding is RoundingMethod.AUTO:
-        rounding = (RoundingMethod.ROUND if r.mode is CoordinateMode.ALIGN_CORNERS
-                    else RoundingMethod.FLOOR)
+    rounding = nearest_rounding(r)
     taps: list[list[int]] = []
     weights: list[list[float]] = []
     outside: list[bool] = []
@@ -317,7 +334,7 @@ def _resize2d(args: Sequence[np.ndarray], attrs: Resize2DAttrs, out: Type) -> np
 
 defop("image.resize2d", arity=1, rel=_resize2d_rel, pattern=INJ, compute=_resize2d,
       doc="resize H and W to size (nearest_neighbor, linear or cubic)", attrs=Resize2DAttrs,
-      family="image")
+      family="image", api_defaults=Resize2DAttrs(rounding_method=RoundingMethod.AUTO))
 
 
 # -------------------------------------------------------------- upsampling
@@ -366,4 +383,4 @@ defop("nn.upsampling", arity=1, rel=_upsampling_rel, pattern=INJ, compute=_upsam
 
 __all__ = ["Resize2DAttrs", "UpSamplingAttrs", "ResizeMethod", "CoordinateMode",
            "RoundingMethod", "UpsamplingMethod", "resize_nchw", "source_coordinate",
-           "nearest_index", "cubic_weights"]
+           "nearest_index", "nearest_rounding", "cubic_weights"]

@@ -75,6 +75,9 @@ defop("nn.relu", arity=1, rel=identity_rel, pattern=EW, compute=_relu,
 
 @dataclass(frozen=True, slots=True)
 class LeakyReluAttrs(Attrs):
+    """``alpha`` defaults to 0.25 in Relay's C++ attrs (the text format) and
+    to 0.01 in its Python API (the builder)."""
+
     type_key: ClassVar[str] = "LeakyReluAttrs"
     alpha: float = 0.25
 
@@ -90,7 +93,8 @@ def _leaky_relu(args: Sequence[np.ndarray], attrs: LeakyReluAttrs, out: Type) ->
 
 
 defop("nn.leaky_relu", arity=1, rel=identity_rel, pattern=EW, compute=_leaky_relu,
-      doc="x > 0 ? x : alpha * x", attrs=LeakyReluAttrs, family=FAMILY)
+      doc="x > 0 ? x : alpha * x", attrs=LeakyReluAttrs, family=FAMILY,
+      api_defaults=LeakyReluAttrs(alpha=0.01))
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,10 +296,14 @@ defop("nn.matmul", arity=2, rel=_matmul_rel, pattern=FUSABLE, compute=_matmul,
 
 @dataclass(frozen=True, slots=True)
 class BatchMatmulAttrs(NNAttrs):
+    """Relay's C++ defaults: neither operand transposed (the Python API's
+    ``relay.nn.batch_matmul`` defaults to ``transpose_b=True``: the
+    builder's default)."""
+
     type_key: ClassVar[str] = "BatchMatmulAttrs"
     out_dtype: DType | None = None
     transpose_a: bool = False
-    transpose_b: bool = True
+    transpose_b: bool = False
 
 
 def _batch_matmul_rel(args: Sequence[Type], attrs: BatchMatmulAttrs) -> RelResult:
@@ -334,8 +342,10 @@ def _batch_matmul(args: Sequence[np.ndarray], attrs: BatchMatmulAttrs, out: Type
 
 
 defop("nn.batch_matmul", arity=2, rel=_batch_matmul_rel, pattern=FUSABLE, compute=_batch_matmul,
-      doc="batched x @ y.T (transpose_b=True by default), batch 1 broadcasts",
-      attrs=BatchMatmulAttrs, family=FAMILY, contraction=True)
+      doc="batched x @ y, either operand transposed (the builder: y.T by default), "
+          "batch 1 broadcasts",
+      attrs=BatchMatmulAttrs, family=FAMILY, contraction=True,
+      api_defaults=BatchMatmulAttrs(transpose_b=True))
 
 
 # ------------------------------------------------------------- bias_add

@@ -52,7 +52,7 @@ from ....ir.dtype import DType
 from ....ir.ops.nn_util import to_canonical
 from ....ir.ops.image import (CoordinateMode, ResizeMethod, RoundingMethod, UpsamplingMethod,
                              axis_table, ResizeGeometry, nearest_index,
-                             source_coordinate)
+                             nearest_rounding, source_coordinate)
 from ...kernel import ir as K
 from ..registry import ArgValue, Index, LowerContext, TensorValue, index_lowering, out_tensor
 from .common import tensor
@@ -60,13 +60,6 @@ from .common import tensor
 __all__: list[str] = []
 
 F64 = DType.FLOAT64
-
-
-def _rounding(r: ResizeGeometry) -> RoundingMethod:
-    if r.rounding is RoundingMethod.AUTO:
-        return RoundingMethod.ROUND if r.mode is CoordinateMode.ALIGN_CORNERS \
-            else RoundingMethod.FLOOR
-    return r.rounding
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +153,7 @@ def _axis(in_size: int, out_size: int, r: ResizeGeometry, start: float, end: flo
     aff = _fit_affine(coords)
     if aff is None:
         return _table_axis(in_size, out_size, r, start, end)
-    rounding = _rounding(r)
+    rounding = nearest_rounding(r)
     top = (in_size - 1) * aff.d
 
     def outside(o: K.Expr) -> K.Expr:

@@ -20,7 +20,7 @@ the reduced axis ``k``::
 ``UNROLL`` times (the remainder as straight-line statements), which keeps
 the summation order and cuts loop control per MAC (Cortex-M4, int8 dense
 into int32: 5.1 -> 4.4 instructions per MAC at ``-O2``).  For ``nn.dense``
-(weight ``[units, K]``) and the default ``batch_matmul`` (``transpose_b``)
+(weight ``[units, K]``) and ``batch_matmul`` with ``transpose_b`` (the builder's default)
 both operands are contiguous in ``k``; with one operand transposed the
 other one still is.  When neither is (``transpose_a`` without
 ``transpose_b``) the row's ``lhs`` column is first copied into a scratch
