@@ -37,7 +37,7 @@ run: install
 # ruff (pyflakes, pycodestyle, bugbear and a complexity cap) on the Python
 # trees, mypy on the package; both configured in pyproject.toml.
 lint: install
-	$(PY) -m ruff check aot tests bench examples
+	$(PY) -m ruff check aot tests bench examples scripts
 	$(PY) -m mypy aot
 
 # pytest-xdist, one worker per core; work stealing keeps both cores busy to
