@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Union
 
 from .adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                      PatternWildcard, TypeData)
+                  PatternWildcard, TypeData)
 from .types import GlobalTypeVar
 
 

@@ -33,16 +33,16 @@ from typing import Any
 
 from ..diagnostics import DiagnosticCollector, DiagnosticError, Span
 from .adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                      TypeData)
+                  TypeData)
 from .analysis import global_refs
 from .attrs import Attrs
 from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op,
-                       RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var)
+                   RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from .module import IRModule
 from .registry import lookup
 from .types import (BOOL_SCALAR, UNIT, FuncType, GlobalTypeVar, IncompleteType, RefType,
-                        TupleType, Type, TypeCall, TypeKind, TypeRelation, TypeVar,
-                        free_type_vars, holes, map_type, substitute, type_children)
+                    TupleType, Type, TypeCall, TypeKind, TypeRelation, TypeVar,
+                    free_type_vars, holes, map_type, substitute, type_children)
 from .visitor import VISIT_METHOD, ExprFunctor, ExprMutator, Visit
 from .match_check import unmatched_cases
 from .type_solver import Deferred, TypeSolver

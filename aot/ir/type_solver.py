@@ -39,7 +39,7 @@ from ..diagnostics import DiagnosticCollector, Span
 from .attrs import Attrs
 from .registry import OpDef, PatternKind, RelationError, Solved
 from .types import (ANY, Dim, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType,
-                        TupleType, Type, TypeCall, TypeRelation, map_type, substitute)
+                    TupleType, Type, TypeCall, TypeRelation, map_type, substitute)
 
 
 class Mismatch(Exception):

@@ -47,7 +47,7 @@ import pytest
 from aot.emit.build.library import build_library, write_sources
 from aot.emit.build.extension import ExtensionRequest, build_extensions
 from aot.emit.build.toolchain import (BuildError, SANITIZE_ENV, CompilerKind, find_toolchain,
-                                sanitizer_runtimes)
+                                      sanitizer_runtimes)
 
 REPO = Path(__file__).resolve().parents[2]
 SANITIZERS = ("address", "undefined")

@@ -16,12 +16,12 @@ from aot.diagnostics import DiagnosticError
 from aot.emit.build import artifact as artifact_module
 from aot.emit.kernel import ir as K
 from aot.emit.build.artifact import (Artifact, TemplateRenderError, open_artifact, render_artifact,
-                               write_artifact)
+                                     write_artifact)
 from aot.emit.build.library import ArtifactLayout
 from aot.emit.plan.model import STATUS_CODES, ArgKind, BufferRef, ConstantData, KernelCall
 from aot.emit.plan.verify import verify_model_plan
 from aot.emit.c.context import (BUILD_FLAGS, constant_literals, float_literal,
-                                     entry_prototype)
+                                entry_prototype)
 from aot.emit.resources import runtime_dir, templates_dir
 from aot.ir.dtype import DType
 from artifact_plans import (EDGE_CONSTANTS, addscale_plan, constants_plan, half_bool_plan,

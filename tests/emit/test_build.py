@@ -18,10 +18,10 @@ import pytest
 
 from aot.diagnostics import DiagnosticError
 from aot.emit.build.library import (ArtifactLayout, LibraryRequest, build_library,
-                            build_static_libraries, build_static_library, compile_check,
-                            write_sources)
+                                    build_static_libraries, build_static_library, compile_check,
+                                    write_sources)
 from aot.emit.build.toolchain import (STRICT_FLAGS, BuildError, CompilerKind, Toolchain,
-                                available_toolchains, find_toolchain, probe_toolchain)
+                                      available_toolchains, find_toolchain, probe_toolchain)
 
 TOOLCHAINS = available_toolchains()
 

@@ -22,7 +22,7 @@ from aot.emit.c.expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CIndex, 
                              format_c)
 from aot.emit.c.helpers import HELPERS, MACROS
 from aot.emit.c.printer import (format_float, format_int, kernel_helpers, kernel_prototype,
-                             print_expr, print_kernel, print_stmt)
+                                print_expr, print_kernel, print_stmt)
 from aot.emit.kernel.evaluate import run_kernel
 from aot.emit.kernel.walk import buffers_in, stored_buffers
 from aot.emit.kernel.simplify import simplify_kernel

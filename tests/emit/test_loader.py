@@ -13,7 +13,7 @@ import pytest
 from aot.diagnostics import DiagnosticError
 from aot.emit.build.library import build_static_library, write_sources
 from aot.emit.build.extension import (ExtensionRequest, build_extensions, input_pointer,
-                             load_extension, load_library, output_array, output_pointer)
+                                      load_extension, load_library, output_array, output_pointer)
 from aot.emit.build.toolchain import BuildError, Toolchain, available_toolchains, probe_toolchain
 from aot.ir.dtype import DType
 

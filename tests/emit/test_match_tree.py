@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import aot
 from aot.diagnostics import DiagnosticError
 from aot.emit.lower.match_tree import (Fail, Leaf, Switch, compile_match, evaluate, iter_nodes,
-                                 tree_size)
+                                       tree_size)
 from aot.interpreter import match_pattern
 from aot.ir.adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple,
                         PatternVar, PatternWildcard, pattern_vars)

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aot.emit.plan.arena import (
-    ALGORITHMS, InPlace, MemoryPlan, TensorLife, align_up, lower_bound, plan_memory,
-    verify_plan,
-)
+                                 ALGORITHMS, InPlace, MemoryPlan, TensorLife, align_up, lower_bound, plan_memory,
+                                 verify_plan,
+                                 )
 
 
 def T(key: str, nbytes: int, start: int, end: int) -> TensorLife:

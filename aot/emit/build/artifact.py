@@ -36,10 +36,10 @@ import jinja2
 
 from ...diagnostics import DiagnosticError
 from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
-                            check_model_name, write_sources)
+                      check_model_name, write_sources)
 from ..plan.model import ModelPlan
 from ..c.context import (BUILD_FLAGS, RenderContext, build_context,
-                             build_metadata)
+                         build_metadata)
 from ..resources import runtime_file, templates_dir
 from .toolchain import Toolchain
 

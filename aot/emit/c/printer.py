@@ -93,8 +93,8 @@ from .expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CExpr, CIndex, CTe
 from .helpers import HELPERS, MACROS
 from .types import c_storage_type, c_value_type, helper_suffix
 from ..kernel.ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
-                        Const, Decl, Expr, For, ForKind, IfThenElse, Kernel, Load, Select, Stmt,
-                        Store, UnaryOp, UnaryOperator, Var, Assign, dtype_range)
+                         Const, Decl, Expr, For, ForKind, IfThenElse, Kernel, Load, Select, Stmt,
+                         Store, UnaryOp, UnaryOperator, Var, Assign, dtype_range)
 from ..kernel.verify import verify_kernel
 from ..kernel.walk import buffers_in, children, postorder, stored_buffers
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from ...ir.dtype import DType
 from .ir import (MATH_FUNCTIONS, Assign, BinaryOperator, BinOp, Block, BufferScope, Call,
-                        Cast, Comment, Const, Decl, Expr, For, IfThenElse, Kernel, KernelIRError,
-                        Load, Select, Stmt, Store, UnaryOp, UnaryOperator, Var, check,
-                        math_base)
+                 Cast, Comment, Const, Decl, Expr, For, IfThenElse, Kernel, KernelIRError,
+                 Load, Select, Stmt, Store, UnaryOp, UnaryOperator, Var, check,
+                 math_base)
 from .walk import buffers_in, children, postorder
 
 __all__ = ["evaluate", "run_kernel"]

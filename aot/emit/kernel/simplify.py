@@ -60,11 +60,11 @@ import math
 from ...ir.dtype import DType
 from .evaluate import evaluate
 from .ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Const, Decl,
-                        Expr, For, IfThenElse, Kernel, Select, Stmt, Store, UnaryOp,
-                        UnaryOperator, Var, dtype_range)
+                 Expr, For, IfThenElse, Kernel, Select, Stmt, Store, UnaryOp,
+                 UnaryOperator, Var, dtype_range)
 from .ranges import decided_comparison
 from .walk import (children, postorder, stmt_exprs, substitute_stmt, walk_exprs,
-                          walk_stmts, with_children)
+                   walk_stmts, with_children)
 
 __all__ = ["simplify_expr", "simplify_stmt", "simplify_kernel"]
 

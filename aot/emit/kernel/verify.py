@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from ...ir.dtype import DType
 from .ir import (MATH_FUNCTIONS, Assign, BinaryOperator, BinOp, Block, Buffer, BufferScope,
-                        Call, Cast, Comment, Const, Decl, Expr, For, IfThenElse, Kernel,
-                        KernelIRError, Load, Stmt, Store, Var)
+                 Call, Cast, Comment, Const, Decl, Expr, For, IfThenElse, Kernel,
+                 KernelIRError, Load, Stmt, Store, Var)
 from .ranges import decided_comparison
 from .walk import buffers_in, walk_exprs
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
 from .ir import (Assign, BinOp, Block, Buffer, Call, Cast, Const, Decl, Expr, For,
-                        IfThenElse, KernelIRError, Load, Select, Stmt, Store, UnaryOp, Var)
+                 IfThenElse, KernelIRError, Load, Select, Stmt, Store, UnaryOp, Var)
 
 __all__ = ["children", "with_children", "postorder", "walk_exprs", "walk_stmts", "stmt_exprs",
            "map_stmt_exprs", "substitute", "substitute_stmt", "buffers_in", "stored_buffers"]

@@ -45,18 +45,18 @@ from ...diagnostics import DiagnosticError, Span
 from ...ir.dtype import DType
 from ...ir.adt import Constructor
 from ...ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
-                       RefRead, RefWrite, Tuple, TupleGetItem, Var)
+                        RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from ...ir.module import IRModule
 from ...ir.types import TensorType, TupleType, Type
 from ...ir.visitor import post_order
 from ..kernel import ir as K
 from ..kernel.simplify import simplify_kernel
 from .group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_group,
-                          unflatten)
+                    unflatten)
 from ...passes.manager import current
 from ..plan.arena import InPlace, TensorLife, plan_memory, verify_plan
 from ..plan.model import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo, ModelPlan,
-                         OutputTree, TensorSpec)
+                          OutputTree, TensorSpec)
 from .registry import LoweringError
 
 __all__ = ["plan_model", "describe_group", "KernelTable", "check_dataflow"]

@@ -53,7 +53,7 @@ from ..kernel import ir as K
 from ..kernel.cse import hoist
 from ..kernel.walk import buffers_in
 from .registry import (ArgValue, LowerContext, LoweringError, TensorValue, check_index_range,
-                 constant_value, from_buffer, is_splat, loop_nest, lookup_lowering)
+                       constant_value, from_buffer, is_splat, loop_nest, lookup_lowering)
 
 __all__ = ["LoweredGroup", "lower_group", "group_ops", "flatten_type", "flat_leaves", "unflatten"]
 

@@ -76,7 +76,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, Union
 
 from ...ir.adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                      PatternWildcard)
+                       PatternWildcard)
 from ...ir.expr import Var
 from ...values import ConstructorValue
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ...diagnostics import DiagnosticError, Span
 from ...ir.adt import Constructor
 from ...ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
-                       RefRead, RefWrite, Tuple, TupleGetItem, Var)
+                        RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from ...ir.types import TupleType
 from ..objects import ir as O
 from .match_tree import Fail, Leaf, Switch, Tree, compile_match

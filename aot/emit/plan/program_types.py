@@ -20,7 +20,7 @@ from typing import Any
 from ...diagnostics import DiagnosticError
 from ...ir.module import IRModule
 from ...ir.types import (FuncType, GlobalTypeVar, RefType, TensorType, TupleType, Type,
-                        TypeCall, TypeVar)
+                         TypeCall, TypeVar)
 
 __all__ = ["type_json", "adt_json", "io_leaves"]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from .common import (Attrs, DType, PatternKind, RelationError, TensorType, TupleType, Type,
-                      as_array, defop, np, tensor_arg)
+                     as_array, defop, np, tensor_arg)
 from .shape_util import normalize_axis, same_type_axis_rel
 
 FAMILY = "algorithm"

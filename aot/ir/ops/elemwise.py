@@ -23,8 +23,8 @@ from typing import Callable, Sequence
 
 from ..types import Type
 from .common import (DType, PatternKind, RelationError, TensorType, as_array, broadcast_rel,
-                      compare_rel, defop, float_to_int, identity_rel, np, out_tensor_type,
-                      tensor_arg)
+                     compare_rel, defop, float_to_int, identity_rel, np, out_tensor_type,
+                     tensor_arg)
 
 FAMILY = "elemwise"
 EW = PatternKind.ELEMWISE

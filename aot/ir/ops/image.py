@@ -78,7 +78,7 @@ from ..types import Dim, Type
 from .common import ANY, Attrs, DType, PatternKind, RelationError, TensorType, defop, np, \
     tensor_arg
 from .nn_util import (NNAttrs, array_from_canonical, array_to_canonical, cast_result,
-                       check_layout, check_rank, from_canonical, to_canonical)
+                      check_layout, check_rank, from_canonical, to_canonical)
 
 INJ = PatternKind.INJECTIVE
 

@@ -31,7 +31,7 @@ from typing import ClassVar, Sequence
 
 from ..types import ANY, Dim
 from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop,
-                      np, tensor_arg)
+                     np, tensor_arg)
 from .shape_util import fmt_shape
 
 FAMILY = "transform"

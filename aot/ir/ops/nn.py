@@ -48,10 +48,10 @@ from typing import ClassVar, Sequence
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
-                      TupleType, as_array, defop, fmt_shape, identity_rel, np, out_tensor_type,
-                      tensor_arg)
+                     TupleType, as_array, defop, fmt_shape, identity_rel, np, out_tensor_type,
+                     tensor_arg)
 from .nn_util import (NNAttrs, accumulator, cast_result, check_out_dtype, check_product_dtypes,
-                       compatible, mul_dim, require_float)
+                      compatible, mul_dim, require_float)
 from .shape_util import normalize_axis
 
 FAMILY = "nn"

@@ -51,12 +51,12 @@ from typing import ClassVar, Sequence
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
 from .common import (ANY, DType, PatternKind, RelationError, TensorType, defop, fmt_shape, np,
-                      out_tensor_type, tensor_arg)
+                     out_tensor_type, tensor_arg)
 from .nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical, cast_result,
-                       check_layout, check_out_dtype, check_padding, check_positive,
-                       check_product_dtypes, check_rank, compatible, dilated_extent, div_dim,
-                       expand, from_canonical, padding_1d, padding_2d, pair, strided_windows,
-                       to_canonical, window_count)
+                      check_layout, check_out_dtype, check_padding, check_positive,
+                      check_product_dtypes, check_rank, compatible, dilated_extent, div_dim,
+                      expand, from_canonical, padding_1d, padding_2d, pair, strided_windows,
+                      to_canonical, window_count)
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE

@@ -33,7 +33,7 @@ from typing import ClassVar, Sequence
 from ..registry import Solved
 from ..types import Dim, Type
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, as_array,
-                      defop, np, out_tensor_type, tensor_arg)
+                     defop, np, out_tensor_type, tensor_arg)
 from .nn_util import compatible, dilated_extent, padding_2d, pair, to_canonical, window_count
 from .nn_conv import conv2d_nchw
 from .qnn_common import SCALE, ZERO_POINT, Params, scales, zero_points

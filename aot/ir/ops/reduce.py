@@ -51,7 +51,7 @@ from typing import Callable, ClassVar, Sequence
 
 from ..types import Dim
 from .common import (Attrs, DType, PatternKind, RelationError, TensorType, Type, as_array,
-                      defop, np, tensor_arg, tensor_args)
+                     defop, np, tensor_arg, tensor_args)
 from .shape_util import fmt_shape, normalize_axes
 from .transform_broadcast import wide_sum
 

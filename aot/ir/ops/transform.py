@@ -40,9 +40,9 @@ from typing import ClassVar, Sequence
 
 from ..types import Dim
 from .common import (ANY, Attrs, PatternKind, RelationError, TensorType, TupleType, Type,
-                      as_array, defop, np, out_tensor_type, tensor_arg, tensor_args)
+                     as_array, defop, np, out_tensor_type, tensor_arg, tensor_args)
 from .shape_util import (dims_product, fmt_shape, normalize_axes, normalize_axis,
-                          same_type_axis_rel, tuple_tensor_arg)
+                         same_type_axis_rel, tuple_tensor_arg)
 
 FAMILY = "transform"
 INJ = PatternKind.INJECTIVE

@@ -24,7 +24,7 @@ from typing import ClassVar, Sequence
 from ..registry import Solved
 from ..types import Dim
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
-                      as_array, defop, np, tensor_arg, tensor_args)
+                     as_array, defop, np, tensor_arg, tensor_args)
 from .shape_util import fmt_shape
 
 FAMILY = "transform"

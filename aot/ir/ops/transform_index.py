@@ -50,7 +50,7 @@ from typing import ClassVar, Sequence
 from ..registry import Solved
 from ..types import IncompleteType, TypeVar
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
-                      as_array, broadcast_shapes, defop, np, tensor_arg, tensor_args)
+                     as_array, broadcast_shapes, defop, np, tensor_arg, tensor_args)
 from .shape_util import fmt_shape, normalize_axes, normalize_axis, require_int_dtype, \
     require_scalar
 from .transform_init import cast_array

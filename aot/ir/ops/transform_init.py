@@ -45,8 +45,8 @@ from typing import ClassVar, Sequence
 from ..registry import Solved
 from ..types import IncompleteType, TypeVar
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
-                      as_array, defop, float_to_int, identity_rel, np, out_tensor_type,
-                      tensor_arg, tensor_args)
+                     as_array, defop, float_to_int, identity_rel, np, out_tensor_type,
+                     tensor_arg, tensor_args)
 from .shape_util import require_scalar
 from .transform_broadcast import InitOpAttrs
 

@@ -51,8 +51,8 @@ import numpy as np
 from ....ir.dtype import DType
 from ....ir.ops.nn_util import to_canonical
 from ....ir.ops.image import (CoordinateMode, ResizeMethod, RoundingMethod, UpsamplingMethod,
-                             axis_table, ResizeGeometry, nearest_index,
-                             nearest_rounding, source_coordinate)
+                              axis_table, ResizeGeometry, nearest_index,
+                              nearest_rounding, source_coordinate)
 from ...kernel import ir as K
 from ..registry import ArgValue, Index, LowerContext, TensorValue, index_lowering, out_tensor
 from .common import tensor

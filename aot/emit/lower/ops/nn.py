@@ -67,12 +67,12 @@ import numpy as np
 
 from ....ir.dtype import DType
 from ....ir.ops.nn import (BatchMatmulAttrs, BatchNormAttrs, BiasAddAttrs, DenseAttrs,
-                          LayerNormAttrs, LeakyReluAttrs, MatmulAttrs, PadAttrs, PadMode,
-                          PReluAttrs, SoftmaxAttrs)
+                           LayerNormAttrs, LeakyReluAttrs, MatmulAttrs, PadAttrs, PadMode,
+                           PReluAttrs, SoftmaxAttrs)
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (INDEX, Index, LowerContext, Sink, TensorValue, anchor_lowering,
-                  index_lowering, loop_nest, out_tensor, scalar_value)
+                        index_lowering, loop_nest, out_tensor, scalar_value)
 from .common import elementwise, mac, tensor
 from .tuning import current as current_tuning
 

@@ -45,7 +45,7 @@ from ....ir.ops.qnn_linear import QnnConv2DAttrs, QnnDenseAttrs
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (INDEX, ArgValue, Index, LowerContext, Sink, TensorValue, anchor_lowering,
-                  lookup_lowering, out_tensor)
+                        lookup_lowering, out_tensor)
 from .common import tensor
 from .qnn import check_scales, scalar_param
 

@@ -55,7 +55,7 @@ from ....ir.ops.reduce import reduce_axes
 from ...kernel import ir as K
 from ...kernel.cse import hoist
 from ..registry import (Index, LowerContext, Sink, TensorValue, anchor_lowering, broadcast_index,
-                  loop_nest, out_tensor)
+                        loop_nest, out_tensor)
 from .common import tensor
 
 F64 = DType.FLOAT64

@@ -33,7 +33,7 @@ from ....ir.ops.transform import expand_pivot, split_extents, transpose_axes
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (ArgValue, Index, LowerContext, Sink, TensorValue, anchor_lowering,
-                  broadcast_index, index_lowering, loop_nest, out_tensor)
+                        broadcast_index, index_lowering, loop_nest, out_tensor)
 from .index_math import ZERO, iadd, idiv, idx_const, imod, isub, reshape_index
 from .common import tensor
 

@@ -24,7 +24,7 @@ from ....ir.ops.transform_index import TakeMode, one_hot_axis, resolve_slice, sl
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (ArgValue, Index, LowerContext, LoweringError, TensorValue, broadcast_index,
-                  index_lowering, out_tensor)
+                        index_lowering, out_tensor)
 from .index_math import fix_index, iadd, idx_const, imul, isub, unravel, widen_index
 from .common import tensor
 
