@@ -3,7 +3,7 @@ fixed_point_multiply compiled to C against the interpreter: quantize,
 dequantize and requantize over their dtypes, roundings and compute dtypes,
 per tensor and per channel, with scales that are literals, constant
 vectors (folded at compile time into tables) and run-time parameters;
-qnn.add / qnn.mul with broadcasting and per-channel scales; concatenate of
+qnn.add / qnn.subtract / qnn.mul with broadcasting and per-channel scales; concatenate of
 parts with different parameters; the integer accumulators of qnn.dense and
 qnn.conv2d with zero points, layouts and groups.  Inputs include ties
 (exact halves), saturating values, NaN and infinities.  Tables after
@@ -134,7 +134,7 @@ def requantize_cases():
 
 def binary_cases():
     out = []
-    for op in ["qnn.add", "qnn.mul"]:
+    for op in ["qnn.add", "qnn.subtract", "qnn.mul"]:
         for dt in ["int8", "uint8"]:
             lo, hi = (0, 255) if dt == "uint8" else (-128, 127)
             z = 128 if dt == "uint8" else 0

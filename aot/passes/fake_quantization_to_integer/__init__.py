@@ -103,7 +103,8 @@ it can finish with ``Q``'s parameters:
   ``Q``'s, else ``qnn.requantize``;
 * an Acc core: ``qnn.requantize`` (per-channel input scales allowed);
 * ``add``/``subtract``/``multiply`` of Exact operands (or of an Exact one
-  and a constant): ``qnn.add``/``qnn.mul`` with ``Q``'s parameters;
+  and a constant): ``qnn.add``/``qnn.subtract``/``qnn.mul`` with ``Q``'s
+  parameters;
 * ``concatenate`` of Exact operands: ``qnn.concatenate``;
 * ``maximum``/``minimum`` of Exact operands and constants: each operand
   finished as above, a constant quantized by ``Q`` itself;
@@ -228,7 +229,7 @@ def rewrite_plans(func: Function, mod: IRModule) -> list[Plan]:
 def fake_quantization_to_integer(mod: IRModule) -> IRModule:
     """Rewrite QDQ regions (dequantize -> float operators -> quantize) into
     integer qnn operators (qnn.conv2d, qnn.dense, qnn.requantize, qnn.add,
-    qnn.mul, qnn.concatenate, integer pooling/clip/layout), within one
+    qnn.subtract, qnn.mul, qnn.concatenate, integer pooling/clip/layout), within one
     quantization step of the float program, exactly where the integer
     operators are exact.
 

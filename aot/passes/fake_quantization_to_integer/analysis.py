@@ -385,13 +385,15 @@ class Analysis:
         """``add``/``subtract``/``multiply`` finished with the quantize's
         parameters: ``qnn.add``/``qnn.mul`` of Exact operands; a constant
         operand is represented in 8 bits (``x - c`` is ``x + (-c)``; ``x +
-        0`` is ``x``).  ``qnn.subtract`` is not in the catalogue."""
+        0`` is ``x``); ``qnn.subtract`` of two Exact operands."""
         out = site.params
         if not out.per_tensor or out.dtype not in BINARY:
             return None
         name = node.op.name  # type: ignore[union-attr]
         lhs, rhs = (self._operand(a) for a in node.args)
         if name == "subtract":
+            if isinstance(lhs, Exact) and isinstance(rhs, Exact):
+                return _qnn_add(node, lhs, 0.0, rhs, 0.0, site, "qnn.subtract")
             if not isinstance(lhs, Exact) or not isinstance(rhs, np.ndarray):
                 return None
             name, rhs = "add", -rhs
@@ -537,10 +539,12 @@ def _binary_attrs(a: Exact, b: Exact) -> BroadcastAttrs:
                           rhs_axis=-1 if b.params.axis is None else b.params.axis)
 
 
-def _qnn_add(node: Call, a: Exact, ea: float, b: Exact, eb: float, site: QSite) -> Core | None:
+def _qnn_add(node: Call, a: Exact, ea: float, b: Exact, eb: float, site: QSite,
+             op: str = "qnn.add") -> Core | None:
     """``qnn.add`` (TFLite's ADD): operands shifted left by 20 bits and
     rescaled (at most 1.125 units of 2**-20 * twice the larger scale each),
-    the sum rescaled with double rounding (at most 1/4 of a step)."""
+    the sum rescaled with double rounding (at most 1/4 of a step);
+    ``qnn.subtract`` (TFLite's SUB) the same with the difference."""
     out = site.params
     if a.params.dtype != out.dtype or b.params.dtype != out.dtype:
         return None
@@ -551,7 +555,7 @@ def _qnn_add(node: Call, a: Exact, ea: float, b: Exact, eb: float, site: QSite) 
     err = 2.5 * real_out + 0.25 + (ea + eb) / float(out.scale) + REL_SLACK
     if err > BUDGET:
         return None
-    expr = make_call("qnn.add", *_binary_args(a, b, out), attrs=_binary_attrs(a, b), like=node)
+    expr = make_call(op, *_binary_args(a, b, out), attrs=_binary_attrs(a, b), like=node)
     return Core(expr, err, make_cell(node, a.cell, b.cell))
 
 
