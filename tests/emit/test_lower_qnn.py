@@ -798,6 +798,10 @@ def _c_cases() -> list[tuple[dict, str, dict]]:
          {"w": conv_w, **conv_p, "rs": conv_p["sw"] * np.float32(0.5)}),
         ({"x": dense_x}, dense(), {"w": dense_w, "zx": i32(-4), "zw": i32(1), "sx": f32(0.05),
                                    "sw": f32(0.1)}),
+        ({"x": conv_x}, 'qnn.avg_pool2d(%x, 0.5f, -3, 0.5f, -3, pool_size=[3, 3], '
+         'padding=[1, 1], layout="NHWC")', {}),
+        ({"x": conv_x, "zo": i32(7)}, 'qnn.avg_pool2d(%x, 0.5f, -3, 0.4f, %zo, pool_size=[2, 3], '
+         'strides=[2, 1], padding=[1, 1], count_include_pad=True, layout="NHWC")', {}),
     ]
 
 

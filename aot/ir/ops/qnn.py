@@ -92,6 +92,8 @@ output_zero_point; axis)``
 ``qnn.dense``, ``qnn.conv2d``
     the int32 (``out_dtype``) accumulator, zero points subtracted; in
     :mod:`aot.ir.ops.qnn_linear`.
+``qnn.avg_pool2d``
+    TFLite's int8 ``AveragePool``; in :mod:`aot.ir.ops.qnn_pool`.
 """
 
 from __future__ import annotations
@@ -634,6 +636,7 @@ defop("fixed_point_multiply", arity=1, rel=_fixed_point_multiply_rel, pattern=Pa
       attrs=FixedPointMultiplyAttrs, family=FAMILY)
 
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
+from . import qnn_pool  # noqa: E402,F401  (registers qnn.avg_pool2d)
 
 __all__ = ["QuantizeAttrs", "DequantizeAttrs", "RequantizeAttrs", "BroadcastAttrs",
            "QnnConcatenateAttrs", "FixedPointMultiplyAttrs", "Rounding", "ComputeDType",
