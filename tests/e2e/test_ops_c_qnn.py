@@ -6,7 +6,7 @@ vectors (folded at compile time into tables) and run-time parameters;
 qnn.add / qnn.subtract / qnn.mul with broadcasting and per-channel scales; concatenate of
 parts with different parameters; the integer accumulators of qnn.dense and
 qnn.conv2d with zero points, layouts and groups; qnn.avg_pool2d with
-equal and different parameters.  Inputs include ties
+equal and different parameters; qnn.leaky_relu.  Inputs include ties
 (exact halves), saturating values, NaN and infinities.  Tables after
 tests/ops/test_qnn.py.  One build per test (see test_ops_c.py)."""
 
@@ -263,6 +263,23 @@ def pool_cases():
     return out
 
 
+def activation_cases():
+    out = []
+    for k, (dt, params, alpha) in enumerate([("int8", "0.5f, 0, 0.25f, 0", 0.25),
+                                             ("int8", "0.1f, 3, 0.07f, -5", 0.1),
+                                             ("uint8", "0.02f, 128, 0.05f, 120", 0.01),
+                                             ("int16", "0.001f, 0, 0.002f, 0", 0.3)]):
+        lo, hi = quant_range(dt)
+        out.append(case(f"qnn.leaky_relu:{dt}-{k}", [("x", (3, 17), dt)],
+                        f"qnn.leaky_relu(%x, {params}, alpha={alpha!r}f)", lo=lo, hi=hi))
+    out.append(case("qnn.leaky_relu:runtime-params",
+                    [("x", (20,), "int8"), ("s", (), "float32"), ("z", (), "int32")],
+                    "qnn.leaky_relu(%x, %s, %z, 0.05f, %z, alpha=0.2f)",
+                    [data(rng_for("qlr-rt"), (20,), "int8", lo=-128, hi=127),
+                     np.array(0.1, np.float32), np.array(-3, np.int32)]))
+    return out
+
+
 def quant_range(dtype: str) -> tuple[int, int]:
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
@@ -270,7 +287,7 @@ def quant_range(dtype: str) -> tuple[int, int]:
 
 def all_cases():
     return (unary_cases() + requantize_cases() + binary_cases() + linear_cases()
-            + pool_cases())
+            + pool_cases() + activation_cases())
 
 
 def test_quantize_dequantize():
@@ -291,3 +308,7 @@ def test_dense_conv2d():
 
 def test_avg_pool2d():
     check_cases(pool_cases(), "qnn_pool")
+
+
+def test_leaky_relu():
+    check_cases(activation_cases(), "qnn_act")

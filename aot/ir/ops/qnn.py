@@ -94,6 +94,8 @@ output_zero_point; axis)``
     :mod:`aot.ir.ops.qnn_linear`.
 ``qnn.avg_pool2d``
     TFLite's int8 ``AveragePool``; in :mod:`aot.ir.ops.qnn_pool`.
+``qnn.leaky_relu``
+    TFLite's ``QuantizeLeakyRelu``; in :mod:`aot.ir.ops.qnn_activation`.
 """
 
 from __future__ import annotations
@@ -637,6 +639,7 @@ defop("fixed_point_multiply", arity=1, rel=_fixed_point_multiply_rel, pattern=Pa
 
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
 from . import qnn_pool  # noqa: E402,F401  (registers qnn.avg_pool2d)
+from . import qnn_activation  # noqa: E402,F401  (registers qnn.leaky_relu)
 
 __all__ = ["QuantizeAttrs", "DequantizeAttrs", "RequantizeAttrs", "BroadcastAttrs",
            "QnnConcatenateAttrs", "FixedPointMultiplyAttrs", "Rounding", "ComputeDType",

@@ -40,7 +40,7 @@ from ..registry import Solved, lookup
 from ..types import Type
 from .common import DType, PatternKind, RelationError, TensorType, as_array, defop, np, tensor_arg
 from .nn_pool import AvgPool2DAttrs, avg_pool_sums
-from .qnn_common import SCALE, ZERO_POINT, Params, scales, zero_points
+from .qnn_common import io_scalar_params, scales, with_params, zero_points
 
 FAMILY = "qnn"
 
@@ -76,15 +76,8 @@ def _avg_pool2d_rel(args: Sequence[Type], attrs: AvgPool2DAttrs) -> Type | Solve
     out = pool.rel([data], attrs)
     if out is None:
         return None
-    params = Params(args)
-    params.scalar(1, "input_scale", SCALE)
-    params.scalar(2, "input_zero_point", ZERO_POINT)
-    params.scalar(3, "output_scale", SCALE)
-    params.scalar(4, "output_zero_point", ZERO_POINT)
     assert isinstance(out, TensorType)
-    if params.any_refined:
-        return Solved(out, tuple(params.refined))
-    return out
+    return with_params(out, io_scalar_params(args))
 
 
 def _avg_pool2d(args: Sequence[np.ndarray], attrs: AvgPool2DAttrs, out: Type) -> np.ndarray:

@@ -451,3 +451,4 @@ def _fixed_point_multiply(ctx: LowerContext, args: Sequence[ArgValue],
 
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
 from . import qnn_pool  # noqa: E402,F401  (registers qnn.avg_pool2d)
+from . import qnn_activation  # noqa: E402,F401  (registers qnn.leaky_relu)
