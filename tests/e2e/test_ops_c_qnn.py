@@ -3,9 +3,10 @@ fixed_point_multiply compiled to C against the interpreter: quantize,
 dequantize and requantize over their dtypes, roundings and compute dtypes,
 per tensor and per channel, with scales that are literals, constant
 vectors (folded at compile time into tables) and run-time parameters;
-qnn.add / qnn.mul with broadcasting and per-channel scales; concatenate of
+qnn.add / qnn.subtract / qnn.mul with broadcasting and per-channel scales; concatenate of
 parts with different parameters; the integer accumulators of qnn.dense and
-qnn.conv2d with zero points, layouts and groups.  Inputs include ties
+qnn.conv2d with zero points, layouts and groups; qnn.avg_pool2d with
+equal and different parameters; qnn.leaky_relu.  Inputs include ties
 (exact halves), saturating values, NaN and infinities.  Tables after
 tests/ops/test_qnn.py.  One build per test (see test_ops_c.py)."""
 
@@ -134,7 +135,7 @@ def requantize_cases():
 
 def binary_cases():
     out = []
-    for op in ["qnn.add", "qnn.mul"]:
+    for op in ["qnn.add", "qnn.subtract", "qnn.mul"]:
         for dt in ["int8", "uint8"]:
             lo, hi = (0, 255) if dt == "uint8" else (-128, 127)
             z = 128 if dt == "uint8" else 0
@@ -239,8 +240,54 @@ def linear_cases():
     return out
 
 
+def pool_cases():
+    out = []
+    for k, (shape, dt, params, attrs) in enumerate([
+            ((1, 6, 6, 4), "int8", "0.05f, -3, 0.05f, -3", 'pool_size=[3, 3], padding=[1, 1], '
+             'layout="NHWC"'),
+            ((2, 7, 5, 3), "int8", "0.05f, 5, 0.11f, -7", 'pool_size=[2, 3], strides=[2, 2], '
+             'padding=[1, 0, 1, 2], ceil_mode=True, layout="NHWC"'),
+            ((1, 3, 5, 5), "uint8", "0.2f, 128, 0.2f, 128", "pool_size=[2, 2], padding=[2, 2], "
+             "count_include_pad=True"),
+            ((1, 2, 6, 6), "int16", "0.001f, 0, 0.003f, 10", "pool_size=[3, 2], dilation=[2, 1], "
+             "strides=[1, 2]"),
+            ((1, 1, 10, 8), "int8", "0.5f, 100, 0.5f, 100", "pool_size=[10, 8]")]):
+        lo, hi = quant_range(dt)
+        out.append(case(f"qnn.avg_pool2d:{dt}-{k}", [("x", shape, dt)],
+                        f"qnn.avg_pool2d(%x, {params}, {attrs})", lo=lo, hi=hi))
+    out.append(case("qnn.avg_pool2d:runtime-params",
+                    [("x", (1, 5, 5, 2), "int8"), ("s", (), "float32"), ("z", (), "int32")],
+                    'qnn.avg_pool2d(%x, %s, %z, 0.1f, %z, pool_size=[2, 2], layout="NHWC")',
+                    [data(rng_for("qap-rt"), (1, 5, 5, 2), "int8", lo=-128, hi=127),
+                     np.array(0.1, np.float32), np.array(-5, np.int32)]))
+    return out
+
+
+def activation_cases():
+    out = []
+    for k, (dt, params, alpha) in enumerate([("int8", "0.5f, 0, 0.25f, 0", 0.25),
+                                             ("int8", "0.1f, 3, 0.07f, -5", 0.1),
+                                             ("uint8", "0.02f, 128, 0.05f, 120", 0.01),
+                                             ("int16", "0.001f, 0, 0.002f, 0", 0.3)]):
+        lo, hi = quant_range(dt)
+        out.append(case(f"qnn.leaky_relu:{dt}-{k}", [("x", (3, 17), dt)],
+                        f"qnn.leaky_relu(%x, {params}, alpha={alpha!r}f)", lo=lo, hi=hi))
+    out.append(case("qnn.leaky_relu:runtime-params",
+                    [("x", (20,), "int8"), ("s", (), "float32"), ("z", (), "int32")],
+                    "qnn.leaky_relu(%x, %s, %z, 0.05f, %z, alpha=0.2f)",
+                    [data(rng_for("qlr-rt"), (20,), "int8", lo=-128, hi=127),
+                     np.array(0.1, np.float32), np.array(-3, np.int32)]))
+    return out
+
+
+def quant_range(dtype: str) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
 def all_cases():
-    return unary_cases() + requantize_cases() + binary_cases() + linear_cases()
+    return (unary_cases() + requantize_cases() + binary_cases() + linear_cases()
+            + pool_cases() + activation_cases())
 
 
 def test_quantize_dequantize():
@@ -257,3 +304,11 @@ def test_add_mul_concatenate_fixed_point_multiply():
 
 def test_dense_conv2d():
     check_cases(linear_cases(), "qnn_linear")
+
+
+def test_avg_pool2d():
+    check_cases(pool_cases(), "qnn_pool")
+
+
+def test_leaky_relu():
+    check_cases(activation_cases(), "qnn_act")

@@ -449,6 +449,13 @@ ADD_GOLDEN = [  # tests/ops/test_qnn.py::test_add_golden
     ([-128, -100], [-128, 0], (1.0, 0, 1.0, 0, 0.5, 0)),
     ([-125], [-100], (0.013, 0, 0.029, 0, 0.05, 0)),
 ]
+SUBTRACT_GOLDEN = [  # tests/ops/test_qnn.py::test_subtract_golden
+    ([1, 2, 3, -128, 127, 100], [10, -10, 127, 10, -10, 100], (0.1, 0, 0.1, 0, 0.1, 0)),
+    ([3, -3], [-3, 3], (0.5, 0, 0.25, 0, 0.5, 0)),
+    ([10], [2], (0.5, 5, 0.25, -2, 0.25, 1)),
+    ([-125], [100], (0.013, 0, 0.029, 0, 0.05, 0)),
+    ([3, 1], [1, 3], (0.25, 0, 0.5, 0, 0.5, 0)),
+]
 MUL_GOLDEN = [  # tests/ops/test_qnn.py::test_mul_golden
     ([3, -3, 5, -5], [1, 1, 1, 1], (1.0, 0, 0.5, 0, 1.0, 0)),
     ([127, -128, 127], [127, 127, -128], (1.0, 0, 1.0, 0, 1.0, 0)),
@@ -458,7 +465,8 @@ MUL_GOLDEN = [  # tests/ops/test_qnn.py::test_mul_golden
 
 
 @pytest.mark.parametrize("op, lhs, rhs, params",
-                         [("add", *c) for c in ADD_GOLDEN] + [("mul", *c) for c in MUL_GOLDEN])
+                         [("add", *c) for c in ADD_GOLDEN] + [("mul", *c) for c in MUL_GOLDEN]
+                         + [("subtract", *c) for c in SUBTRACT_GOLDEN])
 @pytest.mark.parametrize("where", ["literal", "runtime"])
 def test_binary_golden(op: str, lhs: list, rhs: list, params: tuple, where: str) -> None:
     a, b = np.array(lhs, np.int8), np.array(rhs, np.int8)
@@ -470,15 +478,15 @@ def test_binary_golden(op: str, lhs: list, rhs: list, params: tuple, where: str)
         check({"a": a, "b": b, **consts}, binary(op))
 
 
-@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("op", ["add", "subtract", "mul"])
 def test_binary_uint8_broadcasting(op: str) -> None:
     a = np.array([[0], [128], [255]], np.uint8)
     b = np.array([[128, 200]], np.uint8)
-    s = 0.5 if op == "add" else 0.125
+    s = 0.125 if op == "mul" else 0.5
     check({"a": a, "b": b}, binary(op), binary_consts(s, 128, s, 128, s, 128))
 
 
-@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("op", ["add", "subtract", "mul"])
 @pytest.mark.parametrize("where", ["literal", "runtime"])
 def test_binary_per_channel_scales(op: str, where: str) -> None:
     """test_binary_per_channel_scales, both operands per channel."""
@@ -493,12 +501,12 @@ def test_binary_per_channel_scales(op: str, where: str) -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("op", ["add", "subtract", "mul"])
 def test_binary_random_scales(seed: int, op: str) -> None:
     r = np.random.default_rng(seed)
     while True:
         sa, sb, so = (float(np.float32(2.0 ** r.uniform(-13, 10))) for _ in range(3))
-        if (2 * max(sa, sb) / ((1 << 20) * so) < 1) if op == "add" else (sa * sb / so < 2 ** 30):
+        if (2 * max(sa, sb) / ((1 << 20) * so) < 1) if op != "mul" else (sa * sb / so < 2 ** 30):
             break
     a = r.integers(-128, 128, 8).astype(np.int8)
     b = r.integers(-128, 128, 8).astype(np.int8)
@@ -777,6 +785,8 @@ def _c_cases() -> list[tuple[dict, str, dict]]:
         ({"x": xi}, requantize("TONEAREST", "int32", compute="float64"), rq),
         ({"a": x8, "b": x8[:, ::-1].copy()}, binary("add"),
          binary_consts(0.013, 3, 0.029, -1, 0.05, 2)),
+        ({"a": x8, "b": x8[:, ::-1].copy(), **binary_consts(0.02, 3, 0.07, -1, 0.05, 2)},
+         binary("subtract"), {}),
         ({"a": x8, "b": x8[:, ::-1].copy(), **binary_consts(0.5, 3, 0.25, -1, 0.0625, 2)},
          binary("mul"), {}),
         ({"x": xi}, "fixed_point_multiply(%x, multiplier=2080045879, shift=-4)", {}),
@@ -788,6 +798,10 @@ def _c_cases() -> list[tuple[dict, str, dict]]:
          {"w": conv_w, **conv_p, "rs": conv_p["sw"] * np.float32(0.5)}),
         ({"x": dense_x}, dense(), {"w": dense_w, "zx": i32(-4), "zw": i32(1), "sx": f32(0.05),
                                    "sw": f32(0.1)}),
+        ({"x": conv_x}, 'qnn.avg_pool2d(%x, 0.5f, -3, 0.5f, -3, pool_size=[3, 3], '
+         'padding=[1, 1], layout="NHWC")', {}),
+        ({"x": conv_x, "zo": i32(7)}, 'qnn.avg_pool2d(%x, 0.5f, -3, 0.4f, %zo, pool_size=[2, 3], '
+         'strides=[2, 1], padding=[1, 1], count_include_pad=True, layout="NHWC")', {}),
     ]
 
 

@@ -25,7 +25,8 @@ from aot.ir.ops.qnn_linear import QnnConv2DAttrs, QnnDenseAttrs
 from aot.ir.registry import PatternKind, RelationError, Solved, lookup
 from aot.ir.types import ANY, IncompleteType, TensorType, TupleType, Type
 
-QNN_OPS = ["qnn.quantize", "qnn.dequantize", "qnn.requantize", "qnn.add", "qnn.mul",
+QNN_OPS = ["qnn.quantize", "qnn.dequantize", "qnn.requantize", "qnn.add", "qnn.subtract",
+           "qnn.mul",
            "qnn.concatenate", "qnn.dense", "qnn.conv2d", "fixed_point_multiply"]
 
 
@@ -107,8 +108,9 @@ def requantize_ref(x: int, in_scale: float, in_zp: int, out_scale: float, out_zp
 
 
 def tflite_add_ref(a: int, b: int, sa: float, za: int, sb: float, zb: int, so: float,
-                   zo: int, dtype: str) -> int:
-    """TFLite's reference AddFunc, step by step on Python integers."""
+                   zo: int, dtype: str, sign: int = 1) -> int:
+    """TFLite's reference AddFunc (``sign=-1``: SubElementwise, the
+    difference of the rescaled operands), step by step on Python integers."""
     sa, sb, so = (float(np.float32(s)) for s in (sa, sb, so))
     twice = 2 * max(sa, sb)
     m1 = quant.quantize_multiplier(sa / twice)
@@ -116,7 +118,7 @@ def tflite_add_ref(a: int, b: int, sa: float, za: int, sb: float, zb: int, so: f
     mo = quant.quantize_multiplier(twice / ((1 << 20) * so))
     x = rdbpot(srdhm((a - za) << 20, m1.multiplier), -m1.shift)
     y = rdbpot(srdhm((b - zb) << 20, m2.multiplier), -m2.shift)
-    out = rdbpot(srdhm(x + y, mo.multiplier), -mo.shift) + zo
+    out = rdbpot(srdhm(x + sign * y, mo.multiplier), -mo.shift) + zo
     return clamp(out, dtype)
 
 
@@ -139,6 +141,7 @@ def test_registry_columns(name: str) -> None:
 @pytest.mark.parametrize("name, arity, pattern", [
     ("qnn.quantize", 3, PatternKind.BROADCAST), ("qnn.dequantize", 3, PatternKind.BROADCAST),
     ("qnn.requantize", 5, PatternKind.BROADCAST), ("qnn.add", 8, PatternKind.BROADCAST),
+    ("qnn.subtract", 8, PatternKind.BROADCAST),
     ("qnn.mul", 8, PatternKind.BROADCAST), ("qnn.concatenate", 5, PatternKind.INJECTIVE),
     ("qnn.dense", 6, PatternKind.OUT_ELEMWISE_FUSABLE),
     ("qnn.conv2d", 6, PatternKind.OUT_ELEMWISE_FUSABLE),
@@ -612,6 +615,36 @@ def test_add_golden(lhs: list[int], rhs: list[int], params: tuple, expected: lis
 
 
 @pytest.mark.parametrize("lhs, rhs, params, expected", [
+    # equal scales and zero points 0: the exact difference, saturated
+    ([1, 2, 3, -128, 127, 100], [10, -10, 127, 10, -10, 100], (0.1, 0, 0.1, 0, 0.1, 0),
+     [-9, 12, -124, -128, 127, 0]),
+    # 1.5 - (-0.75) = 2.25 -> 4.5 output steps: ties away from zero in the final RDBPOT
+    ([3, -3], [-3, 3], (0.5, 0, 0.25, 0, 0.5, 0), [5, -5]),
+    # zero points: (10-5)*0.5 - (2+2)*0.25 = 1.5 -> /0.25 = 6, + 1
+    ([10], [2], (0.5, 5, 0.25, -2, 0.25, 1), [7]),
+    # -125 * 0.013f - 100 * 0.029f = -90.49999 output steps of 0.05f (as in the add case)
+    ([-125], [100], (0.013, 0, 0.029, 0, 0.05, 0), [-90]),
+    # 0.75 - 0.5 = 0.25 (0.5 output steps of 0.5) and 0.25 - 1.5 = -1.25 (-2.5
+    # steps), both exact in the rescaled integers: ties away from zero
+    ([3, 1], [1, 3], (0.25, 0, 0.5, 0, 0.5, 0), [1, -3]),
+])
+def test_subtract_golden(lhs: list[int], rhs: list[int], params: tuple,
+                         expected: list[int]) -> None:
+    got = binary("qnn.subtract", np.array(lhs, np.int8), np.array(rhs, np.int8), *params)
+    assert got.tolist() == expected
+
+
+def test_subtract_uint8_broadcasting_and_scale_check() -> None:
+    lhs = np.array([[0], [128], [255]], np.uint8)
+    rhs = np.array([[128, 200]], np.uint8)
+    got = binary("qnn.subtract", lhs, rhs, 0.5, 128, 0.5, 128, 0.5, 128)
+    assert got.tolist() == [[0, 0], [128, 56], [255, 183]]
+    with pytest.raises(quant.QuantizationError, match="qnn.subtract: .*too small"):
+        binary("qnn.subtract", np.array([1], np.int8), np.array([1], np.int8), 1.0, 0, 1.0, 0,
+               1e-6, 0)
+
+
+@pytest.mark.parametrize("lhs, rhs, params, expected", [
     # 3 * 1 * 0.5 = 1.5 -> 2 but -1.5 -> -1: TFLite's SRDHM rounds ties toward +infinity
     ([3, -3, 5, -5], [1, 1, 1, 1], (1.0, 0, 0.5, 0, 1.0, 0), [2, -1, 3, -2]),
     ([127, -128, 127], [127, 127, -128], (1.0, 0, 1.0, 0, 1.0, 0), [127, -128, -128]),
@@ -642,16 +675,17 @@ int8_lists = st.lists(st.integers(-128, 127), min_size=1, max_size=6)
 @settings(deadline=None, max_examples=150)
 @given(st.data(), scales_st, st.integers(-128, 127), scales_st, st.integers(-128, 127),
        scales_st, st.integers(-128, 127))
-def test_add_and_mul_match_tflite_reference(data: st.DataObject, sa: float, za: int, sb: float,
+def test_add_subtract_and_mul_match_tflite_reference(data: st.DataObject, sa: float, za: int, sb: float,
                                             zb: int, so: float, zo: int) -> None:
     n = data.draw(st.integers(1, 6))
     a = data.draw(st.lists(st.integers(-128, 127), min_size=n, max_size=n))
     b = data.draw(st.lists(st.integers(-128, 127), min_size=n, max_size=n))
     lhs, rhs = np.array(a, np.int8), np.array(b, np.int8)
     if 2 * max(sa, sb) / ((1 << 20) * so) < 1:
-        got = binary("qnn.add", lhs, rhs, sa, za, sb, zb, so, zo)
-        assert got.tolist() == [tflite_add_ref(x, y, sa, za, sb, zb, so, zo, "int8")
-                                for x, y in zip(a, b)]
+        for name, sign in (("qnn.add", 1), ("qnn.subtract", -1)):
+            got = binary(name, lhs, rhs, sa, za, sb, zb, so, zo)
+            assert got.tolist() == [tflite_add_ref(x, y, sa, za, sb, zb, so, zo, "int8", sign)
+                                    for x, y in zip(a, b)]
     if sa * sb / so < 2 ** 30:
         got = binary("qnn.mul", lhs, rhs, sa, za, sb, zb, so, zo)
         assert got.tolist() == [tflite_mul_ref(x, y, sa, za, sb, zb, so, zo, "int8")

@@ -206,20 +206,28 @@ def _max_pool2d(args: Sequence[np.ndarray], attrs: MaxPool2DAttrs, out: Type) ->
     return as_array(_from_hw_last(res, perm), args[0].dtype)
 
 
-def _avg_pool2d(args: Sequence[np.ndarray], attrs: AvgPool2DAttrs, out: Type) -> np.ndarray:
-    x, perm = _to_hw_last(args[0], attrs.layout)
+def avg_pool_sums(x: np.ndarray, attrs: AvgPool2DAttrs) -> tuple[np.ndarray, np.ndarray]:
+    """The window sums of average pooling (int64 for integer ``x``,
+    float64 otherwise; padding adds 0) and their divisors (at least 1,
+    broadcast to the sums' shape), in ``attrs.layout``."""
+    xt, perm = _to_hw_last(x, attrs.layout)
     win = _Window.of(attrs)
-    acc = np.int64 if x.dtype.kind in "iu" else np.float64
-    total = np.sum(_windows(x.astype(acc), win, 0), axis=(-2, -1))
-    h, w = x.shape[-2], x.shape[-1]
+    acc = np.int64 if xt.dtype.kind in "iu" else np.float64
+    total = np.sum(_windows(xt.astype(acc), win, 0), axis=(-2, -1))
+    h, w = xt.shape[-2], xt.shape[-1]
     count = np.outer(_tap_counts(win, 0, h, attrs.count_include_pad),
                      _tap_counts(win, 1, w, attrs.count_include_pad))
-    count = np.maximum(count, 1)
-    if acc is np.int64:
+    count = np.broadcast_to(np.maximum(count, 1), total.shape).astype(np.int64)
+    return _from_hw_last(total, perm), _from_hw_last(count, perm)
+
+
+def _avg_pool2d(args: Sequence[np.ndarray], attrs: AvgPool2DAttrs, out: Type) -> np.ndarray:
+    total, count = avg_pool_sums(args[0], attrs)
+    if total.dtype == np.int64:
         res = trunc_div_int(total, count)
     else:
         res = total / count
-    return as_array(_from_hw_last(res, perm), args[0].dtype)
+    return as_array(res, args[0].dtype)
 
 
 def _global_pool_rel(args: Sequence[Type], attrs: GlobalPool2DAttrs) -> Type | None:
@@ -264,4 +272,4 @@ defop("nn.global_avg_pool2d", arity=1, rel=_global_pool_rel, pattern=FUSABLE,
       compute=_global_avg_pool2d, doc="mean over all of H and W", attrs=GlobalPool2DAttrs,
       family=FAMILY)
 
-__all__ = ["MaxPool2DAttrs", "AvgPool2DAttrs", "GlobalPool2DAttrs"]
+__all__ = ["MaxPool2DAttrs", "AvgPool2DAttrs", "GlobalPool2DAttrs", "avg_pool_sums"]

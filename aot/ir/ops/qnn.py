@@ -59,9 +59,10 @@ output_zero_point; axis, rounding, compute_dtype, out_dtype)``
     as TVM's ``Floor(t + 0.5)``) and ``TONEAREST`` is C ``round(t)``; the
     integer result saturates to int32, then to ``out_dtype``.  ``"None"`` and
     ``"int64"`` are the integer path; ``"TFLITE"`` needs it.
-``qnn.add`` / ``qnn.mul`` ``(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale,
-rhs_zero_point, output_scale, output_zero_point; lhs_axis, rhs_axis)``
-    TFLite's int8/uint8 reference ``ADD`` and ``MUL`` kernels with NumPy
+``qnn.add`` / ``qnn.subtract`` / ``qnn.mul`` ``(lhs, rhs, lhs_scale,
+lhs_zero_point, rhs_scale, rhs_zero_point, output_scale, output_zero_point;
+lhs_axis, rhs_axis)``
+    TFLite's int8/uint8 reference ``ADD``, ``SUB`` and ``MUL`` kernels with NumPy
     broadcasting (TVM itself lowers ``qnn.add`` differently: requantize both
     inputs to the output parameters, then add; we follow TFLite).  ADD:
     ``left_shift = 20``; ``twice_max = 2 * max(ls, rs)``; input multipliers
@@ -70,8 +71,11 @@ rhs_zero_point, output_scale, output_zero_point; lhs_axis, rhs_axis)``
     (the output one must be below 1: ``max(ls, rs) < 2**19 * os``); per
     element ``a = (l - lzp) * 2**20``, ``b = (r - rzp) * 2**20``, each
     rescaled by ``RoundingDivideByPOT(SRDHM(., m), -shift)``, summed, the sum
-    rescaled the same way, plus ``ozp``, clamped.  MUL: ``M = double(ls) *
-    double(rs) / double(os)``; ``(l - lzp) * (r - rzp)`` rescaled by the
+    rescaled the same way, plus ``ozp``, clamped.  SUB is TFLite's
+    reference ``SubElementwise``/``BroadcastSubSlow``: the same multipliers
+    and the *difference* of the rescaled operands (not a sum with a negated
+    multiplier, which would round ties differently).  MUL: ``M = double(ls)
+    * double(rs) / double(os)``; ``(l - lzp) * (r - rzp)`` rescaled by the
     double-rounding ``MultiplyByQuantizedMultiplier``, plus ``ozp``, clamped.
     Per-channel input scales (``lhs_axis``/``rhs_axis``, an extension; TFLite
     is per-tensor) give every element the multipliers of its own pair of
@@ -88,6 +92,10 @@ output_zero_point; axis)``
 ``qnn.dense``, ``qnn.conv2d``
     the int32 (``out_dtype``) accumulator, zero points subtracted; in
     :mod:`aot.ir.ops.qnn_linear`.
+``qnn.avg_pool2d``
+    TFLite's int8 ``AveragePool``; in :mod:`aot.ir.ops.qnn_pool`.
+``qnn.leaky_relu``
+    TFLite's ``QuantizeLeakyRelu``; in :mod:`aot.ir.ops.qnn_activation`.
 """
 
 from __future__ import annotations
@@ -506,15 +514,17 @@ def _requantize(args: Sequence[np.ndarray], attrs: RequantizeAttrs, out: Type) -
 _ADD_LEFT_SHIFT = 20
 
 
-def add_multipliers(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, ...]:
-    """TFLite's ``PrepareGeneralSubOp``/``Prepare`` of int8 ADD."""
+def add_multipliers(lhs_scale: float, rhs_scale: float, out_scale: float,
+                    op: str = "qnn.add") -> tuple[int, ...]:
+    """TFLite's ``Prepare`` of int8 ADD (``PrepareGeneralSubOp`` of SUB
+    computes the same three multipliers)."""
     twice_max = 2.0 * max(lhs_scale, rhs_scale)
     lhs = quant.quantize_multiplier_smaller_than_one_exp(lhs_scale / twice_max)
     rhs = quant.quantize_multiplier_smaller_than_one_exp(rhs_scale / twice_max)
     real_out = twice_max / (float(1 << _ADD_LEFT_SHIFT) * out_scale)
     if not real_out < 1.0:
         raise QuantizationError(
-            f"qnn.add: the output scale {out_scale!r} is too small for the input scales "
+            f"{op}: the output scale {out_scale!r} is too small for the input scales "
             f"{lhs_scale!r} and {rhs_scale!r} (TFLite needs max(input scales) < "
             f"2**19 * output scale)")
     output = quant.quantize_multiplier_smaller_than_one_exp(real_out)
@@ -546,17 +556,28 @@ def _binary_operands(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Typ
             scale(rhs, rs, rax, "rhs_scale"), out_scale, zero_points(oz).reshape(()))
 
 
-def _add(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
+def _add_or_subtract(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type,
+                     op: str) -> np.ndarray:
     a, b, sa, sb, so, oz = _binary_operands(args, attrs, out)
-    ma, sha, mb, shb, mo, sho = map_unique(add_multipliers, 6, sa, sb, so)
+    ma, sha, mb, shb, mo, sho = map_unique(
+        lambda x, y, z: add_multipliers(x, y, z, op), 6, sa, sb, so)
     a_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
         quant.wrap_int32(a << _ADD_LEFT_SHIFT), ma, sha)
     b_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
         quant.wrap_int32(b << _ADD_LEFT_SHIFT), mb, shb)
-    raw_sum = quant.wrap_int32(a_scaled + b_scaled)
-    raw_out = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(raw_sum, mo, sho)
+    raw = a_scaled - b_scaled if op == "qnn.subtract" else a_scaled + b_scaled
+    raw_out = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        quant.wrap_int32(raw), mo, sho)
     dtype = out_tensor_type(out).dtype
     return quant.saturate(quant.wrap_int32(raw_out + oz), dtype.np)
+
+
+def _add(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
+    return _add_or_subtract(args, attrs, out, "qnn.add")
+
+
+def _subtract(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
+    return _add_or_subtract(args, attrs, out, "qnn.subtract")
 
 
 def _mul(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type) -> np.ndarray:
@@ -602,6 +623,9 @@ defop("qnn.requantize", arity=5, rel=_requantize_rel, pattern=BC, compute=_requa
 defop("qnn.add", arity=8, rel=_binary_rel, pattern=BC, compute=_add,
       doc="quantized addition with broadcasting (TFLite int8 ADD reference)", attrs=BroadcastAttrs,
       family=FAMILY)
+defop("qnn.subtract", arity=8, rel=_binary_rel, pattern=BC, compute=_subtract,
+      doc="quantized subtraction with broadcasting (TFLite int8 SUB reference)",
+      attrs=BroadcastAttrs, family=FAMILY)
 defop("qnn.mul", arity=8, rel=_binary_rel, pattern=BC, compute=_mul,
       doc="quantized multiplication with broadcasting (TFLite int8 MUL reference)",
       attrs=BroadcastAttrs, family=FAMILY)
@@ -614,6 +638,8 @@ defop("fixed_point_multiply", arity=1, rel=_fixed_point_multiply_rel, pattern=Pa
       attrs=FixedPointMultiplyAttrs, family=FAMILY)
 
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
+from . import qnn_pool  # noqa: E402,F401  (registers qnn.avg_pool2d)
+from . import qnn_activation  # noqa: E402,F401  (registers qnn.leaky_relu)
 
 __all__ = ["QuantizeAttrs", "DequantizeAttrs", "RequantizeAttrs", "BroadcastAttrs",
            "QnnConcatenateAttrs", "FixedPointMultiplyAttrs", "Rounding", "ComputeDType",

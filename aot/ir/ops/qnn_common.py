@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..quant import QuantizationError
+from ..registry import Solved
 from .common import DType, RelationError, TensorType, tensor_arg
 from .nn_util import compatible
 from ..types import Dim, Type
@@ -86,6 +87,25 @@ class Params:
     def is_per_channel(self, i: int) -> bool:
         t = self.args[i]
         return isinstance(t, TensorType) and len(t.shape) == 1 and t.shape[0] != 1
+
+
+def io_scalar_params(args: Sequence[Type]) -> Params:
+    """Arguments 1-4 of a unary quantized operator (``input_scale``,
+    ``input_zero_point``, ``output_scale``, ``output_zero_point``), all
+    scalars; holes are given their types."""
+    params = Params(args)
+    params.scalar(1, "input_scale", SCALE)
+    params.scalar(2, "input_zero_point", ZERO_POINT)
+    params.scalar(3, "output_scale", SCALE)
+    params.scalar(4, "output_zero_point", ZERO_POINT)
+    return params
+
+
+def with_params(out: Type, params: Params) -> Type | Solved:
+    """``out``, or ``Solved`` when parameter holes were refined."""
+    if params.any_refined:
+        return Solved(out, tuple(params.refined))
+    return out
 
 
 # ------------------------------------------------------------------ computes

@@ -103,7 +103,13 @@ it can finish with ``Q``'s parameters:
   ``Q``'s, else ``qnn.requantize``;
 * an Acc core: ``qnn.requantize`` (per-channel input scales allowed);
 * ``add``/``subtract``/``multiply`` of Exact operands (or of an Exact one
-  and a constant): ``qnn.add``/``qnn.mul`` with ``Q``'s parameters;
+  and a constant): ``qnn.add``/``qnn.subtract``/``qnn.mul`` with ``Q``'s
+  parameters;
+* ``nn.avg_pool2d`` of a per-tensor Exact operand: ``qnn.avg_pool2d``
+  (TFLite's AveragePool: with ``Q``'s parameters equal to the operand's,
+  the exact average ``r/s + z`` rounded once; else requantized, when half
+  an input step plus the double rounding stays within the budget), before
+  the accumulator form below;
 * ``concatenate`` of Exact operands: ``qnn.concatenate``;
 * ``maximum``/``minimum`` of Exact operands and constants: each operand
   finished as above, a constant quantized by ``Q`` itself;
@@ -233,7 +239,7 @@ def rewrite_plans(func: Function, mod: IRModule) -> list[Plan]:
 def fake_quantization_to_integer(mod: IRModule) -> IRModule:
     """Rewrite QDQ regions (dequantize -> float operators -> quantize) into
     integer qnn operators (qnn.conv2d, qnn.dense, qnn.requantize, qnn.add,
-    qnn.mul, qnn.concatenate, integer pooling/clip/layout), within one
+    qnn.subtract, qnn.mul, qnn.avg_pool2d, qnn.concatenate, integer pooling/clip/layout), within one
     quantization step of the float program, exactly where the integer
     operators are exact.
 

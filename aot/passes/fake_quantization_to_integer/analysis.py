@@ -23,8 +23,8 @@ from ...ir.pattern import DFPatternMatcher, is_op
 from ...ir.types import TensorType
 from ...ir.visitor import ExprMutator, children, post_order
 from . import accumulators  # noqa: F401  (registers the accumulator rules)
-from .representation import (BINARY, BUDGET, CONCAT, I8, I32, LAYOUT_OPS, QUANT_DTYPES, REL_SLACK,
-                             REQUANT_IN, REQUANT_OUT, SAFE, Acc, Cell, Core, Exact, Plan,
+from .representation import (BINARY, BUDGET, CONCAT, I8, I32, LAYOUT_OPS, POOL, QUANT_DTYPES,
+                             REL_SLACK, REQUANT_IN, REQUANT_OUT, SAFE, Acc, Cell, Core, Exact, Plan,
                              QParams, QSite, Rep, flatten_cells, make_call, make_cell,
                              make_requantize, multiplier_ok, param_axis, pool_channel_axis,
                              rescale_ok, tensor_type)
@@ -330,6 +330,11 @@ class Analysis:
 
     def _core(self, node: Expr, site: QSite) -> Core | None:
         rep = self.reps.get(node)
+        if isinstance(node, Call) and isinstance(node.op, Op) \
+                and node.op.name == "nn.avg_pool2d":
+            core = self._avg_pool(node, site)
+            if core is not None:
+                return core
         if isinstance(rep, Exact):
             return _finish_exact(rep, site)
         if isinstance(rep, Acc):
@@ -385,13 +390,15 @@ class Analysis:
         """``add``/``subtract``/``multiply`` finished with the quantize's
         parameters: ``qnn.add``/``qnn.mul`` of Exact operands; a constant
         operand is represented in 8 bits (``x - c`` is ``x + (-c)``; ``x +
-        0`` is ``x``).  ``qnn.subtract`` is not in the catalogue."""
+        0`` is ``x``); ``qnn.subtract`` of two Exact operands."""
         out = site.params
         if not out.per_tensor or out.dtype not in BINARY:
             return None
         name = node.op.name  # type: ignore[union-attr]
         lhs, rhs = (self._operand(a) for a in node.args)
         if name == "subtract":
+            if isinstance(lhs, Exact) and isinstance(rhs, Exact):
+                return _qnn_add(node, lhs, 0.0, rhs, 0.0, site, "qnn.subtract")
             if not isinstance(lhs, Exact) or not isinstance(rhs, np.ndarray):
                 return None
             name, rhs = "add", -rhs
@@ -413,6 +420,30 @@ class Analysis:
         if name == "add":
             return _qnn_add(node, lhs, 0.0, const, err, site)
         return _qnn_mul(node, lhs, 0.0, const, err, site)
+
+    # --- average pooling
+    def _avg_pool(self, node: Call, site: QSite) -> Core | None:
+        """``nn.avg_pool2d`` of an Exact operand finished as
+        ``qnn.avg_pool2d`` (TFLite's AveragePool): with the quantize's
+        parameters equal to the operand's, the integer window average
+        rounded once -- the exact value ``r / s + z`` rounded, no error
+        but the tie rule; otherwise that average rounded (half an input
+        step) and requantized (a quarter of a step of double rounding)."""
+        x = self.exact(node.args[0])
+        out = site.params
+        if x is None or not x.params.per_tensor or not out.per_tensor \
+                or x.params.dtype != out.dtype or out.dtype not in POOL:
+            return None
+        err = 0.0
+        if not x.params.same(out):
+            ratio = np.asarray(x.params.scale, np.float64) / float(out.scale)
+            err = 0.5 * float(np.max(ratio)) + 0.25 + REL_SLACK
+            if err > BUDGET or not rescale_ok(x.params.deviation, ratio):
+                return None
+        expr = make_call("qnn.avg_pool2d", x.expr, x.params.scale_arg(),
+                         x.params.zero_point_arg(), out.scale_arg(), out.zero_point_arg(),
+                         attrs=node.attrs, like=node)
+        return Core(expr, err, make_cell(node, x.cell))
 
     # --- concatenate
     def _concatenate(self, node: Call, site: QSite) -> Core | None:
@@ -537,10 +568,12 @@ def _binary_attrs(a: Exact, b: Exact) -> BroadcastAttrs:
                           rhs_axis=-1 if b.params.axis is None else b.params.axis)
 
 
-def _qnn_add(node: Call, a: Exact, ea: float, b: Exact, eb: float, site: QSite) -> Core | None:
+def _qnn_add(node: Call, a: Exact, ea: float, b: Exact, eb: float, site: QSite,
+             op: str = "qnn.add") -> Core | None:
     """``qnn.add`` (TFLite's ADD): operands shifted left by 20 bits and
     rescaled (at most 1.125 units of 2**-20 * twice the larger scale each),
-    the sum rescaled with double rounding (at most 1/4 of a step)."""
+    the sum rescaled with double rounding (at most 1/4 of a step);
+    ``qnn.subtract`` (TFLite's SUB) the same with the difference."""
     out = site.params
     if a.params.dtype != out.dtype or b.params.dtype != out.dtype:
         return None
@@ -551,7 +584,7 @@ def _qnn_add(node: Call, a: Exact, ea: float, b: Exact, eb: float, site: QSite) 
     err = 2.5 * real_out + 0.25 + (ea + eb) / float(out.scale) + REL_SLACK
     if err > BUDGET:
         return None
-    expr = make_call("qnn.add", *_binary_args(a, b, out), attrs=_binary_attrs(a, b), like=node)
+    expr = make_call(op, *_binary_args(a, b, out), attrs=_binary_attrs(a, b), like=node)
     return Core(expr, err, make_cell(node, a.cell, b.cell))
 
 

@@ -35,6 +35,8 @@ DENSE_DATA = (I8, U8, I16, U16)
 DENSE_WEIGHT = (I8, U8)
 BINARY = (I8, U8)
 CONCAT = (I8, U8, I16, I32)
+#: data dtypes of qnn.avg_pool2d
+POOL = (I8, U8, I16)
 #: one-input operators that only move, repeat or select elements (max/min
 #: reductions select one): they commute with every non-decreasing
 #: elementwise map, so with dequantize and quantize of one set of parameters

@@ -37,20 +37,22 @@ machinery (:mod:`aot.emit.lower.ops.nn_conv`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
 
 from ....ir.dtype import DType
 from ....ir.ops.nn_util import padding_2d, pair
 from ...kernel import ir as K
-from ..registry import ArgValue, LowerContext, Sink, anchor_lowering, out_tensor
+from ..registry import ArgValue, LowerContext, Sink, TensorValue, anchor_lowering, out_tensor
 from .common import tensor
 from .nn_conv import (Access, Axis, Dedup, Lin, Operand, RAxis, accumulator_dtype, bounds,
                       columns, iadd, idx, imul, lin_for, reduction_nest, smax)
 
-__all__: list[str] = []
+__all__ = ["avg_pool_nest", "Finish"]
 
 I32 = DType.INT32
+#: ``(window sum, divisor taps) -> value`` (the count may be 0)
+Finish = Callable[[K.Expr, "K.Expr | int"], K.Expr]
 #: accumulators per pooling tile (no weights to reuse: tiles only
 #: amortise loop overhead)
 POOL_TILE = 4
@@ -68,6 +70,9 @@ class _Pool:
     wcount: Axis
     dtype: DType
     acc: DType
+    #: the average's last step, ``(window sum, tap count) -> value``, the
+    #: count before it is raised to 1 (default: :func:`_divide`)
+    finish: Finish | None = None
 
     @property
     def layout(self) -> str:
@@ -120,6 +125,14 @@ def _divide(pool: _Pool, acc: K.Expr, count: K.Expr | int) -> K.Expr:
     return K.div(acc, divisor)
 
 
+def _result(pool: _Pool, acc: K.Expr, count: K.Expr | int) -> K.Expr:
+    if pool.is_max:
+        return acc
+    if pool.finish is not None:
+        return pool.finish(acc, count)
+    return _divide(pool, acc, count)
+
+
 def _pool_tile(ctx: LowerContext, pool: _Pool, sink: Sink, env: dict[str, K.Expr],
                t0: K.Expr | None, bt: int, oh: K.Expr, htaps: tuple, ih0: K.Expr,
                ow0: K.Expr, iw0: K.Expr, bw: int, wtaps: tuple, starts: list[int],
@@ -161,7 +174,7 @@ def _pool_tile(ctx: LowerContext, pool: _Pool, sink: Sink, env: dict[str, K.Expr
             count = hcount * wcount if isinstance(hcount, int) and isinstance(wcount, int) \
                 else K.mul(idx(hcount), idx(wcount), no_wrap=True)
         for i in range(bt):
-            value = accs[i][j] if pool.is_max else _divide(pool, accs[i][j], count)
+            value = _result(pool, accs[i][j], count)
             index = dict(env, H=oh, W=iadd(ow0, j))
             if tl is not None:
                 index[tl] = iadd(t0, i)
@@ -267,3 +280,11 @@ def _global_max_pool2d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_t
 @anchor_lowering("nn.global_avg_pool2d")
 def _global_avg_pool2d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
     return _pool_nest(ctx, _setup(args, attrs, out_type, False, True), sinks[0])
+
+
+def avg_pool_nest(ctx: LowerContext, data: TensorValue, attrs, out_type, sink: Sink,
+                  acc: DType, finish: Finish) -> K.Stmt:
+    """The nest of ``nn.avg_pool2d`` over ``data`` (read as given) with
+    accumulator ``acc`` and a custom last step (the quantized average)."""
+    pool = _setup([data], attrs, out_type, False, False)
+    return _pool_nest(ctx, replace(pool, acc=acc, finish=finish), sink)

@@ -1,5 +1,5 @@
 """Lowering of the qnn family's element operators (``aot/ir/ops/qnn.py``):
-quantize, dequantize, requantize, add, mul, concatenate and
+quantize, dequantize, requantize, add, subtract, mul, concatenate and
 fixed_point_multiply, as index lowerings with TFLite's exact integer
 arithmetic (:mod:`.fixed_point`).  qnn.dense and qnn.conv2d are in
 :mod:`.qnn_linear`.
@@ -38,10 +38,10 @@ behaviour).
 default ``None`` = ``UPWARD``) are TVM's single-rounding
 ``FixedPointMultiply``; ``compute_dtype="float32"/"float64"`` is TVM's
 float lowering, computed in that precision exactly as the reference.
-qnn.add and qnn.mul follow TFLite's reference kernels (20 bits of headroom
-for add), qnn.concatenate requantizes each part with the default rounding
-(an identity when its parameters equal the output's) and selects along the
-axis with the ``concatenate`` lowering.
+qnn.add, qnn.subtract and qnn.mul follow TFLite's reference kernels (20
+bits of headroom for add and subtract), qnn.concatenate requantizes each
+part with the default rounding (an identity when its parameters equal the
+output's) and selects along the axis with the ``concatenate`` lowering.
 """
 
 from __future__ import annotations
@@ -346,15 +346,15 @@ class _Binary:
 _ADD_LEFT_SHIFT = 20
 
 
-@index_lowering("qnn.add")
-def _add(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
-         out_type: Type) -> TensorValue:
-    b = _Binary(ctx, args, attrs, out_type, "qnn.add")
+def _add_or_subtract(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
+                     out_type: Type, op: str) -> TensorValue:
+    b = _Binary(ctx, args, attrs, out_type, op)
     static = None
     if b.static is not None:
-        ma, sa, mb, sb, mo, so = checked("qnn.add", lambda: add_multipliers(*b.static))
+        ma, sa, mb, sb, mo, so = checked(op, lambda: add_multipliers(*b.static, op))
         static = (Multiplier(i32(ma), i32(sa)), Multiplier(i32(mb), i32(sb)),
                   Multiplier(i32(mo), i32(so)))
+    combine = K.sub if op == "qnn.subtract" else K.add
 
     def multipliers(li: Index, ri: Index) -> tuple[Multiplier, Multiplier, Multiplier]:
         if static is not None:
@@ -369,8 +369,20 @@ def _add(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
         qa, qb, qo = multipliers(li, ri)
         xs = multiply_double(K.shl(x, _ADD_LEFT_SHIFT), qa)
         ys = multiply_double(K.shl(y, _ADD_LEFT_SHIFT), qb)
-        return b.finish(multiply_double(K.add(xs, ys), qo))
+        return b.finish(multiply_double(combine(xs, ys), qo))
     return TensorValue(b.shape, b.dtype, read)
+
+
+@index_lowering("qnn.add")
+def _add(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
+         out_type: Type) -> TensorValue:
+    return _add_or_subtract(ctx, args, attrs, out_type, "qnn.add")
+
+
+@index_lowering("qnn.subtract")
+def _subtract(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
+              out_type: Type) -> TensorValue:
+    return _add_or_subtract(ctx, args, attrs, out_type, "qnn.subtract")
 
 
 @index_lowering("qnn.mul")
@@ -438,3 +450,5 @@ def _fixed_point_multiply(ctx: LowerContext, args: Sequence[ArgValue],
 
 
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
+from . import qnn_pool  # noqa: E402,F401  (registers qnn.avg_pool2d)
+from . import qnn_activation  # noqa: E402,F401  (registers qnn.leaky_relu)
