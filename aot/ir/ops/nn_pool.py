@@ -33,7 +33,7 @@ from ..types import Dim, Type
 from .common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np, \
     tensor_arg
 from .nn_util import (check_padding, check_positive, check_spatial_layout, dilated_extent,
-                       padding_2d, pair, strided_windows, trunc_div_int, window_count)
+                      padding_2d, pair, strided_windows, trunc_div_int, window_count)
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE

@@ -109,7 +109,7 @@ from ..quant import QuantizationError
 from ..registry import Solved
 from ..types import Dim, IncompleteType, Type, TypeVar
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
-                      as_array, broadcast_shapes, defop, np, ordinal, out_tensor_type, tensor_arg)
+                     as_array, broadcast_shapes, defop, np, ordinal, out_tensor_type, tensor_arg)
 from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, normalize_axis,
                          scales, zero_points)
 

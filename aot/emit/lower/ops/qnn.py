@@ -52,17 +52,17 @@ import numpy as np
 
 from ....ir.dtype import DType
 from ....ir.ops.qnn import (DEFAULT_ROUNDING, BroadcastAttrs, DequantizeAttrs,
-                           FixedPointMultiplyAttrs, QnnConcatenateAttrs, QuantizeAttrs,
-                           RequantizeAttrs, Rounding, add_multipliers, mul_multiplier)
+                            FixedPointMultiplyAttrs, QnnConcatenateAttrs, QuantizeAttrs,
+                            RequantizeAttrs, Rounding, add_multipliers, mul_multiplier)
 from ....ir.ops.qnn_common import scales
 from ....ir.ops.transform import ConcatenateAttrs
 from ....ir.quant import QuantizationError, quantize_multiplier
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (INDEX, ArgValue, Index, LowerContext, LoweringError, TensorValue,
-                  broadcast_index, index_lowering, lookup_lowering, out_tensor)
+                        broadcast_index, index_lowering, lookup_lowering, out_tensor)
 from .fixed_point import (F32, F64, I32, Multiplier, f64, i32, multiply_double, multiply_single,
-                     round_half_away, runtime_multiplier, saturate, saturate_int, wrap_sub)
+                          round_half_away, runtime_multiplier, saturate, saturate_int, wrap_sub)
 from .common import tensor
 
 __all__ = ["constant_of", "param_at", "scalar_param", "check_scales", "requantize_value",
