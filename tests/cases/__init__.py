@@ -43,14 +43,13 @@ qnn            test_qnn: CONV_CASES        test_lower_qnn: CONV_CASES  test_ops_
 =============  ==========================  ==========================  ==========================
 
 Moved here so far: elemwise (derived), conv, reduce, algorithm, pool,
-image, nn (dense, matmul, batch_matmul) and transform (reshape rows and
+image, nn (dense, matmul, batch_matmul), qnn (the quantized convolution
+rows, the requantize roundings) and transform (reshape rows and
 dtypes, strided_slice attributes, take's index dtypes and modes with their
 indices, gather and one_hot rows, cast pairs and clip bounds with their
 edge values, layout_transform rows); tests/ops runs the reduce, sorting,
 reshape, slice, take-index and cast tables beside its hypothesis
-strategies.  Still copied, to move the same way: qnn (CONV_CASES in
-tests/ops/test_qnn.py and tests/emit/test_lower_qnn.py, ROUNDINGS in
-tests/emit/test_lower_qnn.py and tests/e2e/test_ops_c_qnn.py).  Not rows
+strategies.  Not rows
 but whole programs with their data, and still near-copies between
 tests/emit/test_lower_transform*.py and tests/e2e/test_ops_c_transform.py:
 the squeeze ... broadcast_to_like, collapse_sum, take/one_hot/where

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from c_harness import check_cases
+from cases import qnn as qnn_cases
 from test_ops_c import case, data, rng_for
 
 
@@ -79,13 +80,12 @@ def unary_cases():
     return out
 
 
-ROUNDINGS = ["None", "UPWARD", "TONEAREST", "TFLITE"]
 
 
 def requantize_cases():
     out = []
     # exact halves: 0.5 in, 1 out maps odd integers to ties
-    for r in ROUNDINGS:
+    for r in qnn_cases.ROUNDINGS:
         for compute in ["None", "int64", "float32", "float64"]:
             if r == "TFLITE" and compute.startswith("float"):
                 continue
@@ -104,7 +104,7 @@ def requantize_cases():
         for odt in ["int8", "uint8", "int16", "int32"]:
             for k, (s_in, z_in, s_out, z_out) in enumerate([(0.0123, 3, 0.0517, -4),
                                                            (0.8, -2, 0.01, 7)]):
-                r = ROUNDINGS[(k + len(idt) + len(odt)) % 4]
+                r = qnn_cases.ROUNDINGS[(k + len(idt) + len(odt)) % 4]
                 name = f"qnn.requantize:{idt}-{odt}-{s_in}-{r}"
                 out.append(case(name, [("x", (4, 5), idt)],
                                 f"qnn.requantize(%x, {s_in!r}f, {z_in}, {s_out!r}f, {z_out}, "

@@ -10,6 +10,7 @@ from typing import Mapping
 
 import numpy as np
 import pytest
+from cases import qnn as qnn_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -290,7 +291,6 @@ def test_dequantize_per_channel() -> None:
 
 # ============================================================== requantize
 
-ROUNDINGS = ["TFLITE", "UPWARD", "TONEAREST", "None"]
 
 
 def requantize(rounding: str = "None", out_dtype: str = "int8", axis: int = -1,
@@ -299,7 +299,7 @@ def requantize(rounding: str = "None", out_dtype: str = "int8", axis: int = -1,
             f'compute_dtype="{compute}", out_dtype="{out_dtype}")')
 
 
-@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("rounding", qnn_cases.ROUNDINGS)
 @pytest.mark.parametrize("x, si, so", [
     ([5, -5, 3, -3, 7, -7], 1.0, 2.0),          # ties (test_requantize_ties)
     ([6, -6, -3, -2], 0.25, 1.0),               # test_requantize_quarter
@@ -365,7 +365,7 @@ PER_CHANNEL = {"si": f32([0.3, 0.07, 1.9, 0.5]), "zi": i32([3, -7, 0, 100]),
                "so": f32(0.4), "zo": i32(-5)}
 
 
-@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("rounding", qnn_cases.ROUNDINGS)
 def test_requantize_per_channel_constant(rounding: str) -> None:
     """test_requantize_per_channel_matches_slices: a CONST scale vector."""
     x = np.random.default_rng(0).integers(-2000, 2000, size=(2, 4, 3)).astype(np.int32)
@@ -602,16 +602,6 @@ def test_dense_int32_accumulator_wraps() -> None:
 
 # ================================================================== conv2d
 
-CONV_CASES = [  # tests/ops/test_qnn.py::CONV_CASES
-    # (data_layout, kernel_layout, N, C, H, W, O, KH, KW, attrs)
-    ("NCHW", "OIHW", 1, 3, 6, 5, 4, 3, 3, {}),
-    ("NCHW", "OIHW", 2, 2, 7, 7, 3, 3, 2, {"padding": (1, 2), "strides": (2, 1)}),
-    ("NHWC", "HWIO", 1, 4, 6, 6, 2, 3, 3, {"padding": (1, 0, 2, 1), "dilation": (2, 1)}),
-    ("NHWC", "HWOI", 1, 4, 5, 5, 4, 3, 3, {"padding": (1,), "groups": 4}),        # depthwise
-    ("NHWC", "HWOI", 1, 2, 5, 4, 6, 2, 2, {"groups": 2, "strides": (1, 2)}),       # multiplier 3
-    ("NCHW", "OHWI", 1, 6, 5, 5, 4, 1, 1, {"groups": 2, "out_layout": "NHWC"}),
-    ("NHWC", "OIHW", 2, 3, 4, 6, 2, 2, 3, {"out_layout": "NCHW", "padding": (0, 1)}),
-]
 
 
 def layout_shape(layout: str, **dims: int) -> tuple[int, ...]:
@@ -641,7 +631,7 @@ def conv_operands(dl: str, kl: str, N: int, C: int, H: int, W: int, O: int, KH: 
     return x, w, params
 
 
-@pytest.mark.parametrize("dl, kl, N, C, H, W, O, KH, KW, extra", CONV_CASES)
+@pytest.mark.parametrize("dl, kl, N, C, H, W, O, KH, KW, extra", qnn_cases.CONV_CASES)
 @pytest.mark.parametrize("dtype, per_channel", [("int8", False), ("uint8", True),
                                                 ("int16", True)])
 def test_conv2d(dl: str, kl: str, N: int, C: int, H: int, W: int, O: int, KH: int, KW: int,
@@ -655,7 +645,7 @@ def test_conv2d(dl: str, kl: str, N: int, C: int, H: int, W: int, O: int, KH: in
 @pytest.mark.parametrize("case", [0, 2, 3])
 @pytest.mark.parametrize("where", ["runtime", "zero"])
 def test_conv2d_zero_point_variants(case: int, where: str) -> None:
-    dl, kl, N, C, H, W, O, KH, KW, extra = CONV_CASES[case]
+    dl, kl, N, C, H, W, O, KH, KW, extra = qnn_cases.CONV_CASES[case]
     x, w, params = conv_operands(dl, kl, N, C, H, W, O, KH, KW, extra.get("groups", 1), "int8",
                                  True)
     body = f"qnn.conv2d(%x, %w, %zx, %zw, %sx, %sw, {conv_attrs(dl, kl, extra)})"
@@ -749,7 +739,7 @@ def test_per_channel_multipliers_use_constant_tables(monkeypatch: pytest.MonkeyP
         return from_buffer(buf)
     monkeypatch.setattr(LowerContext, "constant_table", constant_table, raising=False)
     x = np.random.default_rng(0).integers(-2000, 2000, size=(2, 4, 3)).astype(np.int32)
-    for rounding in ROUNDINGS:
+    for rounding in qnn_cases.ROUNDINGS:
         tables.clear()
         mod, group = lower({"x": x}, requantize(rounding, "int8", axis=1), PER_CHANNEL)
         assert len(tables) == 2
@@ -778,8 +768,8 @@ def _c_cases() -> list[tuple[dict, str, dict]]:
         ({"x": f32([[0.4, -7.5, 1e10, np.nan, -0.5, 2.5]]), "s": f32(0.3), "z": i32(-2)},
          'qnn.quantize(%x, %s, %z, out_dtype="int32")', {}),
         ({"x": x8}, 'qnn.dequantize(%x, 0.1f, -3, out_dtype="float16")', {}),
-        *[({"x": xi}, requantize(r, "int8"), rq) for r in ROUNDINGS],
-        *[({"x": xi, **rq_pc}, requantize(r, "int16", axis=1), {}) for r in ROUNDINGS[:3]],
+        *[({"x": xi}, requantize(r, "int8"), rq) for r in qnn_cases.ROUNDINGS],
+        *[({"x": xi, **rq_pc}, requantize(r, "int16", axis=1), {}) for r in qnn_cases.ROUNDINGS[:3]],
         ({"x": xi}, requantize("TFLITE", "uint8", axis=1), rq_pc),
         ({"x": xi}, requantize("UPWARD", "int8", axis=1, compute="float32"), rq_pc),
         ({"x": xi}, requantize("TONEAREST", "int32", compute="float64"), rq),

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 import pytest
+from cases import qnn as qnn_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -879,19 +880,9 @@ def layout_shape(layout: str, **dims: int) -> tuple[int, ...]:
     return tuple(dims[a] for a in layout)
 
 
-CONV_CASES = [
-    # (data_layout, kernel_layout, N, C, H, W, O, KH, KW, attrs)
-    ("NCHW", "OIHW", 1, 3, 6, 5, 4, 3, 3, {}),
-    ("NCHW", "OIHW", 2, 2, 7, 7, 3, 3, 2, {"padding": (1, 2), "strides": (2, 1)}),
-    ("NHWC", "HWIO", 1, 4, 6, 6, 2, 3, 3, {"padding": (1, 0, 2, 1), "dilation": (2, 1)}),
-    ("NHWC", "HWOI", 1, 4, 5, 5, 4, 3, 3, {"padding": (1,), "groups": 4}),        # depthwise
-    ("NHWC", "HWOI", 1, 2, 5, 4, 6, 2, 2, {"groups": 2, "strides": (1, 2)}),       # multiplier 3
-    ("NCHW", "OHWI", 1, 6, 5, 5, 4, 1, 1, {"groups": 2, "out_layout": "NHWC"}),
-    ("NHWC", "OIHW", 2, 3, 4, 6, 2, 2, 3, {"out_layout": "NCHW", "padding": (0, 1)}),
-]
 
 
-@pytest.mark.parametrize("dl, kl, N, C, H, W, O, KH, KW, extra", CONV_CASES)
+@pytest.mark.parametrize("dl, kl, N, C, H, W, O, KH, KW, extra", qnn_cases.CONV_CASES)
 @pytest.mark.parametrize("dtype, per_channel", [("int8", False), ("uint8", True),
                                                 ("int16", True)])
 def test_conv2d_matches_loop(dl: str, kl: str, N: int, C: int, H: int, W: int, O: int, KH: int,
