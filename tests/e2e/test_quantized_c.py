@@ -45,7 +45,7 @@ from cases.quantized_models import ort_quantized  # noqa: E402
 NAME = "ds_cnn"
 SEEDS = range(8)
 #: the operators an integer layer kernel may hold
-INTEGER_OPS = {"qnn.conv2d", "qnn.dense", "add", "qnn.requantize", "reshape"}
+INTEGER_OPS = {"qnn.conv2d", "qnn.dense", "qnn.avg_pool2d", "add", "qnn.requantize", "reshape"}
 #: C spellings of float arithmetic: types, literals like 1.5f / 2.0, float math
 FLOAT_C = re.compile(r"\bfloat\b|\bdouble\b|\b\d+\.\d*(?:[eE][-+]?\d+)?f?\b|\b[a-z]+f\(")
 
@@ -97,9 +97,13 @@ def test_one_integer_kernel_per_layer(model):
     kernels = art.metadata["kernels"]
     anchors = [k["anchor"] for k in kernels]
     # quantize input; conv 10x4; (depthwise 3x3, pointwise 1x1) shared by the
-    # four blocks; average pool as a depthwise qnn.conv2d; dense; softmax
-    assert anchors.count("qnn.conv2d") == 4 and anchors.count("qnn.dense") == 1
+    # four blocks; the global average pool as qnn.avg_pool2d; dense; softmax
+    assert anchors.count("qnn.conv2d") == 3 and anchors.count("qnn.dense") == 1
+    assert anchors.count("qnn.avg_pool2d") == 1
     assert len(kernels) == 7
+    (pool,) = [k for k in kernels if k["anchor"] == "qnn.avg_pool2d"]
+    assert set(pool["ops"]) <= INTEGER_OPS, pool["ops"]
+    assert not FLOAT_C.findall(kernel_body(art, pool["name"]).split("{", 1)[1])
     layers = [k for k in kernels if k["anchor"] in ("qnn.conv2d", "qnn.dense")]
     for k in layers:
         assert set(k["ops"]) <= INTEGER_OPS, (k["name"], k["ops"])
