@@ -110,10 +110,11 @@ def test_scratch_restores_the_loaded_table():
     assert reg.keys() == ["x"]
 
 
-def test_the_four_tables_are_registries():
+def test_every_table_is_a_registry():
     from aot.emit.lower.registry import LOWERINGS
     from aot.frontend.onnx.registry import CONVERTERS
+    from aot.frontend.tflite.registry import CONVERTERS as TFLITE_CONVERTERS
     from aot.ir.registry import OPS
     from aot.passes.manager import PASSES
-    for reg in (OPS, LOWERINGS, CONVERTERS, PASSES):
+    for reg in (OPS, LOWERINGS, CONVERTERS, TFLITE_CONVERTERS, PASSES):
         assert isinstance(reg, Registry) and len(reg) > 0

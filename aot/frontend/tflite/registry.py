@@ -16,13 +16,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from ...registry import Registry
+
 if TYPE_CHECKING:
     from ...ir.expr import Expr
     from .graph import Op
 
 ConvertFn = Callable[["Op"], Sequence["Expr"]]
 
-_REGISTRY: dict[str, ConvertFn] = {}
+
+def _load_families() -> None:
+    from . import ops  # noqa: F401  (registers every family)
+
+
+#: converters by builtin operator name (``"CONV_2D"``)
+CONVERTERS: Registry[str, ConvertFn] = Registry("TFLite converter", _load_families)
 
 
 def converter(*names: str) -> Callable[[ConvertFn], ConvertFn]:
@@ -30,27 +38,14 @@ def converter(*names: str) -> Callable[[ConvertFn], ConvertFn]:
     operators ``names`` (``"CONV_2D"``)."""
     def wrap(fn: ConvertFn) -> ConvertFn:
         for name in names:
-            assert name not in _REGISTRY, f"converter for {name} registered twice"
-            _REGISTRY[name] = fn
+            CONVERTERS.register(name, fn)
         return fn
     return wrap
 
 
 def lookup(name: str) -> ConvertFn | None:
-    _ensure_loaded()
-    return _REGISTRY.get(name)
+    return CONVERTERS.get(name)
 
 
 def supported_operators() -> list[str]:
-    _ensure_loaded()
-    return sorted(_REGISTRY)
-
-
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import ops  # noqa: F401  (registers every family)
+    return CONVERTERS.keys()
