@@ -31,8 +31,8 @@ absolute difference relative to the output's magnitude).
 ``--m4`` builds each layer for a Cortex-M4F (``arm-none-eabi-gcc
 -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -O2``, startup
 code and linker script in ``bench/m4/``), runs it under
-``qemu-system-arm -M mps2-an386`` with the instruction-counting plugin of
-``../shared/tools/qemu-insn-count`` once with 1 and once with 3 calls of
+``qemu-system-arm -M mps2-an386`` with the project's instruction-counting
+plugin (``examples/embedded/insn_count.c``) once with 1 and once with 3 calls of
 the entry, and reports ``(insns(3) - insns(1)) / 2`` per nominal
 multiply-accumulate (every tap of every window counts, padding included:
 the usual figure for a model).  Instruction counts are exact.
@@ -73,7 +73,7 @@ M4_CC = "arm-none-eabi-gcc"
 M4_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
             "-std=c99", "-ffp-contract=off", "-fno-strict-aliasing",
             "-ffunction-sections", "-fdata-sections"]
-INSN_PLUGIN_SRC = ROOT.parent / "shared" / "tools" / "qemu-insn-count" / "insn_count.c"
+INSN_PLUGIN_SRC = ROOT / "examples" / "embedded" / "insn_count.c"
 #: copies of the node in the onnxruntime model timed against one copy
 REPEAT = 9
 

@@ -30,7 +30,7 @@ import aot
 
 REPO = Path(__file__).resolve().parents[2]
 EMBEDDED = REPO / "examples" / "embedded"
-PLUGIN_SRC = REPO.parent / "shared" / "tools" / "qemu-insn-count" / "insn_count.c"
+PLUGIN_SRC = REPO / "examples" / "embedded" / "insn_count.c"
 
 needs_make = pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None,
                                 reason="needs make and a host C compiler")
