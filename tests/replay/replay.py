@@ -46,12 +46,14 @@ Program = Callable[[], tuple[aot.IRModule, dict]]
 
 def write(mod: aot.IRModule, options: dict, out: Path) -> None:
     """The artifact's sources in ``out``, or the diagnostic of a refused
-    compile in ``out/refused``."""
+    compile in ``out/refused``.  The diagnostic names its source file by the
+    absolute path the checkout happens to have; that prefix is cut so the
+    digest is the same in every checkout."""
     try:
         aot.compile(mod, out, build=False, **options)
     except DiagnosticError as e:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "refused").write_text(str(e))
+        (out / "refused").write_text(str(e).replace(str(ROOT.parent) + "/", ""))
 
 
 def digest(mod: aot.IRModule, options: dict) -> str:
