@@ -80,7 +80,7 @@ def _float_shape(rel_name: str, args: Sequence[TensorType], attrs: object) -> Te
     shadow = [TensorType(t.shape, DType.INT32) for t in args]
     result = op.rel(shadow, attrs)
     if isinstance(result, Solved):
-        result = result.ret
+        result = result.out
     assert isinstance(result, TensorType)
     return result
 

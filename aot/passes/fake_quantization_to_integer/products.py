@@ -84,7 +84,8 @@ def _conv2d_transpose(an: Analysis, node: Call, nm: dict) -> Rep | None:
     o_axis = a.kernel_layout.index("O")
     if not w.params.per_tensor and (w.params.axis != o_axis or a.groups != 1):
         return None
-    taps = int(np.prod(wt.shape)) // int(wt.shape[o_axis])
+    dims = [int(d) for d in wt.shape]
+    taps = int(np.prod(dims)) // dims[o_axis]
     bound = _kernel_bound(an, x, w, o_axis, taps)
     if bound >= SAFE:
         return None

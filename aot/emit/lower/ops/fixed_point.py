@@ -50,7 +50,8 @@ from ....ir.dtype import DType
 from ...kernel import ir as K
 
 __all__ = ["Multiplier", "static_multiplier", "runtime_multiplier",
-           "multiply_double", "multiply_single", "multiply_int64", "saturate", "saturate_int", "round_half_away",
+           "multiply_double", "multiply_single", "multiply_int64", "saturate", "saturate_int",
+           "round_half_away",
            "i32", "i64", "f64", "wrap_sub", "I32", "I64", "F32", "F64"]
 
 I32 = DType.INT32

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
+from ....ir.attrs import Attrs
 from ....ir.ops.nn import BatchMatmulAttrs
 from ....ir.ops.nn_conv import Conv2DTransposeAttrs
 from ....ir.types import Type
@@ -43,8 +44,9 @@ def _anchor(name: str):
 
 
 @anchor_lowering("qnn.batch_matmul")
-def _batch_matmul(ctx: LowerContext, args: Sequence[ArgValue], attrs: BatchMatmulAttrs,
+def _batch_matmul(ctx: LowerContext, args: Sequence[ArgValue], attrs: Attrs,
                   out_type: Type, sinks: Sequence[Sink]) -> K.Stmt:
+    assert isinstance(attrs, BatchMatmulAttrs)
     x, y, x_zp, y_zp, x_scale, y_scale = (tensor(a) for a in args)
     check_scales("qnn.batch_matmul", ctx, x_scale, "x_scale")
     check_scales("qnn.batch_matmul", ctx, y_scale, "y_scale")
@@ -76,9 +78,9 @@ def _output_channel(attrs: Conv2DTransposeAttrs, weight_shape: tuple[int, ...]
 
 
 @anchor_lowering("qnn.conv2d_transpose")
-def _conv2d_transpose(ctx: LowerContext, args: Sequence[ArgValue],
-                      attrs: Conv2DTransposeAttrs, out_type: Type,
-                      sinks: Sequence[Sink]) -> K.Stmt:
+def _conv2d_transpose(ctx: LowerContext, args: Sequence[ArgValue], attrs: Attrs,
+                      out_type: Type, sinks: Sequence[Sink]) -> K.Stmt:
+    assert isinstance(attrs, Conv2DTransposeAttrs)
     data, weight, in_zp, k_zp, in_scale, k_scale = (tensor(a) for a in args)
     check_scales("qnn.conv2d_transpose", ctx, in_scale, "input_scale")
     check_scales("qnn.conv2d_transpose", ctx, k_scale, "kernel_scale")

@@ -30,13 +30,15 @@ both zero points subtracted, requantized with TFLite's double rounding by
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ....ir.dtype import DType
 from ....ir.expr import Expr
 from ..graph import Op
 from ..registry import converter
-from .conv import SAME, VALID, accumulator_16x8, is_16x8
+from .conv import SAME, VALID, accumulator_16x8
 from .util import fused_activation, is_quantized, qparams, require_float, requantize, \
     scale_of, zero_point_of
 
@@ -73,7 +75,7 @@ def convert_transpose_conv(op: Op) -> list[Expr]:
         raise op.error(f"strides {(sh, sw)} must be positive")
     top, bottom, extra_h = _transpose_pads(op, out_shape[1], h, kh, sh)
     left, right, extra_w = _transpose_pads(op, out_shape[2], w, kw, sw)
-    attrs = dict(strides=(sh, sw), padding=(top, left, bottom, right),
+    attrs: dict[str, Any] = dict(strides=(sh, sw), padding=(top, left, bottom, right),
                  output_padding=(extra_h, extra_w), channels=o, kernel_size=(kh, kw),
                  data_layout="NHWC", kernel_layout="OHWI")
     x, weight = op.input(2), op.input(1)
@@ -130,7 +132,7 @@ def _rank3(op: Op, i: int) -> Expr:
 @converter("BATCH_MATMUL")
 def convert_batch_matmul(op: Op) -> list[Expr]:
     a, b = _rank3(op, 0), _rank3(op, 1)
-    attrs = dict(transpose_a=bool(op.option("adj_x", False)),
+    attrs: dict[str, Any] = dict(transpose_a=bool(op.option("adj_x", False)),
                  transpose_b=bool(op.option("adj_y", False)))
     if not is_quantized(op):
         require_float(op)
