@@ -93,8 +93,8 @@ def lookup_table(op: str, in_scale: float, in_zp: int, out_scale: float, out_zp:
     """TFLite's ``LUTPopulate`` table of ``op`` (``qnn.sigmoid`` or
     ``qnn.tanh``): entry ``i`` is the result for input code ``lo + i``
     (``lo`` the dtype's minimum), in the dtype."""
-    s_in = np.float32(scales(np.float32(in_scale), "input_scale").reshape(()))
-    s_out = np.float32(scales(np.float32(out_scale), "output_scale").reshape(()))
+    s_in = np.float32(scales(np.asarray(in_scale, np.float32), "input_scale").reshape(()))
+    s_out = np.float32(scales(np.asarray(out_scale, np.float32), "output_scale").reshape(()))
     lo, hi = quant.dtype_range(dtype.np)
     codes = np.arange(lo, hi + 1, dtype=np.int64)
     with np.errstate(all="ignore"):
@@ -128,8 +128,8 @@ def _downscale_int16(m: int) -> int:
 
 def hard_swish_params(in_scale: float, out_scale: float) -> HardSwishParams:
     """The multipliers of TFLite's ``HardSwishPrepare`` (float32 ratios)."""
-    s_in = np.float32(scales(np.float32(in_scale), "input_scale").reshape(()))
-    s_out = np.float32(scales(np.float32(out_scale), "output_scale").reshape(()))
+    s_in = np.float32(scales(np.asarray(in_scale, np.float32), "input_scale").reshape(()))
+    s_out = np.float32(scales(np.asarray(out_scale, np.float32), "output_scale").reshape(()))
     hires = np.float32(np.float32(1.0 / 128.0) * s_in)
     with np.errstate(all="ignore"):
         out_mult = np.float32(hires / s_out)
@@ -176,7 +176,7 @@ def saturating_left_shift16(v: np.ndarray, amount: int) -> np.ndarray:
 def rdbpot16_constants(exponent: int) -> tuple[int, int]:
     """``(mask, mask >> 1)`` of gemmlowp's ``RoundingDivideByPOT`` on int16
     (the mask truncated to int16, as the template computes it)."""
-    mask = int(_i16(np.int64((1 << exponent) - 1)))
+    mask = int(_i16(np.asarray((1 << exponent) - 1, np.int64)))
     return mask, mask >> 1
 
 

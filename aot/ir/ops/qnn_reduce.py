@@ -49,8 +49,8 @@ _MEAN_IN = (DType.INT8, DType.UINT8, DType.INT16)
 def mean_multiplier(in_scale: float, out_scale: float, count: int) -> tuple[int, int]:
     """``(M', s')`` of the design note: ``input_scale / output_scale /
     count`` as TFLite's ``QuantizedMeanOrSum`` forms it (``count >= 1``)."""
-    s_in = float(scales(np.float32(in_scale), "input_scale").reshape(()))
-    s_out = float(scales(np.float32(out_scale), "output_scale").reshape(()))
+    s_in = float(scales(np.asarray(in_scale, np.float32), "input_scale").reshape(()))
+    s_out = float(scales(np.asarray(out_scale, np.float32), "output_scale").reshape(()))
     qm = quant.quantize_multiplier(s_in / s_out)
     k = min(count.bit_length() - 1, 32, 31 + qm.shift)
     return int((qm.multiplier << k) // count), qm.shift - k
