@@ -480,6 +480,39 @@ def mean_i8(rng):
     return w.to_bytes([x], [y])
 
 
+def _mean_q(dtype: str, shape, axes, keep: bool, q_in, q_out) -> bytes:
+    w = ModelWriter()
+    x = w.tensor("x", shape, dtype, **_q(q_in))
+    a = w.tensor("axes", (len(axes),), "int32", np.array(axes, np.int32))
+    rank = len(shape)
+    reduced = {ax % rank for ax in axes}
+    out = tuple(1 if i in reduced else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in reduced)
+    y = w.tensor("y", out, dtype, **_q(q_out))
+    w.op("MEAN", [x, a], [y], ("ReducerOptions", {"keep_dims": keep}))
+    return w.to_bytes([x], [y])
+
+
+@model
+def mean_nokeep_i8(rng):
+    return _mean_q("int8", (2, 4, 3), [-1], False, Q_IN, (0.04, 9))
+
+
+@model
+def mean_axes02_i8(rng):
+    return _mean_q("int8", (2, 3, 6, 2), [0, 2], True, Q_IN, Q_IN)
+
+
+@model
+def mean_u8(rng):
+    return _mean_q("uint8", (1, 5, 4, 3), [1, 2], True, (0.02, 128), (0.015, 120))
+
+
+@model
+def mean_i16(rng):
+    return _mean_q("int16", (3, 4, 5), [1], False, (0.001, 0), (0.0004, 0))
+
+
 def _binary_i8(op: str, a_shape, b_shape, out_shape, qa, qb, qy, options=None) -> bytes:
     w = ModelWriter()
     a = w.tensor("a", a_shape, "int8", **_q(qa))
@@ -569,6 +602,24 @@ def leaky_relu_i8(rng):
 @model
 def hard_swish_i8(rng):
     return _unary_i8("HARD_SWISH", (3, 5), (0.025, -100))
+
+
+@model
+def logistic_u8(rng):
+    return _unary_i8("LOGISTIC", (4, 5), (1 / 256, 0), out_dtype="uint8", in_dtype="uint8",
+                     q_in=(0.06, 120))
+
+
+@model
+def tanh_u8(rng):
+    return _unary_i8("TANH", (4, 5), (1 / 128, 128), out_dtype="uint8", in_dtype="uint8",
+                     q_in=(0.03, 140))
+
+
+@model
+def hard_swish_u8(rng):
+    return _unary_i8("HARD_SWISH", (4, 5), (0.03, 60), out_dtype="uint8", in_dtype="uint8",
+                     q_in=(0.05, 100))
 
 
 @model
