@@ -173,10 +173,11 @@ defop("qnn.batch_matmul", arity=6, rel=_batch_matmul_rel, pattern=OUT_FUSABLE,
       compute=_batch_matmul,
       doc="quantized batched matrix product: int32 sum of (x - x_zp) * (y - y_zp)",
       attrs=BatchMatmulAttrs, family=FAMILY, contraction=True,
-      api_defaults=BatchMatmulAttrs(transpose_b=True))
+      api_defaults=BatchMatmulAttrs(transpose_b=True, out_dtype=DType.INT32))
 defop("qnn.conv2d_transpose", arity=6, rel=_conv2d_transpose_rel, pattern=OUT_FUSABLE,
       compute=_conv2d_transpose,
       doc="quantized 2-D transposed convolution: int32 accumulator with zero points subtracted",
-      attrs=Conv2DTransposeAttrs, family=FAMILY, contraction=True)
+      attrs=Conv2DTransposeAttrs, family=FAMILY, contraction=True,
+      api_defaults=Conv2DTransposeAttrs(out_dtype=DType.INT32))
 
 __all__: list[str] = []
