@@ -118,6 +118,6 @@ def prelude() -> IRModule:
     return load_prelude()
 
 
-__all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "compile", "quantize", "load",
-           "prelude", "IRModule", "PassContext", "Diagnostic", "DiagnosticError", "Span",
-           "__version__"]
+__all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "compile",
+           "quantize", "load", "prelude", "IRModule", "PassContext", "Diagnostic",
+           "DiagnosticError", "Span", "__version__"]

@@ -141,8 +141,8 @@ def measure(models: Any, name: str, modes: list[str], args: argparse.Namespace,
             run = aot.load(art)
             entry["c"] = agreement(name, floats, [run(x) for x in evaluation])
         row["modes"][mode] = entry
-        print(f"  {name} {mode}: {json.dumps({k: v for k, v in entry.items() if k != 'c_kernels'})}",
-              flush=True)
+        shown = {k: v for k, v in entry.items() if k != "c_kernels"}
+        print(f"  {name} {mode}: {json.dumps(shown)}", flush=True)
     if not args.no_ort:
         row["onnxruntime_quantize_static"] = ort_figures(models, name, model, calibration,
                                                          evaluation, floats, tmp)

@@ -194,10 +194,10 @@ def quantize_calibrate(mod: IRModule, opts: CalibrateOptions) -> IRModule:
                                                cfg.nbit_weight)
     for p, thr in zip(data_points, activation_thresholds(mod, data_points, cfg, opts.dataset)):
         values[p.scale.name_hint] = _scale(thr, cfg.nbit(p.kind))
-    unused = [p for p in mod["main"].params if point_kind(p) is not None
-              and p.name_hint not in values]
-    for p in unused:                    # a point later rewrites dropped: any scale
-        values[p.name_hint] = np.ones(p.type_annotation.shape, np.float32)  # type: ignore
+    for param in mod["main"].params:    # a point no longer used: any scale
+        if point_kind(param) is not None and param.name_hint not in values:
+            shape = getattr(param.type_annotation, "shape", ())
+            values[param.name_hint] = np.ones(shape, np.float32)
     return infer_types(bind_params(mod, values))
 
 

@@ -54,7 +54,8 @@ def check_samples(mod: IRModule, samples: Any) -> list[tuple[Any, ...]]:
                                   f"one per parameter of @main ({names}), not {_describe(sample)}")
         for param, arg in zip(fn.params, sample):
             t = param.checked_type or param.type_annotation
-            if isinstance(t, TensorType) and isinstance(arg, np.ndarray) and arg.dtype != t.dtype.np:
+            if isinstance(t, TensorType) and isinstance(arg, np.ndarray) \
+                    and arg.dtype != t.dtype.np:
                 raise DiagnosticError(f"quantize: calibration sample {i}: %{param.name_hint} is "
                                       f"{t}, got {_describe(arg)}")
         try:
