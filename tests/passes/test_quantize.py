@@ -246,3 +246,15 @@ def test_cli_bad_input(relay_file, tmp_path, capsys, arrays, extra, message, sta
 def test_cli_calibration_without_quantize(relay_file, capsys):
     rc, out = _cli(capsys, "check", relay_file, "--calibration", "x.npz")
     assert rc == 2 and "need --quantize int8" in out
+
+
+def test_readme_block_runs(model, tmp_path):
+    from pathlib import Path
+    import re
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block, = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+              if "aot.quantize(mod, samples" in b]
+    env = {"aot": aot, "mod": model, "calibration_arrays": [s[0] for s in SAMPLES]}
+    block = block.replace('"out/kws_int8"', repr(str(tmp_path / "kws_int8")))
+    exec(block, env)  # noqa: S102 - our own README
+    assert env["art"].metadata["kernels"][0]["ops"] == ["qnn.quantize"]
