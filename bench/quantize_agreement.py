@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -53,6 +54,17 @@ except ImportError:  # a clean checkout, not installed: use the tree this file i
     import aot
 
 CLASSIFIERS = ("ds_cnn", "resnet8", "mobilenet_v1_025")
+
+
+def machine() -> str:
+    """The CPU's model name and core count (Linux), else the architecture."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
+    except OSError:
+        pass
+    return platform.machine()
 
 
 def load_models() -> Any:
@@ -186,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aot-quantize-") as tmp:
         for name in [m for m in args.models.split(",") if m]:
             rows.append(measure(models, name, modes, args, Path(tmp)))
-    result = {"machine": platform.processor() or platform.machine(),
+    result = {"machine": machine(), "load_average": os.getloadavg(),
               "platform": platform.platform(), "calibration_inputs": args.calibration,
               "evaluation_inputs": args.eval, "rows": rows}
     Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
