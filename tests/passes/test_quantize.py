@@ -116,6 +116,19 @@ def test_int16_activations(model):
     assert last.op.name == "qnn.quantize" and str(last.attrs.out_dtype) == "int16"
 
 
+def test_int16_weights_and_inputs(model):
+    q = aot.quantize(model, SAMPLES, {"nbit_weight": 16, "dtype_weight": "int16",
+                                      "nbit_input": 16, "dtype_input": "int16"})
+    for table, _ in weight_tables(q):
+        assert table.dtype == np.int16 and np.abs(table).max() == 32767
+    first = calls(q, "qnn.quantize")[0]
+    assert str(first.attrs.out_dtype) == "int16"
+    x = inputs(1, 0)[0]
+    q8 = aot.quantize(model, SAMPLES)
+    want = aot.interpret(model, x)
+    assert np.abs(aot.interpret(q, x) - want).max() < np.abs(aot.interpret(q8, x) - want).max()
+
+
 def test_skip_conv_layers_leaves_those_float(model):
     q = aot.quantize(model, SAMPLES, {"skip_conv_layers": [0]})
     convs = calls(q, "nn.conv2d")
