@@ -7,3 +7,4 @@ from . import math
 from . import pool
 from . import quant
 from . import shape
+from . import softmax

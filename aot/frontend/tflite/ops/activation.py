@@ -1,9 +1,8 @@
 """Activations: RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, LOGISTIC, TANH,
-HARD_SWISH, SOFTMAX.
+HARD_SWISH (SOFTMAX has its own module, :mod:`.softmax`).
 
 Float: the catalogue's operators (``nn.relu``, ``clip``,
-``nn.leaky_relu``, ``sigmoid``, ``tanh``, ``nn.softmax`` on the last axis
-of ``beta * x``) and HARD_SWISH as TFLite's reference writes it,
+``nn.leaky_relu``, ``sigmoid``, ``tanh``) and HARD_SWISH as TFLite's reference writes it,
 ``x * min(6, max(0, x + 3)) / 6``.
 
 Quantized RELU, RELU6 and RELU_N1_TO_1 are integer, as TFLite's
@@ -14,7 +13,7 @@ clamped to the activation's range.  Quantized LEAKY_RELU is TFLite's
 ``QuantizeLeakyRelu``: inputs at or above the zero point are requantized
 by ``input_scale / output_scale``, the others by
 ``input_scale * alpha / output_scale`` (both float32, as TFLite computes
-them).  LOGISTIC, TANH, HARD_SWISH and SOFTMAX use the float fallback
+them).  LOGISTIC, TANH and HARD_SWISH use the float fallback
 (:mod:`.util`).
 """
 
@@ -74,18 +73,10 @@ def _hard_swish(op: Op, x: Expr) -> Expr:
     return op.call("divide", [op.call("multiply", [x, relu6]), _scalar(op, 6.0)])
 
 
-def _softmax(op: Op, x: Expr) -> Expr:
-    beta = float(op.option("beta", 1.0))
-    if beta != 1.0:
-        x = op.call("multiply", [x, _scalar(op, beta)])
-    return op.call("nn.softmax", [x], axis=-1)
-
-
 _FLOAT: dict[str, Callable[[Op, Expr], Expr]] = {
     "LOGISTIC": lambda op, x: op.call("sigmoid", [x]),
     "TANH": lambda op, x: op.call("tanh", [x]),
     "HARD_SWISH": _hard_swish,
-    "SOFTMAX": _softmax,
 }
 
 
