@@ -78,6 +78,9 @@ _DATA = (DType.INT8, DType.UINT8, DType.INT16)
 DIFF_INTEGER_BITS = 5
 ACCUM_INTEGER_BITS = 12
 LUT_SIZE = 513
+#: longest row whose sum of exponentials fits the accumulator: 4095 ones in
+#: Q12.19 (int8/uint8), 65536 values below 2**15 in int32 (int16)
+MAX_ROW = {DType.INT8: 4095, DType.UINT8: 4095, DType.INT16: 65536}
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +254,12 @@ def _softmax_rel(args: Sequence[Type], attrs: QnnSoftmaxAttrs) -> Type | Solved 
         raise RelationError(f"data must be int8, uint8 or int16, got {data}")
     if not (math.isfinite(attrs.beta) and attrs.beta > 0):
         raise RelationError(f"beta must be positive and finite, got {attrs.beta}")
-    normalize_axis(attrs.axis, data.ndim)
+    axis = normalize_axis(attrs.axis, data.ndim)
+    limit = MAX_ROW[data.dtype]
+    extent = data.shape[axis]
+    if isinstance(extent, int) and extent > limit:
+        raise RelationError(f"the softmax axis has {extent} elements; a {data.dtype} softmax "
+                            f"sums at most {limit} (TFLite's fixed-point accumulator)")
     return with_params(TensorType(data.shape, data.dtype), io_scalar_params(args))
 
 
@@ -277,4 +285,4 @@ defop("qnn.softmax", arity=5, rel=_softmax_rel, pattern=PatternKind.OUT_ELEMWISE
 
 __all__ = ["QnnSoftmaxAttrs", "Int8Params", "int8_params", "int16_multiplier", "int16_lut",
            "lut_lookup", "power_of_two_exponent", "DIFF_INTEGER_BITS", "ACCUM_INTEGER_BITS",
-           "LUT_SIZE"]
+           "LUT_SIZE", "MAX_ROW"]
