@@ -28,17 +28,20 @@ give ``e = exp_on_negative_values(SRDHM(d << left_shift, multiplier))``
 (the difference in Q5.26, the exp in Q0.31).  ``sum`` accumulates
 ``RoundingDivideByPOT(e, 12)`` (Q12.19, wrapping).  ``GetReciprocal``:
 ``h = clz(sum)``, ``nbou = 12 - h``, ``r = one_over_one_plus_x((sum << h)
-- 2**31)`` (Q0.31, ``1/sum`` times ``2**nbou``).  Output ``p =
-SRDHM(r, e)`` divided by ``2**(nbou + 31 - k)`` (``RoundingDivideByPOT``)
-when the output scale is exactly ``2**-k`` -- TFLite's case, ``k`` the
-output's bit width: 1/256 for int8/uint8 -- plus the output zero point
-(TFLite's ``numeric_limits<T>::min()``), saturated; a skipped element is
-the dtype's minimum... in TFLite; here the zero point saturated (the same
-for TFLite's parameters, and the value of probability 0 otherwise).
-Any other output scale: ``p`` is first brought to Q0.31
-(``RoundingDivideByPOT(p, nbou)``), then rescaled by
-``MultiplyByQuantizedMultiplier`` with the multiplier of ``2**-31 /
-s_out``.
+- 2**31)`` (Q0.31, ``1/sum`` times ``2**nbou``).  ``p = SRDHM(r, e)`` is
+the probability times ``2**(31 + nbou)``, non-negative.  TFLite divides it
+by ``2**(nbou + 31 - k)`` (``RoundingDivideByPOT``, ties away from zero)
+for its output scale ``2**-k`` (1/256) and adds ``numeric_limits<T>::min()``
+(its zero point).  For any output scale ``s_out`` we multiply ``p`` by the
+Q0.31 multiplier ``(m, sh)`` of ``2**-31 / s_out`` and round once: ``p * m
+/ 2**(31 + nbou - sh)`` rounded half up (:func:`round_shift_up`, int64),
+plus the output zero point, saturated.  For ``s_out = 2**-k``, ``m =
+2**30`` and ``sh = k - 30``, which is TFLite's division exactly (half up
+and half away from zero agree on non-negative values); for other scales
+it is one rounding of ``p / s_out`` (plus the multiplier's 2**-31
+relative error) -- no double rounding.  Elements with ``d < diff_min``
+give the zero point (TFLite: the dtype's minimum, the same with its
+parameters).
 
 **int16** (TFLite's 16x8 mode, two 513-entry int16 tables with linear
 interpolation, ``LUTLookup``).  Prepare: ``exp`` on ``[-10, 0]`` and ``1 / (1
@@ -186,28 +189,33 @@ def lut_lookup(value: np.ndarray, lut: np.ndarray) -> np.ndarray:
     return ((base + delta + 32768) & 0xFFFF) - 32768
 
 
-def power_of_two_exponent(scale: float) -> int | None:
-    """``k`` when ``scale`` (float32) is exactly ``2**-k`` with ``0 <= k <=
-    31``, else None."""
-    m, e = math.frexp(float(np.float32(scale)))
-    k = 1 - e
-    return k if m == 0.5 and 0 <= k <= 31 else None
+def output_multiplier(output_scale: float) -> quant.QuantizedMultiplier:
+    """The Q0.31 multiplier of ``2**-31 / output_scale`` (int8/uint8
+    path); ``output_scale`` must exceed ``2**-60`` (so that the final
+    shift is at least 2)."""
+    so = float(np.float32(output_scale))
+    if not so > 2.0 ** -60:
+        raise quant.QuantizationError(f"output_scale {so!r} is too small for qnn.softmax")
+    return quant.quantize_multiplier(2.0 ** -31 / so)
+
+
+def round_shift_up(v: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``v / 2**t`` rounded half up for int64 ``0 <= v < 2**63``, ``t >=
+    2``: ``((v >> 1) + 2**(t-2)) >> (t-1)`` (no overflow; dropping ``v``'s
+    last bit cannot move the floor), 0 for ``t >= 64``."""
+    v, t = np.asarray(v, np.int64), np.asarray(t, np.int64)
+    tc = np.minimum(t, 63)
+    r = ((v >> 1) + (np.int64(1) << (tc - 2))) >> (tc - 1)
+    return np.where(t >= 64, 0, r)
 
 
 # ------------------------------------------------------------ the compute
-
-def _rdbpot_wide(x: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """``RoundingDivideByPOT`` for exponents up to 62 on int64 values."""
-    x, e = np.asarray(x, np.int64), np.asarray(e, np.int64)
-    mask = (np.int64(1) << e) - 1
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> e) + ((x & mask) > threshold)
-
 
 def _softmax_int8(x: np.ndarray, s_in: float, s_out: float, beta: float) -> np.ndarray:
     """Rows along the last axis of int64 ``x``: the output before the zero
     point (int64)."""
     p = int8_params(s_in, beta)
+    om = output_multiplier(s_out)
     diff = x - x.max(axis=-1, keepdims=True)
     keep = diff >= p.diff_min
     scaled = quant.saturating_rounding_doubling_high_mul(
@@ -220,13 +228,7 @@ def _softmax_int8(x: np.ndarray, s_in: float, s_out: float, beta: float) -> np.n
     shifted = quant.wrap_int32((total << h) - (1 << 31))
     recip = gemmlowp.one_over_one_plus_x_for_x_in_0_1(shifted)
     prob = quant.saturating_rounding_doubling_high_mul(recip, e)
-    k = power_of_two_exponent(s_out)
-    if k is not None:
-        out = _rdbpot_wide(prob, nbou + 31 - k)
-    else:
-        qm = quant.quantize_multiplier(2.0 ** -31 / s_out)
-        q31 = _rdbpot_wide(prob, nbou)
-        out = quant.multiply_by_quantized_multiplier(q31, qm.multiplier, qm.shift)
+    out = round_shift_up(prob * om.multiplier, 31 + nbou - om.shift)
     return np.where(keep, out, 0)
 
 
@@ -284,5 +286,5 @@ defop("qnn.softmax", arity=5, rel=_softmax_rel, pattern=PatternKind.OUT_ELEMWISE
       attrs=QnnSoftmaxAttrs, family=FAMILY)
 
 __all__ = ["QnnSoftmaxAttrs", "Int8Params", "int8_params", "int16_multiplier", "int16_lut",
-           "lut_lookup", "power_of_two_exponent", "DIFF_INTEGER_BITS", "ACCUM_INTEGER_BITS",
-           "LUT_SIZE", "MAX_ROW"]
+           "lut_lookup", "output_multiplier", "round_shift_up", "DIFF_INTEGER_BITS",
+           "ACCUM_INTEGER_BITS", "LUT_SIZE", "MAX_ROW"]

@@ -12,7 +12,7 @@ Error bound (``e_i`` of the package note, in steps ``s_out`` of the
 quantize).  Against the exact real softmax ``p`` of the dequantized row,
 the integer result before its final rounding is off by at most
 
-    (3e-7 + n * 1.5e-6) / s_out  [+ 1/4 when s_out is not 2**-k]
+    (3e-7 + n * 1.5e-6 + 2**-31) / s_out
 
 with ``n`` the row length: gemmlowp's ``exp`` is within 2.3e-7 absolute
 (measured on 2 million Q5.26 inputs), each term is rounded to Q12.19
@@ -20,12 +20,11 @@ with ``n`` the row length: gemmlowp's ``exp`` is within 2.3e-7 absolute
 are dropped, and the reciprocal (5e-9 relative), the input multiplier
 (``32 * 2**-31`` relative in the exponent) and the Q0.31 products add
 less than 1e-7; the sum is at least 1 (the row maximum's ``exp(0)``), so
-absolute errors of the sum are relative errors of ``p``.  An output
-scale that is not a power of two adds the double rounding of
-``MultiplyByQuantizedMultiplier`` (at most a quarter step).  For
-TFLite's and onnxruntime's output scale 1/256 and a 12-class softmax
-this is 0.005 of a step; the region stays in float when the bound
-exceeds the budget.
+absolute errors of the sum are relative errors of ``p``; the output
+multiplier of ``2**-31 / s_out`` is within ``2**-31`` relative and the
+result is rounded once.  For output scales 1/256 (TFLite) or 1/255
+(onnxruntime's quantizer) and a 12-class softmax this is 0.005 of a
+step; the region stays in float when the bound exceeds the budget.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from ...ir import quant
 from ...ir.expr import Call
-from ...ir.ops.qnn_softmax import MAX_ROW, QnnSoftmaxAttrs, int8_params, power_of_two_exponent
+from ...ir.ops.qnn_softmax import MAX_ROW, QnnSoftmaxAttrs, int8_params, output_multiplier
 from .representation import BUDGET, I8, U8, Core, QSite, make_call, make_cell, tensor_type
 
 if TYPE_CHECKING:
@@ -45,10 +44,7 @@ __all__ = ["softmax_core", "softmax_error"]
 
 def softmax_error(n: int, out_scale: float) -> float:
     """The bound of the module note, in output steps."""
-    err = (3e-7 + n * 1.5e-6) / out_scale
-    if power_of_two_exponent(out_scale) is None:
-        err += 0.25
-    return err
+    return (3e-7 + n * 1.5e-6 + 2.0 ** -31) / out_scale
 
 
 def softmax_core(an: Analysis, node: Call, site: QSite) -> Core | None:
@@ -68,8 +64,7 @@ def softmax_core(an: Analysis, node: Call, site: QSite) -> Core | None:
         return None
     try:
         int8_params(s_in, 1.0)
-        if power_of_two_exponent(s_out) is None:
-            quant.quantize_multiplier(2.0 ** -31 / s_out)
+        output_multiplier(s_out)
     except quant.QuantizationError:
         return None
     err = softmax_error(n, s_out)

@@ -19,8 +19,7 @@ code.  Identities (``>>`` arithmetic, products int64):
   the reciprocal on ``[1/2, 3]`` in Q2.29 and probabilities are
   non-negative).
 * ``RoundingDivideByPOT(v, e)``, ties away from zero, is ``(v + 2**(e-1) -
-  (v < 0)) >> e`` in int64 for a constant ``e >= 1``; for a run-time
-  exponent (up to 62 on int64 values) gemmlowp's mask-and-threshold form.
+  (v < 0)) >> e`` in int64 for a constant ``e >= 1``.
 * The saturating left shift is two selects on a temporary.
 * ``CountLeadingZeros`` of a positive int32 is ``31`` minus the position
   of its highest set bit, found by five conditional shifts (16, 8, 4, 2,
@@ -29,15 +28,13 @@ code.  Identities (``>>`` arithmetic, products int64):
 
 from __future__ import annotations
 
-from typing import Callable
-
 from ....ir import gemmlowp as ref
 from ....ir.quant import INT32_MAX, INT32_MIN
 from ...kernel import ir as K
 from ..registry import LowerContext
 from .fixed_point import I32, I64, i32, i64
 
-__all__ = ["Seq", "srdhm", "rdbpot", "rdbpot_dynamic", "exp_on_negative_values",
+__all__ = ["Seq", "srdhm", "rdbpot", "exp_on_negative_values",
            "one_over_one_plus_x_for_x_in_0_1", "count_leading_zeros_positive"]
 
 
@@ -74,20 +71,6 @@ def rdbpot(v: K.Expr, e: int) -> K.Expr:
         return v
     v64 = K.cast(I64, v)
     return K.cast(I32, K.shr(K.sub(K.add(v64, i64(1 << (e - 1))), _negative(v64)), e))
-
-
-def rdbpot_dynamic(s: Seq, e: K.Expr) -> Callable[[K.Var], K.Expr]:
-    """``RoundingDivideByPOT(v, e)`` of int64 values ``v`` by an int32
-    ``e`` in ``[0, 62]``: the mask and half-mask are declared once (in
-    ``s``); the function returned rounds one value (int64 result)."""
-    mask = s.let(K.sub(K.shl(i64(1), e), i64(1)), "mask")
-    half = s.let(K.shr(mask, 1), "half")
-
-    def apply(v: K.Var) -> K.Expr:
-        assert v.dtype is I64
-        threshold = K.add(half, _negative(v))
-        return K.add(K.shr(v, e), K.cast(I64, K.gt(K.bit_and(v, mask), threshold)))
-    return apply
 
 
 def _saturating_shl(s: Seq, x: K.Expr, e: int) -> K.Var:

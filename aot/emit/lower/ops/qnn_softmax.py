@@ -18,10 +18,11 @@ read with TFLite's interpolation.  No float arithmetic is generated.
 Row statements (int8/uint8; see :mod:`.gemmlowp` for the fixed-point
 steps): ``mx`` the row maximum; ``sum += keep ? RDBPOT(exp, 12) : 0``;
 ``h = clz(sum)`` (``sum >= 2**19``, the maximum's ``exp(0)``); the
-reciprocal of ``(sum << h) - 2**31``; per element ``keep ?
-RDBPOT(SRDHM(recip, exp), nbou + 31 - k) : 0`` (or the Q0.31 rescaling
-for an output scale that is not a power of two) plus the zero point,
-saturated.  A difference below ``diff_min`` is clamped to it before the
+reciprocal of ``(sum << h) - 2**31``; per row the final shift ``t = 31 +
+nbou - sh`` and its rounding term; per element ``keep ? (SRDHM(recip,
+exp) * m) / 2**t rounded half up : 0`` (int64, :func:`round_shift_up
+<aot.ir.ops.qnn_softmax.round_shift_up>`'s overflow-free form) plus the
+zero point, saturated.  A difference below ``diff_min`` is clamped to it before the
 shift (its value is discarded; this keeps the shift in range).
 """
 
@@ -34,7 +35,7 @@ import numpy as np
 from ....ir.dtype import DType
 from ....ir.ops.qnn_softmax import (ACCUM_INTEGER_BITS, DIFF_INTEGER_BITS, QnnSoftmaxAttrs,
                                     int8_params, int16_lut, int16_multiplier,
-                                    power_of_two_exponent)
+                                    output_multiplier)
 from ....ir import quant
 from ....ir.types import Type
 from ...kernel import ir as K
@@ -43,7 +44,7 @@ from ..registry import (Index, LowerContext, LoweringError, Sink, TensorValue, a
 from .common import tensor
 from .fixed_point import I32, I64, Multiplier, i32, i64, multiply_double, saturate
 from .gemmlowp import (Seq, count_leading_zeros_positive, exp_on_negative_values,
-                       one_over_one_plus_x_for_x_in_0_1, rdbpot, rdbpot_dynamic, srdhm)
+                       one_over_one_plus_x_for_x_in_0_1, rdbpot, srdhm)
 from .qnn import check_scales, checked, constant_of, scalar_param
 
 __all__: list[str] = []
@@ -85,9 +86,10 @@ def _row_max(ctx: LowerContext, x: TensorValue, at: Callable[[K.Expr], Index],
 def _int8_rows(ctx: LowerContext, x: TensorValue, s_in: float, s_out: float, z_out: K.Expr,
                attrs: QnnSoftmaxAttrs, axis: int, sink: Sink) -> K.Stmt:
     p = checked(_OP, lambda: int8_params(s_in, attrs.beta))
-    k_out = power_of_two_exponent(s_out)
-    q31 = None if k_out is not None else \
-        checked(_OP, lambda: quant.quantize_multiplier(2.0 ** -31 / s_out))
+    om = checked(_OP, lambda: output_multiplier(s_out))
+    assert isinstance(om, quant.QuantizedMultiplier)
+    # the final shift t = 31 + nbou - sh, nbou = 12 - h, h in [1, 12]
+    t_max = 31 + ACCUM_INTEGER_BITS - 1 - om.shift
     n = x.shape[axis]
 
     def exp_of(s: Seq, at: Callable[[K.Expr], Index], mx: K.Var,
@@ -112,16 +114,18 @@ def _int8_rows(ctx: LowerContext, x: TensorValue, s_in: float, s_out: float, z_o
         h = count_leading_zeros_positive(r, total)
         shifted = r.let(K.sub(K.shl(total, h), i32(quant.INT32_MIN)), "ss")
         recip = one_over_one_plus_x_for_x_in_0_1(r, shifted)
-        nbou = K.sub(i32(ACCUM_INTEGER_BITS), h)
-        exponent = r.let(K.add(nbou, i32(31 - k_out)) if k_out is not None else nbou, "ex")
-        divide = rdbpot_dynamic(r, exponent)
+        t = r.let(K.sub(i32(31 + ACCUM_INTEGER_BITS - om.shift), h), "t")
+        tc = r.let(K.minimum(t, i32(63)), "tc") if t_max >= 64 else t
+        half = r.let(K.shl(i64(1), K.sub(tc, i32(2))), "half")
         stmts += r.stmts
         k2 = ctx.index_var("k")
         o = Seq(ctx)
         e2, keep2 = exp_of(o, at, mx, k2)
-        value = K.cast(I32, divide(o.let(K.cast(I64, srdhm(recip, e2)), "p")))
-        if q31 is not None:
-            value = multiply_double(value, _static(q31))
+        scaled = K.mul(K.cast(I64, srdhm(recip, e2)), i64(om.multiplier))
+        rounded = K.shr(K.add(K.shr(scaled, 1), half), K.sub(tc, i32(1)))
+        value = K.cast(I32, rounded)
+        if t_max >= 64:
+            value = K.select(K.ge(t, i32(64)), i32(0), value)
         out = K.add(K.select(keep2, value, i32(0)), K.cast(I32, z_out))
         o.stmts.append(sink(at(k2), saturate(out, x.dtype)))
         stmts.append(K.for_range(k2, n, o.stmts))
