@@ -64,7 +64,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Callable, ClassVar, Sequence
 
 from .. import gemmlowp, quant
 from ..registry import Solved
@@ -144,13 +144,18 @@ def int16_lut(fn_name: str) -> np.ndarray:
     return _int16_lut(fn_name).copy()
 
 
+def _one_over_one_plus(v: float) -> float:
+    return 1.0 / (1.0 + v)
+
+
 @functools.cache
 def _int16_lut(fn_name: str) -> np.ndarray:
     rng = 65535
+    fn: Callable[[float], float]
     if fn_name == "exp":
         in_scale, in_zp, fn = 10.0 / rng, 32767, math.exp
     else:
-        in_scale, in_zp, fn = 1.0 / rng, -32768, (lambda v: 1.0 / (1.0 + v))
+        in_scale, in_zp, fn = 1.0 / rng, -32768, _one_over_one_plus
     out_scale = 2.0 / rng
     input_min = in_scale * float(-32768 - in_zp)
     input_max = in_scale * float(32767 - in_zp)

@@ -33,7 +33,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ....ir.dtype import DType
-from ....ir.ops.qnn_softmax import (ACCUM_INTEGER_BITS, DIFF_INTEGER_BITS, QnnSoftmaxAttrs,
+from ....ir.ops.qnn_softmax import (ACCUM_INTEGER_BITS, DIFF_INTEGER_BITS, Int8Params,
+                                    QnnSoftmaxAttrs,
                                     int8_params, int16_lut, int16_multiplier,
                                     output_multiplier)
 from ....ir import quant
@@ -86,6 +87,7 @@ def _row_max(ctx: LowerContext, x: TensorValue, at: Callable[[K.Expr], Index],
 def _int8_rows(ctx: LowerContext, x: TensorValue, s_in: float, s_out: float, z_out: K.Expr,
                attrs: QnnSoftmaxAttrs, axis: int, sink: Sink) -> K.Stmt:
     p = checked(_OP, lambda: int8_params(s_in, attrs.beta))
+    assert isinstance(p, Int8Params)
     om = checked(_OP, lambda: output_multiplier(s_out))
     assert isinstance(om, quant.QuantizedMultiplier)
     # the final shift t = 31 + nbou - sh, nbou = 12 - h, h in [1, 12]
@@ -152,6 +154,7 @@ def _int16_rows(ctx: LowerContext, x: TensorValue, s_in: float, s_out: float, z_
                 attrs: QnnSoftmaxAttrs, axis: int, sink: Sink) -> K.Stmt:
     qm = checked(_OP, lambda: int16_multiplier(s_in, attrs.beta))
     rq = checked(_OP, lambda: quant.quantize_multiplier(2.0 ** -15 / s_out))
+    assert isinstance(qm, quant.QuantizedMultiplier) and isinstance(rq, quant.QuantizedMultiplier)
     exp_table = ctx.constant_table(int16_lut("exp"), I16)
     recip_table = ctx.constant_table(int16_lut("recip"), I16)
     n = x.shape[axis]
@@ -193,8 +196,9 @@ def _int16_rows(ctx: LowerContext, x: TensorValue, s_in: float, s_out: float, z_
 
 
 @anchor_lowering(_OP)
-def _softmax(ctx: LowerContext, args: Sequence, attrs: QnnSoftmaxAttrs, out_type: Type,
+def _softmax(ctx: LowerContext, args: Sequence, attrs, out_type: Type,
              sinks: Sequence[Sink]) -> K.Stmt:
+    assert isinstance(attrs, QnnSoftmaxAttrs)
     x, s_in, _z_in, s_out, z_out = (tensor(a) for a in args)
     si = _scale(ctx, s_in, "input_scale")
     so = _scale(ctx, s_out, "output_scale")
