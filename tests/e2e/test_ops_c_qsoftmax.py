@@ -8,6 +8,7 @@ dominant value, all in one C build."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from c_harness import check_cases
 from cases import qnn as qnn_cases
@@ -40,3 +41,15 @@ def softmax_cases():
 
 def test_softmax_c_matches_reference():
     check_cases(softmax_cases(), "qnn_softmax")
+
+
+def test_run_time_scale_is_a_diagnostic(tmp_path):
+    """The prepare-time constants need constant scales: a run-time one is
+    refused with a diagnostic (the interpreter accepts it)."""
+    import aot
+    from aot.diagnostics import DiagnosticError
+    mod = aot.parse('#[version = "0.0.5"]\n'
+                    'def @main(%x: Tensor[(2, 5), int8], %s: float32) {\n'
+                    '  qnn.softmax(%x, %s, 0, 0.00390625f, -128)\n}')
+    with pytest.raises(DiagnosticError, match="input_scale must be a compile-time constant"):
+        aot.compile(mod, tmp_path, name="rt")
