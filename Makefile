@@ -47,10 +47,13 @@ test: install deps lint
 	$(PY) -m pytest -n auto --dist worksteal
 
 # Benchmarks (numbers, never pass/fail): the MLPerf Tiny models against
-# onnxruntime (latency, memory, code and constant bytes, compile time), and
-# compile time against program size.  Each writes a JSON report.
+# onnxruntime (latency, memory, code and constant bytes, compile time), the
+# same models in int8 against float32 (constants, arena, Cortex-M4
+# instructions, agreement with onnxruntime's integer kernels), and compile
+# time against program size.  Each writes a JSON report.
 bench: install deps
 	$(PY) bench/onnx_models.py --json bench/onnx_models.json
+	$(PY) bench/quantized_models.py --json bench/quantized_models.json
 	$(PY) bench/compile_time.py --json bench/compile_time.json
 
 clean:

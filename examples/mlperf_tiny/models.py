@@ -21,13 +21,20 @@ Usage::
     python3 examples/mlperf_tiny/models.py --out DIR [ds_cnn resnet8 ...]
 
 writes ``DIR/<name>.onnx`` and prints each model's parameter and
-multiply-accumulate counts.
+multiply-accumulate counts.  ``<name>_int8`` (``ds_cnn_int8``, ...) is the
+same model quantized by onnxruntime's static quantizer (:func:`quantize_int8`;
+needs the ``onnxruntime`` package): QDQ format, int8 activations,
+per-channel int8 weights, int32 biases, calibrated on four seeded
+standard-normal inputs -- the form of int8 model a user brings from
+onnxruntime's tooling.  The result is deterministic for one onnxruntime
+version.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -206,10 +213,55 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
 }
 
 
+INT8 = "_int8"
+
+
+def known(name: str) -> bool:
+    return name in MODELS or (name.endswith(INT8) and name[:-len(INT8)] in MODELS)
+
+
 def build(name: str) -> onnx.ModelProto:
-    if name not in MODELS:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    """Model ``name``: one of :data:`MODELS`, or ``<model>_int8`` for its
+    onnxruntime-quantized form (:func:`quantize_int8`)."""
+    if not known(name):
+        raise KeyError(f"unknown model {name!r}; known: {', '.join(MODELS)} "
+                       f"(and each with the suffix {INT8})")
+    if name.endswith(INT8):
+        return quantize_int8(MODELS[name[:-len(INT8)]]())
     return MODELS[name]()
+
+
+def quantize_int8(model: onnx.ModelProto, calibration: int = 4) -> onnx.ModelProto:
+    """``model`` quantized by onnxruntime's ``quantize_static``: pre-processed
+    first (``quant_pre_process`` folds the batch norms after convolutions),
+    then QDQ, int8 activations, per-channel int8 weights, calibrated on
+    ``calibration`` seeded standard-normal inputs (seeds 0, 1, ...)."""
+    from onnxruntime import quantization
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    shape = input_shape(model)
+    feed = model.graph.input[0].name
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter([{feed: np.random.default_rng(s).standard_normal(shape)
+                                  .astype(np.float32)} for s in range(calibration)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        float_path, pre_path, q_path = (str(Path(tmp) / f"{n}.onnx") for n in ("f", "p", "q"))
+        onnx.save(model, float_path)
+        # Static shapes: onnx's own shape inference is enough (the symbolic
+        # one needs sympy, which onnxruntime no longer installs).
+        quant_pre_process(float_path, pre_path, skip_symbolic_shape=True)
+        quantization.quantize_static(pre_path, q_path, Reader(),
+                                     quant_format=quantization.QuantFormat.QDQ,
+                                     per_channel=True,
+                                     activation_type=quantization.QuantType.QInt8,
+                                     weight_type=quantization.QuantType.QInt8)
+        return onnx.load(q_path)
 
 
 # -- statistics ----------------------------------------------------------------
@@ -254,11 +306,13 @@ def input_shape(model: onnx.ModelProto) -> tuple[int, ...]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="directory for <name>.onnx")
-    parser.add_argument("names", nargs="*", help=f"models (default: all of {', '.join(MODELS)})")
+    parser.add_argument("names", nargs="*", help=f"models (default: all of {', '.join(MODELS)}); "
+                        f"<model>{INT8} for the int8 form (needs onnxruntime)")
     args = parser.parse_args(argv)
-    unknown = [n for n in args.names if n not in MODELS]
+    unknown = [n for n in args.names if not known(n)]
     if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)} "
+                     f"(and each with the suffix {INT8})")
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.names or MODELS:
         model = build(name)

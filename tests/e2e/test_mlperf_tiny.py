@@ -196,3 +196,24 @@ def test_benchmark_runs_and_agrees(tmp_path):
     assert row["max_abs_diff"] < 1e-4
     assert row["arena_lower_bound_bytes"] <= row["arena_bytes"]
     assert row["code_bytes"] > 0 and row["macs"] == models.macs(models.fc_autoencoder())
+
+
+def test_quantized_benchmark_runs(tmp_path):
+    """bench/quantized_models.py end to end on the autoencoder (host
+    figures only): int8 constants are about a quarter of float32's and the
+    int8 C agrees with onnxruntime's integer kernels within one step."""
+    import json
+    import subprocess
+    import sys
+    pytest.importorskip("onnxruntime.quantization")
+    bench = MODELS_PY.parents[2] / "bench" / "quantized_models.py"
+    out = tmp_path / "bench.json"
+    subprocess.run([sys.executable, str(bench), "--models", "fc_autoencoder", "--inputs", "4",
+                    "--no-m4", "--json", str(out)],
+                   check=True, capture_output=True, text=True, cwd=tmp_path)
+    (row,) = json.loads(out.read_text())["models"]
+    assert not row["classifier"] and "top1_agreement" not in row["int8_vs_float32"]
+    assert row["int8"]["constant_bytes"] < 0.3 * row["float32"]["constant_bytes"]
+    assert row["vs_onnxruntime_int8"]["max_steps"] <= 1
+    assert row["vs_onnxruntime_int8"]["exact_fraction"] >= 0.99
+    assert row["int8_vs_float32"]["cosine_min"] > 0.98

@@ -61,7 +61,7 @@ FLOAT_C = re.compile(r"\bfloat\b|\bdouble\b|\b\d+\.\d*(?:[eE][-+]?\d+)?f?\b|\b[a
 def model(tmp_path_factory):
     """(quantized ONNX model, the same with the logits' quantize as a second
     output, input shape, integer artifact, float artifact)."""
-    original, shape = ort_quantized(NAME, tmp_path_factory.mktemp("quantize"))
+    original, shape = ort_quantized(NAME)
     qmodel = onnx.ModelProto()
     qmodel.CopyFrom(original)
     softmax = next(n for n in qmodel.graph.node if n.op_type == "Softmax")

@@ -1044,7 +1044,7 @@ def test_integer_forms_compiled(tmp_path):
 
 # ------------------------------------------------------------------ models quantized by onnxruntime
 
-def ort_quantized(name: str, tmp_path):
+def ort_quantized(name: str):
     """An MLPerf Tiny model quantized by onnxruntime's static quantizer
     (tests/cases/quantized_models.py), its input shape, and the largest
     output difference the rule allows: one step of the last quantize the
@@ -1055,7 +1055,7 @@ def ort_quantized(name: str, tmp_path):
     pytest.importorskip("onnxruntime.quantization")
     from cases.quantized_models import ort_quantized as quantize
 
-    qmodel, shape = quantize(name, tmp_path)
+    qmodel, shape = quantize(name)
     inits = {i.name: onnx.numpy_helper.to_array(i) for i in qmodel.graph.initializer}
     dequantized = [n for n in qmodel.graph.node if n.op_type == "DequantizeLinear"
                    and n.input[0] not in inits]
@@ -1072,7 +1072,7 @@ def test_onnxruntime_quantized_model(name, tmp_path):
     """Every quantized layer becomes integer, the softmax too
     (``qnn.softmax``); what stays float is the input's QuantizeLinear and
     the last DequantizeLinear; the outputs are within the rule."""
-    qmodel, shape, step = ort_quantized(name, tmp_path)
+    qmodel, shape, step = ort_quantized(name)
     before = run_pass("SimplifyInference", aot.from_onnx(qmodel))
     after = rewrite(before)
     left = set(float_calls(after))

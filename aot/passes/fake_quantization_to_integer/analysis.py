@@ -23,6 +23,7 @@ from ...ir.pattern import DFPatternMatcher, is_op
 from ...ir.types import TensorType
 from ...ir.visitor import ExprMutator, children, post_order
 from . import accumulators  # noqa: F401  (registers the accumulator rules)
+from . import products  # noqa: F401  (batch_matmul and conv2d_transpose rules)
 from .representation import (BINARY, BUDGET, CONCAT, I8, I32, LAYOUT_OPS, POOL, QUANT_DTYPES,
                              REL_SLACK, REQUANT_IN, REQUANT_OUT, SAFE, Acc, Cell, Core, Exact, Plan,
                              QParams, QSite, Rep, flatten_cells, make_call, make_cell,

@@ -13,8 +13,11 @@ clamped to the activation's range.  Quantized LEAKY_RELU is TFLite's
 ``QuantizeLeakyRelu``: inputs at or above the zero point are requantized
 by ``input_scale / output_scale``, the others by
 ``input_scale * alpha / output_scale`` (both float32, as TFLite computes
-them).  LOGISTIC, TANH and HARD_SWISH use the float fallback
-(:mod:`.util`).
+them).  Quantized LOGISTIC, TANH and HARD_SWISH are ``qnn.sigmoid``,
+``qnn.tanh`` and ``qnn.hardswish`` (TFLite's reference integer kernels,
+:mod:`aot.ir.ops.qnn_nonlinear`), with TFLite's prepare-time checks
+(LOGISTIC's output scale 1/256, HARD_SWISH's output multiplier below
+one).
 """
 
 from __future__ import annotations
@@ -24,10 +27,13 @@ from typing import Callable
 import numpy as np
 
 from ....ir.expr import Expr
+from ....ir.ops.qnn_nonlinear import hard_swish_params
+from ....ir.quant import QuantizationError
 from ..graph import Op
 from ..registry import converter
 from .util import (RELU, RELU6, RELU_N1_TO_1, activation, activation_range, clip_to,
-                   float_fallback, is_quantized, qparams, require_float, requantize)
+                   float_fallback, is_quantized, qparams, require_float, requantize, scale_of,
+                   zero_point_of)
 
 _RELUS = {"RELU": RELU, "RELU6": RELU6, "RELU_N1_TO_1": RELU_N1_TO_1}
 
@@ -80,9 +86,34 @@ _FLOAT: dict[str, Callable[[Op, Expr], Expr]] = {
 }
 
 
+_QNN = {"LOGISTIC": "qnn.sigmoid", "TANH": "qnn.tanh", "HARD_SWISH": "qnn.hardswish"}
+
+
+def _quantized_unary(op: Op) -> Expr:
+    """``qnn.sigmoid`` / ``qnn.tanh`` / ``qnn.hardswish`` with TFLite's
+    prepare-time checks."""
+    x_t, y_t = op.tensor(0), op.output()
+    if y_t.dtype is not x_t.dtype:
+        raise op.error(f"input '{x_t.name}' is {x_t.type_name} but output '{y_t.name}' is "
+                       f"{y_t.type_name}; TFLite requires the same type")
+    x_q, y_q = qparams(op, x_t), qparams(op, y_t)
+    if op.name == "LOGISTIC" and np.float32(y_q.scale[0]) != np.float32(1 / 256):
+        raise op.error(f"quantized LOGISTIC needs output scale 1/256 (TFLite's requirement), "
+                       f"got {float(y_q.scale[0])!r}")
+    if op.name == "HARD_SWISH":
+        try:
+            hard_swish_params(float(x_q.scale[0]), float(y_q.scale[0]))
+        except QuantizationError as e:
+            raise op.error(str(e)) from None
+    return op.call(_QNN[op.name], [op.input(0), scale_of(op, x_q), zero_point_of(op, x_q),
+                                   scale_of(op, y_q), zero_point_of(op, y_q)])
+
+
 @converter(*_FLOAT)
 def convert_float_activation(op: Op) -> list[Expr]:
     build = _FLOAT[op.name]
+    if is_quantized(op) and op.name in _QNN:
+        return [_quantized_unary(op)]
     if is_quantized(op):
         return [float_fallback(op, [0], lambda xs: build(op, xs[0]))]
     require_float(op)
