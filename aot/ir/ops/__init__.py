@@ -14,6 +14,7 @@ from . import qnn_common
 from . import qnn_linear
 from . import qnn_nonlinear
 from . import qnn_reduce
+from . import qnn_softmax
 from . import reduce
 from . import transform
 from . import transform_broadcast

@@ -30,6 +30,7 @@ from .representation import (BINARY, BUDGET, CONCAT, I8, I32, LAYOUT_OPS, POOL, 
                              make_requantize, multiplier_ok, param_axis, pool_channel_axis,
                              rescale_ok, tensor_type)
 from .rules import QD, QS, QUANTIZE, QZ, RULES
+from .softmax import softmax_core
 
 #: the ONNX importer's QuantizeLinear: ``cast(clip(round(x / s) [+ z]))``
 _ONNX_DIV = is_op("divide")(QD, QS)
@@ -347,6 +348,8 @@ class Analysis:
                 return self._concatenate(node, site)
             if node.op.name in ("maximum", "minimum"):
                 return self._extremum(node, site)
+            if node.op.name == "nn.softmax":
+                return softmax_core(self, node, site)
         return None
 
     # --- maximum, minimum

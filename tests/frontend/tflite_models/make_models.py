@@ -575,6 +575,25 @@ def softmax_i8(rng):
 
 
 @model
+def softmax_u8(rng):
+    return _unary_i8("SOFTMAX", (3, 6), (1 / 256, 0), ("SoftmaxOptions", {"beta": 1.0}),
+                     out_dtype="uint8", in_dtype="uint8", q_in=(Q_IN[0], Q_IN[1] + 128))
+
+
+@model
+def softmax_i16(rng):
+    """16x8 softmax: int16 in and out, zero points 0, output 1/32768."""
+    return _unary_i8("SOFTMAX", (2, 9), (1 / 32768, 0), ("SoftmaxOptions", {"beta": 1.0}),
+                     out_dtype="int16", in_dtype="int16", q_in=(1 / 4096, 0))
+
+
+@model
+def softmax_i16_beta(rng):
+    return _unary_i8("SOFTMAX", (2, 3, 5), (1 / 32768, 0), ("SoftmaxOptions", {"beta": 0.6}),
+                     out_dtype="int16", in_dtype="int16", q_in=(3e-4, 0))
+
+
+@model
 def logistic_i8(rng):
     return _unary_i8("LOGISTIC", (3, 5), (1 / 256, -128))
 

@@ -8,3 +8,4 @@ from . import pool
 from . import products
 from . import quant
 from . import shape
+from . import softmax

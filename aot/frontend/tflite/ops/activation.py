@@ -1,9 +1,8 @@
 """Activations: RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, LOGISTIC, TANH,
-HARD_SWISH, SOFTMAX.
+HARD_SWISH (SOFTMAX has its own module, :mod:`.softmax`).
 
 Float: the catalogue's operators (``nn.relu``, ``clip``,
-``nn.leaky_relu``, ``sigmoid``, ``tanh``, ``nn.softmax`` on the last axis
-of ``beta * x``) and HARD_SWISH as TFLite's reference writes it,
+``nn.leaky_relu``, ``sigmoid``, ``tanh``) and HARD_SWISH as TFLite's reference writes it,
 ``x * min(6, max(0, x + 3)) / 6``.
 
 Quantized RELU, RELU6 and RELU_N1_TO_1 are integer, as TFLite's
@@ -18,7 +17,7 @@ them).  Quantized LOGISTIC, TANH and HARD_SWISH are ``qnn.sigmoid``,
 ``qnn.tanh`` and ``qnn.hardswish`` (TFLite's reference integer kernels,
 :mod:`aot.ir.ops.qnn_nonlinear`), with TFLite's prepare-time checks
 (LOGISTIC's output scale 1/256, HARD_SWISH's output multiplier below
-one).  SOFTMAX uses the float fallback (:mod:`.util`).
+one).
 """
 
 from __future__ import annotations
@@ -80,18 +79,10 @@ def _hard_swish(op: Op, x: Expr) -> Expr:
     return op.call("divide", [op.call("multiply", [x, relu6]), _scalar(op, 6.0)])
 
 
-def _softmax(op: Op, x: Expr) -> Expr:
-    beta = float(op.option("beta", 1.0))
-    if beta != 1.0:
-        x = op.call("multiply", [x, _scalar(op, beta)])
-    return op.call("nn.softmax", [x], axis=-1)
-
-
 _FLOAT: dict[str, Callable[[Op, Expr], Expr]] = {
     "LOGISTIC": lambda op, x: op.call("sigmoid", [x]),
     "TANH": lambda op, x: op.call("tanh", [x]),
     "HARD_SWISH": _hard_swish,
-    "SOFTMAX": _softmax,
 }
 
 

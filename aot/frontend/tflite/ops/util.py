@@ -21,7 +21,8 @@ round(f / scale)`` (float32 division, rounded half away from zero).
 
 The float fallback
 ------------------
-Quantized operators the IR has only in float (softmax) import as ``qnn.dequantize``
+Quantized operators the IR has only in float (a softmax with an int16 output of an
+8-bit input) import as ``qnn.dequantize``
 of each input, the float operator, and ``qnn.quantize`` to the output's
 parameters.  TFLite's kernels compute these in fixed point (lookup tables,
 integer exp approximations, integer averages), so results may differ from
