@@ -152,3 +152,44 @@ def test_pool_program_contexts_from_threads(program) -> None:
     contexts = [fn.context() for _ in range(THREADS)]
     assert _hammer(_program_calls(mod, contexts)) == []
     assert [c.pool_in_use() for c in contexts] == [0] * THREADS
+
+
+DEEP = HEADER + """
+def @sum_to(%n: int32) -> int32 {
+  if (%n == 0) { 0 } else { %n + @sum_to(%n - 1) }
+}
+def @main(%n: int32) -> int32 { @sum_to(%n) }
+"""
+
+
+def test_deep_recursion_on_a_small_thread_stack() -> None:
+    """9,000 nested calls -- under the default max_depth of 10,000, which
+    counts calls -- on a Python thread with a 256 KiB stack used to
+    overflow it (a segfault of the whole process); the stack budget
+    (64 KiB by default, or a context's own) turns it into ERR_DEPTH, and
+    recursion within the budget still computes the right sum."""
+    fn = compile_and_load(aot.parse(DEEP), name="thr_deep", pool_bytes=4 << 20)
+    seen: dict[str, Any] = {}
+
+    def run() -> None:
+        n = np.asarray(9000, np.int32)
+        with pytest.raises(aot.DiagnosticError, match="ERR_DEPTH.*65536 bytes of stack") as e:
+            fn(n)
+        seen["static"] = str(e.value)
+        seen["static 300"] = int(fn(np.asarray(300, np.int32)))
+        ctx = fn.context(stack_bytes=128 * 1024)
+        with pytest.raises(aot.DiagnosticError, match="ERR_DEPTH.*131072 bytes of stack"):
+            ctx(n)
+        seen["ctx 1000"] = int(ctx(np.asarray(1000, np.int32)))
+        seen["pools"] = (fn.pool_in_use(), ctx.pool_in_use())
+
+    old = threading.stack_size(256 * 1024)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old)
+    assert seen.get("static 300") == 300 * 301 // 2, seen
+    assert seen["ctx 1000"] == 1000 * 1001 // 2
+    assert seen["pools"] == (0, 0)

@@ -52,9 +52,8 @@ def program_cdef(meta: dict) -> str:
     from ..c.program_api import api_prototypes
     from .compiled_model import context_cdef
     name = meta["name"]
-    return context_cdef(meta) + "\n".join([f"typedef struct aot_obj {name}_value;",
-                                           *api_prototypes(name), meta["entry"]["prototype"],
-                                           ""])
+    return "\n".join([f"typedef struct aot_obj {name}_value;", context_cdef(meta).rstrip("\n"),
+                      *api_prototypes(name), meta["entry"]["prototype"], ""])
 
 
 #: value functions that touch the pool: a context's callable uses their
