@@ -551,21 +551,22 @@ def context_view(plan: ModelPlan, NAME: str) -> ContextView:
     if plan.program is not None:
         p = plan.program
         stack = p.stack_bytes
-        macros = (size,
-                  _define(f"{NAME}_STACK_BYTES", stack,
-                          "default stack budget of a call below the entry"),
-                  _define(f"{NAME}_MAX_DEPTH", p.max_depth, "bound on nested calls"))
+        macros: tuple[str, ...] = (
+            size,
+            _define(f"{NAME}_STACK_BYTES", stack, "default stack budget of a call below the entry"),
+            _define(f"{NAME}_MAX_DEPTH", p.max_depth, "bound on nested calls"))
         doc = tuple(textwrap.wrap(
             common + "  Value handles belong to the context whose pool holds them: pass "
             "them only to the _ctx functions of that context.", width=74))
         typedef = tuple(context_typedef(name, plan.pool_bytes))
-        init_doc = (f"Prepare a context (once, before its first use; again to empty it when",
-                    "it holds no live handle).  stack_bytes bounds the stack the program's",
-                    f"calls may use below the frame of {run}_ctx(): a non-tail call",
-                    f"past it returns {NAME}_ERR_DEPTH instead of overflowing the stack.",
-                    "Give the thread's stack size less what its code uses above the",
-                    "entry and a few KiB of headroom (the last frame and its kernels);",
-                    f"{NAME}_STACK_BYTES is the default (the static context's).")
+        init_doc: tuple[str, ...] = tuple(textwrap.wrap(
+            "Prepare a context (once, before its first use; again to empty it when it "
+            "holds no live handle).  stack_bytes bounds the stack the program's calls may "
+            f"use below the frame of {run}_ctx(): a non-tail call past it returns "
+            f"{NAME}_ERR_DEPTH instead of overflowing the stack.  Give the thread's stack "
+            "size less what its code uses above the entry and a few KiB of headroom (the "
+            f"last frame and its kernels); {NAME}_STACK_BYTES is the default (the static "
+            "context's).", width=74))
         init = context_prototypes(name)[0].rstrip(";")
         definitions: tuple[str, ...] = (
             f"{entry_prototype(plan, LINE_WIDTH)}\n{{\n"
