@@ -128,6 +128,16 @@ def test_static_arena_contexts_from_threads(dataflow) -> None:
     assert bad == [0] * THREADS, f"wrong results per thread: {bad}"
 
 
+def test_caller_arena_model_needs_no_lock(dataflow) -> None:
+    """A caller-arena model keeps no state: its context() is a plain copy
+    and the library lock is not taken."""
+    _, inputs, wants = dataflow
+    fn = compile_and_load(aot.parse(DATAFLOW), name="thr_dfc")
+    mine = fn.context()
+    assert mine._ctx is None and type(mine._lock).__name__ == "_NoLock"
+    assert_matches(mine(*inputs[0]), wants[0], "caller arena")
+
+
 def _program_calls(mod: Any, runners: list[Any]) -> list[Callable[[int], None]]:
     wants = [int(aot.interpret(mod, *_program_args(t))) for t in range(THREADS)]
 
