@@ -69,14 +69,16 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
             params: dict[str, Any] | None = None, arena: str = "caller",
             entry: str = "main", build: bool = True, pool_bytes: int | None = None,
             max_depth: int | None = None, tuning: str = "scalar",
-            quantized: str = "integer") -> Any:
+            quantized: str = "integer", stack_bytes: int | None = None) -> Any:
     """Compile ``@entry`` to a C artifact in ``out_dir`` (``include/<name>.h``,
     ``src/``, ``<name>.mk``, ``metadata.json``) and build
     ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
     constants.  ``arena="static"`` makes the library own its arena.
     Programs with control flow, ADTs, closures or references get an object
     pool of ``pool_bytes`` bytes (default 256 KiB) and a bound of
-    ``max_depth`` nested calls (default 10,000); tail calls are loops.
+    ``max_depth`` nested calls (default 10,000) and of ``stack_bytes`` bytes
+    of stack below the entry (default 64 KiB; past either a call returns
+    ERR_DEPTH instead of overflowing the stack); tail calls are loops.
     ``tuning`` shapes convolution and dense loop nests for the target:
     ``"scalar"`` (default: a microcontroller's scalar FPU) or ``"simd"`` (a
     host with SIMD units compiled at -O3).
@@ -91,7 +93,8 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     from .compiler import compile_module
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
                           arena=arena, entry=entry, build=build, pool_bytes=pool_bytes,
-                          max_depth=max_depth, tuning=tuning, quantized=quantized)
+                          max_depth=max_depth, tuning=tuning, quantized=quantized,
+                          stack_bytes=stack_bytes)
 
 
 def quantize(mod: IRModule, calibration_inputs: Any, config: Any = None) -> IRModule:

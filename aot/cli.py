@@ -5,7 +5,7 @@
                  [--quantized integer|float]
                                    print the result of @main
     aot compile FILE -o DIR [--name NAME] [--opt-level N] [--arena caller|static]
-                [--pool-bytes N] [--max-depth N] [--quantized integer|float]
+                [--pool-bytes N] [--max-depth N] [--stack-bytes N] [--quantized integer|float]
                 [--disable-pass NAME ...] [--enable-pass NAME ...]
                 [--dump-ir DIR] [--pass-timing]
                      [--param NAME=FILE.npy ...] [--no-build]
@@ -307,6 +307,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             artifact = compile_model(mod, args.output, name=args.name, params=params,
                                      arena=args.arena, build=not args.no_build,
                                      pool_bytes=args.pool_bytes, max_depth=args.max_depth,
+                                     stack_bytes=args.stack_bytes,
                                      tuning=args.tuning, quantized=args.quantized)
         except OSError as exc:
             culprit = f" ({exc.filename})" if exc.filename and \
@@ -408,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 262144)")
     p.add_argument("--max-depth", type=int, default=None, metavar="N",
                    help="bound on nested non-tail calls of such programs (default 10000)")
+    p.add_argument("--stack-bytes", type=int, default=None, metavar="N",
+                   help="stack budget of such programs' nested calls below the entry, "
+                        "past which a call returns ERR_DEPTH (default 65536)")
     p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default="scalar",
                    help="convolution and dense loop nests for a scalar FPU (microcontrollers) "
                         "or for SIMD hosts compiled at -O3")

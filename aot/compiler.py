@@ -129,7 +129,7 @@ def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
          params: Mapping[str, Any] | None = None, arena: str = "caller",
          entry: str = "main", pool_bytes: int | None = None,
          max_depth: int | None = None, tuning: str = "scalar",
-         quantized: str = "integer") -> ModelPlan:
+         quantized: str = "integer", stack_bytes: int | None = None) -> ModelPlan:
     """Everything decided, nothing written.  Static tensor programs go to
     the dataflow backend (one arena planned at compile time); everything
     else to the program backend (the object pool).  ``tuning`` shapes the
@@ -141,14 +141,15 @@ def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
     check_model_name(name)
     with using_tuning(tuning):
         model = _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
-                      pool_bytes=pool_bytes, max_depth=max_depth, quantized=quantized)
+                      pool_bytes=pool_bytes, max_depth=max_depth, quantized=quantized,
+                      stack_bytes=stack_bytes)
     verify_model_plan(model)
     return model
 
 
 def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[str, Any] | None,
           arena: str, entry: str, pool_bytes: int | None, max_depth: int | None,
-          quantized: str) -> ModelPlan:
+          quantized: str, stack_bytes: int | None = None) -> ModelPlan:
     from .emit.lower.dataflow import plan_model
     from .emit.lower.program_entry import plan_program
 
@@ -163,19 +164,21 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
         return plan_model(fused, name, arena=arena, entry=entry)
     program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry,
                                quantized=quantized)
-    return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)
+    return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth,
+                        stack_bytes=stack_bytes)
 
 
 def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    opt_level: int | None = None, params: Mapping[str, Any] | None = None,
                    arena: str = "caller", entry: str = "main", build: bool = True,
                    pool_bytes: int | None = None, max_depth: int | None = None,
-                   tuning: str = "scalar", quantized: str = "integer"):
+                   tuning: str = "scalar", quantized: str = "integer",
+                   stack_bytes: int | None = None):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.build.artifact.Artifact`."""
     from .emit.build.artifact import write_and_build
 
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
                  pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning,
-                 quantized=quantized)
+                 quantized=quantized, stack_bytes=stack_bytes)
     return write_and_build(model, Path(out_dir), build=build)

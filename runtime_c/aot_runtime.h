@@ -27,7 +27,7 @@
  *
  * The pool
  * --------
- * One fixed array (the model's, `<NAME>_POOL_BYTES` long), carved into
+ * One fixed array (a context's, `<NAME>_POOL_BYTES` long), carved into
  * blocks that are multiples of AOT_POOL_ALIGN bytes:
  *
  *   - a bump pointer `top` hands out fresh memory;
@@ -56,6 +56,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "aot_context.h"
+
 /* Status codes (the header of each model repeats them as <NAME>_...). */
 #define AOT_OK 0
 #define AOT_ERR_NULL 1
@@ -74,15 +76,6 @@
    the cycle collector's marking. */
 #define AOT_FLAG_NEW 1u
 #define AOT_FLAG_MARK 2u
-
-/* Block granularity and alignment of tensor data, in bytes. */
-#define AOT_POOL_ALIGN 16u
-/* Blocks up to this size are recycled through exact-size free lists. */
-#define AOT_POOL_SMALL_MAX 1024u
-#define AOT_POOL_CLASSES (AOT_POOL_SMALL_MAX / AOT_POOL_ALIGN)
-
-typedef struct aot_obj aot_obj;
-typedef struct aot_ctx aot_ctx;
 
 /* The code of a closure: `self` is the closure (its fields are the
    captured values), `args` the arguments (borrowed), `*out` receives the
@@ -105,26 +98,12 @@ struct aot_obj {
     aot_obj *fields[];    /* fields, captured values, a reference's value */
 };
 
-/* The state of one model: its pool and its recursion depth. */
-struct aot_ctx {
-    unsigned char *base;  /* the pool; NULL until aot_ctx_init */
-    size_t capacity;
-    size_t top;           /* bytes handed out by the bump pointer */
-    size_t in_use;        /* bytes in live blocks */
-    size_t high_water;    /* the largest in_use seen */
-    aot_obj *small[AOT_POOL_CLASSES];
-    aot_obj *large;
-    uint32_t depth;       /* calls in progress */
-    uint32_t max_depth;
-    uint8_t in_call;      /* new objects get AOT_FLAG_NEW */
-};
-
 /* Byte offset of a pool tensor's data from its object (aligned). */
 #define AOT_TENSOR_OFFSET \
     ((offsetof(aot_obj, fields) + AOT_POOL_ALIGN - 1u) / AOT_POOL_ALIGN * AOT_POOL_ALIGN)
 
 static inline void aot_ctx_init(aot_ctx *ctx, unsigned char *base, size_t capacity,
-                                uint32_t max_depth)
+                                uint32_t max_depth, size_t stack_bytes)
 {
     size_t i;
     ctx->base = base;
@@ -136,6 +115,8 @@ static inline void aot_ctx_init(aot_ctx *ctx, unsigned char *base, size_t capaci
         ctx->small[i] = NULL;
     }
     ctx->large = NULL;
+    ctx->stack_base = 0;
+    ctx->stack_bytes = stack_bytes;
     ctx->depth = 0;
     ctx->max_depth = max_depth;
     ctx->in_call = 0;
@@ -391,10 +372,41 @@ static inline void aot_collect_cycles(aot_ctx *ctx, aot_obj *const *roots, size_
     }
 }
 
-/* Enter a (non-tail) call: AOT_ERR_DEPTH past the bound. */
+/*
+ * The stack.  The recursion bound is two bounds: `max_depth` calls in
+ * progress, and `stack_bytes` bytes of stack between the entry function's
+ * frame and the frame making a call.  The entry records where its frame
+ * is (aot_stack_mark); every non-tail call (aot_enter) measures how far
+ * the stack has moved since.  C99 cannot measure a stack: comparing or
+ * subtracting pointers to different objects is undefined, so the
+ * addresses are converted to uintptr_t first (C99 7.18.1.4) and the
+ * integers subtracted.  What the integers mean is implementation-defined;
+ * on every target aot supports (gcc and clang on x86-64, AArch64, Arm
+ * Cortex-M, RISC-V: flat address spaces) they are the byte addresses, and
+ * the distance is taken in either direction, so the stack may grow down
+ * or up.  The distance counts the frames of the calls in progress but not
+ * the one about to start, nor what a kernel or the runtime needs below
+ * it: the thread's stack must exceed stack_bytes by that headroom (a few
+ * KiB; see the README).
+ */
+static inline uintptr_t aot_stack_address(const volatile unsigned char *here)
+{
+    return (uintptr_t)(const volatile void *)here;
+}
+
+static inline void aot_stack_mark(aot_ctx *ctx)
+{
+    volatile unsigned char here = 0u;
+    ctx->stack_base = aot_stack_address(&here);
+}
+
+/* Enter a (non-tail) call: AOT_ERR_DEPTH past either bound. */
 static inline int32_t aot_enter(aot_ctx *ctx)
 {
-    if (ctx->depth >= ctx->max_depth) {
+    volatile unsigned char here = 0u;
+    uintptr_t now = aot_stack_address(&here);
+    uintptr_t used = now < ctx->stack_base ? ctx->stack_base - now : now - ctx->stack_base;
+    if (ctx->depth >= ctx->max_depth || used > ctx->stack_bytes) {
         return AOT_ERR_DEPTH;
     }
     ctx->depth++;

@@ -70,17 +70,28 @@ def test_compile_and_run_control_flow(tmp_path, capsys):
     f = write(tmp_path, "def @main(%c: bool, %x: Tensor[(2), float32]) {\n"
                         "  if (%c) { %x } else { negative(%x) }\n}\n")
     assert main(["compile", f, "-o", str(tmp_path / "o"), "--pool-bytes", "4096",
-                 "--max-depth", "50"]) == 0
+                 "--max-depth", "50", "--stack-bytes", "8192"]) == 0
     out = capsys.readouterr().out
     assert "program" in out and "object pool 4096 bytes" in out and "50 nested calls" in out
     meta = json.loads((tmp_path / "o" / "metadata.json").read_text())
     assert meta["backend"] == "program" and meta["pool_bytes"] == 4096
+    assert meta["program"]["stack_bytes"] == 8192
+    assert meta["entry"]["context"]["name"] == "model_run_ctx"
     header = (tmp_path / "o" / "include" / "model.h").read_text()
     assert "#define MODEL_POOL_BYTES 4096" in header and "MODEL_ERR_MATCH" in header
+    assert "#define MODEL_STACK_BYTES 8192 " in header and "#define MODEL_MAX_DEPTH 50 " in header
+    assert "void model_ctx_init(model_ctx *context, size_t stack_bytes);" in header
     for backend in ("interp", "c"):
         assert main(["run", f, "--input", "c=0", "--input", "x=[1,2]",
                      "--backend", backend]) == 0
         assert capsys.readouterr().out.split() == ["[-1.,", "-2.]"]
+
+
+def test_compile_rejects_a_tiny_stack_budget(tmp_path, capsys):
+    f = write(tmp_path, "def @main(%c: bool, %x: Tensor[(2), float32]) {\n"
+                        "  if (%c) { %x } else { negative(%x) }\n}\n")
+    assert main(["compile", f, "-o", str(tmp_path / "o"), "--stack-bytes", "100"]) == 1
+    assert "stack_bytes must be between 1024 and 2^31 - 1, not 100" in capsys.readouterr().err
 
 
 def test_compile_rejects_a_bad_model_name(tmp_path, capsys):

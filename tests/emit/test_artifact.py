@@ -214,11 +214,24 @@ def test_source_shape():
     assert "aot_max_f32" in text.split("*/", 1)[0]          # the helpers note
 
 
-def test_static_arena_is_an_aligned_union():
-    text = render_artifact(addscale_plan("stat", "static"))["src/stat.c"]
-    assert re.search(r"static union \{\n    unsigned char bytes\[48\];\n    uint64_t .*?"
-                     r"long double .*?void \*.*?\} stat_arena;", text, re.S)
-    assert "(float *)(stat_arena.bytes + 16)" in text
+def test_static_arena_is_an_aligned_union_in_a_context():
+    """--arena static: the arena is an aligned union inside the context
+    type of the header; <name>_run_ctx works on the caller's context and
+    <name>_run on a static one."""
+    files = render_artifact(addscale_plan("stat", "static"))
+    text, header = files["src/stat.c"], files["include/stat.h"]
+    assert re.search(r"typedef struct stat_ctx \{\n    union \{\n        unsigned char bytes\[48\];"
+                     r"\n        uint64_t .*?long double .*?void \*.*?\} arena;\n\} stat_ctx;",
+                     header, re.S)
+    assert "#define STAT_CTX_BYTES (sizeof(stat_ctx))" in header
+    assert "void stat_ctx_init(stat_ctx *context);" in header
+    assert "int32_t stat_run_ctx(stat_ctx *context, const float *x, const float *y, " \
+        "float *out);" in header
+    assert "int32_t stat_run(const float *x, const float *y, float *out);" in header
+    assert "(float *)(context->arena.bytes + 16)" in text
+    assert "if (context == NULL || x == NULL || y == NULL || out == NULL) {" in text
+    assert "static stat_ctx stat_static;" in text
+    assert "return stat_run_ctx(&stat_static, x, y, out);" in text
     assert "arena == NULL" not in text
 
 

@@ -61,7 +61,7 @@ def test_warning_free_with_every_compiler(artifacts, toolchain, opt):
 
 
 @pytest.mark.parametrize("toolchain", TOOLCHAINS, ids=lambda t: t.kind.value)
-def test_only_the_entry_function_is_exported(artifacts, toolchain):
+def test_only_the_entry_functions_are_exported(artifacts, toolchain):
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm is not installed")
@@ -71,7 +71,10 @@ def test_only_the_entry_function_is_exported(artifacts, toolchain):
                                  capture_output=True, text=True).stdout
         symbols = sorted(line.split()[-1] for line in listing.splitlines()
                          if len(line.split()) == 3)
-        assert symbols == [f"{art.name}_run"], (art.name, listing)
+        public = [f"{art.name}_run"]
+        if art.metadata["arena"] == "static":       # the reentrant entry and its context
+            public += [f"{art.name}_ctx_init", f"{art.name}_run_ctx"]
+        assert symbols == sorted(public), (art.name, listing)
 
 
 # ---------------------------------------------------------------- pycparser
@@ -131,15 +134,22 @@ def test_pycparser_parses_every_generated_file(artifacts, fake_libc):
         own = [n for n in unit.ext if n.coord is not None and n.coord.file == str(source)]
         functions = {n.decl.name: n.decl.storage for n in own if isinstance(n, c_ast.FuncDef)}
         kernels = [k["name"] for k in art.metadata["kernels"]]
-        assert set(functions) == {*kernels, f"{art.name}_run"}
-        assert functions.pop(f"{art.name}_run") == []
+        public = [f"{art.name}_run"]
+        if art.metadata["arena"] == "static":       # the reentrant entry and its context
+            public = [f"{art.name}_ctx_init", f"{art.name}_run", f"{art.name}_run_ctx"]
+        assert set(functions) == {*kernels, *public}
+        for name in public:
+            assert functions.pop(name) == []
         assert all(storage == ["static"] for storage in functions.values()), functions
         data = [n for n in own if isinstance(n, c_ast.Decl)]
         assert all("static" in n.storage for n in data), [n.name for n in data]
         header = art.root / "include" / f"{art.name}.h"
         declared = [n for n in _parse(header, art.root, fake_libc).ext
                     if n.coord is not None and n.coord.file == str(header)]
-        assert [n.name for n in declared] == [f"{art.name}_run"]
+        # a static arena: the context's typedef, its init, the entry, the reentrant entry
+        header_names = [f"{art.name}_ctx", f"{art.name}_ctx_init", f"{art.name}_run",
+                        f"{art.name}_run_ctx"] if len(public) > 1 else public
+        assert [n.name for n in declared] == header_names
 
 
 def test_pycparser_parses_the_runtime_header(fake_libc, tmp_path):

@@ -29,11 +29,24 @@ mode each call allocates an arena aligned to ``arena_align`` bytes.  A
 non-zero status raises a DiagnosticError with the status macro's name and
 meaning.  The result is one array or a (nested) tuple shaped like the
 model's ``output_tree``.
+
+Threads.  cffi releases the GIL while the C runs, so calls from several
+threads really overlap.  A model that keeps state in the library (a static
+arena; a program's object pool and depth counter) has a non-reentrant
+``<name>_run``: calls to it are serialised by a lock per loaded library
+(two :func:`load` of one build share the library, and the lock).  A
+caller-arena model needs no lock (each call gets its own arena).
+:meth:`CompiledModel.context` gives a callable of its own on the reentrant
+entry ``<name>_run_ctx`` with a context of its own: one per thread runs
+the model in parallel.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
+import threading
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +62,30 @@ from .extension import load_library
 from ..c.context import METADATA_VERSION
 from .toolchain import Toolchain
 
-__all__ = ["TensorInfo", "CompiledModel", "load"]
+__all__ = ["TensorInfo", "CompiledModel", "load", "library_lock", "context_cdef", "model_cdef"]
 
 _POISON = 0xA5
+
+#: one lock per loaded library (keyed by the cffi ``lib`` object's id: the
+#: extension module, and so its ``lib``, lives as long as the process)
+_LIBRARY_LOCKS: dict[int, threading.Lock] = {}
+_LIBRARY_LOCKS_GUARD = threading.Lock()
+
+
+def library_lock(lib: Any) -> threading.Lock:
+    """The lock serialising calls into ``lib``'s non-reentrant functions."""
+    with _LIBRARY_LOCKS_GUARD:
+        return _LIBRARY_LOCKS.setdefault(id(lib), threading.Lock())
+
+
+class _NoLock:
+    """A reentrant entry needs no lock."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +158,14 @@ class CompiledModel:
         self._status = {int(s["value"]): (str(s["macro"]), str(s["meaning"]))
                         for s in meta.get("status_codes", [])}
         self._ffi = ffi
+        self._lib = lib
         self._entry = getattr(lib, meta["entry"]["name"])
+        #: the reentrant entry (metadata ``entry.context``), if the model has state
+        self._context_info: Mapping[str, Any] | None = meta["entry"].get("context")
+        #: the C context this callable runs on (None: the library's static one)
+        self._ctx: Any = None
+        stateful = self.arena_mode == "static" or meta.get("backend") == "program"
+        self._lock: Any = library_lock(lib) if stateful else _NoLock()
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{t.name}: {t.describe()}" for t in self.inputs)
@@ -205,13 +246,35 @@ class CompiledModel:
             pointers.append(self._pointer(out, info.c_type))
         if self.arena_mode == "caller":
             pointers.append(self._arena())
-        status = int(self._entry(*pointers))
+        with self._lock:
+            status = int(self._entry(*pointers))
         del pointers, arrays   # the inputs and arena stay alive until here
         if status != 0:
             macro, meaning = self._status.get(status, ("unknown status", "?"))
             raise DiagnosticError(f"model `{self.name}` failed with status {status} "
                                   f"({macro}: {meaning})")
         return self._shape(self.output_tree, results)
+
+    def context(self) -> CompiledModel:
+        """A callable like this one on a context of its own (the reentrant
+        entry ``<name>_run_ctx``): calls on different contexts run in
+        parallel, with no lock; one context serialises its own calls."""
+        clone = copy.copy(self)
+        info = self._context_info
+        if info is None:
+            if isinstance(self._lock, _NoLock):
+                return clone                    # a caller-arena model is reentrant
+            raise DiagnosticError(f"model `{self.name}`: the artifact has no reentrant entry "
+                                  "(written by an older aot); compile it again")
+        clone._ctx = self._new_context(info)
+        clone._entry = functools.partial(getattr(self._lib, str(info["name"])), clone._ctx)
+        clone._lock = threading.Lock()
+        return clone
+
+    def _new_context(self, info: Mapping[str, Any]) -> Any:
+        ctx = self._ffi.new(f"{info['type']} *")
+        getattr(self._lib, str(info["init"]))(ctx)
+        return ctx
 
     def _arena(self) -> Any:
         if self.arena_bytes == 0:
@@ -226,6 +289,21 @@ class CompiledModel:
         if isinstance(tree, tuple):
             return tuple(self._shape(t, results) for t in tree)
         return results[tree]
+
+
+def context_cdef(meta: Mapping[str, Any]) -> str:
+    """cffi declarations of the context type and its functions (none for
+    a model without state).  The struct is declared with ``...``: cffi
+    takes its size and alignment from the real header."""
+    info = meta["entry"].get("context")
+    if info is None:
+        return ""
+    return (f"typedef struct {{ ...; }} {info['type']};\n{info['init_prototype']}\n"
+            f"{info['prototype']}\n")
+
+
+def model_cdef(meta: Mapping[str, Any]) -> str:
+    return context_cdef(meta) + meta["entry"]["prototype"] + "\n"
 
 
 def load(artifact: Artifact | Path | str, *, toolchain: Toolchain | None = None,
@@ -250,6 +328,6 @@ def load(artifact: Artifact | Path | str, *, toolchain: Toolchain | None = None,
         ffi, lib = load_library(artifact.root, artifact.name, program_cdef(dict(meta)),
                                 toolchain=toolchain, cache_dir=cache_dir)
         return CompiledProgram(artifact, ffi, lib)
-    ffi, lib = load_library(artifact.root, artifact.name, entry["prototype"] + "\n",
+    ffi, lib = load_library(artifact.root, artifact.name, model_cdef(dict(meta)),
                             toolchain=toolchain, cache_dir=cache_dir)
     return CompiledModel(artifact, ffi, lib)

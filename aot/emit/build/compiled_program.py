@@ -20,6 +20,8 @@ After a call every handle the loader made or received is released, so
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 import numpy as np
@@ -48,9 +50,16 @@ class OpaqueValue:
 
 def program_cdef(meta: dict) -> str:
     from ..c.program_api import api_prototypes
+    from .compiled_model import context_cdef
     name = meta["name"]
-    return "\n".join([f"typedef struct aot_obj {name}_value;", *api_prototypes(name),
-                      meta["entry"]["prototype"], ""])
+    return "\n".join([f"typedef struct aot_obj {name}_value;", context_cdef(meta).rstrip("\n"),
+                      *api_prototypes(name), meta["entry"]["prototype"], ""])
+
+
+#: value functions that touch the pool: a context's callable uses their
+#: ``_ctx`` forms on its own context
+_POOL_FUNCTIONS = frozenset({"value_tensor", "value_tuple", "value_adt", "value_release",
+                             "pool_in_use", "pool_high_water"})
 
 
 def _substitute(t: Any, env: dict[str, Any]) -> Any:
@@ -87,7 +96,36 @@ class CompiledProgram(CompiledModel):
         for adt, data in self._adts.items():
             for c in data["constructors"]:
                 self._ctors[c["name"]] = Constructor(c["name"], (), GlobalTypeVar(adt), c["tag"])
-        self._fn = lambda suffix: getattr(lib, f"{self.name}_{suffix}")
+        self._stack_bytes = int(program.get("stack_bytes", 0))
+
+    def _fn(self, suffix: str) -> Any:
+        """The C function ``<name>_<suffix>`` (its ``_ctx`` form bound to
+        this callable's context when it has one and the function uses the
+        pool)."""
+        if self._ctx is not None and suffix in _POOL_FUNCTIONS:
+            return functools.partial(getattr(self._lib, f"{self.name}_{suffix}_ctx"), self._ctx)
+        return getattr(self._lib, f"{self.name}_{suffix}")
+
+    def context(self, stack_bytes: int | None = None) -> CompiledProgram:
+        """A callable like this one on a context of its own (its own pool,
+        depth counter and stack budget, ``stack_bytes`` or the compiled
+        default): see :meth:`CompiledModel.context`.  Values built for one
+        context's call stay in its pool."""
+        if stack_bytes is not None and (isinstance(stack_bytes, bool) or
+                                        not isinstance(stack_bytes, int) or stack_bytes < 0):
+            raise DiagnosticError(f"model `{self.name}`: stack_bytes must be a non-negative "
+                                  f"int, not {stack_bytes!r}")
+        clone = copy.copy(self)
+        if stack_bytes is not None:
+            clone._stack_bytes = stack_bytes
+        result = CompiledModel.context(clone)
+        assert isinstance(result, CompiledProgram)
+        return result
+
+    def _new_context(self, info: Any) -> Any:
+        ctx = self._ffi.new(f"{info['type']} *")
+        getattr(self._lib, str(info["init"]))(ctx, self._stack_bytes)
+        return ctx
 
     def pool_in_use(self) -> int:
         return int(self._fn("pool_in_use")())
@@ -105,8 +143,9 @@ class CompiledProgram(CompiledModel):
         macro, meaning = self._status.get(status, ("unknown status", "?"))
         detail = {2: f"object pool exhausted ({self.metadata.get('pool_bytes')} bytes; compile "
                      "with a larger pool_bytes)",
-                  3: f"recursion deeper than {self._max_depth} nested calls (compile with a "
-                     "larger max_depth)",
+                  3: f"recursion deeper than {self._max_depth} nested calls or "
+                     f"{self._stack_bytes} bytes of stack (compile with a larger max_depth "
+                     "or stack_bytes)",
                   4: "no clause matched the value of a match"}.get(status, meaning)
         return DiagnosticError(f"model `{self.name}` {what} failed with status {status} "
                                f"({macro}): {detail}")
@@ -234,6 +273,11 @@ class CompiledProgram(CompiledModel):
     # -- the call --------------------------------------------------------
 
     def __call__(self, *args: Any) -> Any:
+        # the whole call: its inputs and outputs are handles in the pool
+        with self._lock:
+            return self._call(*args)
+
+    def _call(self, *args: Any) -> Any:
         params = self._types["params"]
         if len(args) != len(params):
             raise DiagnosticError(f"model `{self.name}` takes {len(params)} argument(s), got "

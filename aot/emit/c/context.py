@@ -59,7 +59,8 @@ from ...ir.dtype import DType
 from .helpers import HELPERS, MACROS
 from .types import c_storage_type
 from .objects import print_entry_body, print_functions, print_prototypes, print_statics
-from .program_api import api_definitions, api_prototypes, entry_parameters
+from .program_api import (api_definitions, api_prototypes, context_prototypes, context_typedef,
+                          entry_parameters)
 from .printer import format_int, printed_kernel
 from ..kernel.ir import Kernel
 from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
@@ -69,7 +70,8 @@ __all__ = [
     "METADATA_VERSION", "BUILD_FLAGS", "MODEL_CFLAGS", "HELPERS_HEADER", "RUNTIME_FILES",
     "StatusMacro", "TensorView", "ConstantView", "KernelView", "RenderContext",
     "build_context", "build_metadata", "float_literal", "constant_literals",
-    "entry_name", "entry_prototype", "macro_prefix",
+    "entry_name", "entry_prototype", "context_entry_prototype", "has_context", "macro_prefix",
+    "ContextView",
 ]
 
 #: Version of the artifact format (metadata.json's ``version``).
@@ -80,10 +82,11 @@ BUILD_FLAGS: tuple[str, ...] = ("-ffp-contract=off", "-fno-strict-aliasing")
 MODEL_CFLAGS: tuple[str, ...] = ("-std=c99", *BUILD_FLAGS)
 HELPERS_HEADER = "aot_kernel_helpers.h"
 RUNTIME_HEADER = "aot_runtime.h"
+CONTEXT_HEADER = "aot_context.h"
 #: Files of runtime_c/ every artifact carries (in DIR/runtime_c/).
 RUNTIME_FILES: tuple[str, ...] = (HELPERS_HEADER,)
 #: ... and of a whole-language program's
-PROGRAM_RUNTIME_FILES: tuple[str, ...] = (HELPERS_HEADER, RUNTIME_HEADER)
+PROGRAM_RUNTIME_FILES: tuple[str, ...] = (HELPERS_HEADER, CONTEXT_HEADER, RUNTIME_HEADER)
 
 #: Output lines are kept below this width where the content allows.
 LINE_WIDTH = 100
@@ -155,9 +158,10 @@ class RenderContext:
     outputs: tuple[TensorView, ...]
     entry_name: str
     entry_doc: tuple[str, ...]            # lines of the comment before the prototype
-    entry_prototype: str                  # possibly wrapped, without ';'
+    entry_prototype: str                  # possibly wrapped, without ';': the function
+                                          # entry_body is the body of (run_ctx or run)
+    run_prototype: str                    # <name>_run's prototype, wrapped, without ';'
     arena_mode: str                       # "caller" or "static"
-    static_arena: bool                    # define the arena union in the source
     arena_symbol: str
     arena_bytes: int
     include_helpers: bool
@@ -172,6 +176,21 @@ class RenderContext:
     runtime_files: tuple[str, ...]
     #: whole-language programs (None for dataflow models): see program_view
     program: Any = None
+    #: the reentrant entry's context (None when <name>_run is reentrant)
+    context: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextView:
+    """The reentrant entry's context, as the templates print it."""
+    doc: tuple[str, ...]                  # comment lines above the typedef
+    macros: tuple[str, ...]               # #define lines (the size, the stack budget)
+    typedef: tuple[str, ...]              # typedef struct <name>_ctx {...} <name>_ctx;
+    init_doc: tuple[str, ...]
+    init_prototype: str                   # without ';'
+    run_doc: tuple[str, ...]
+    run_prototype: str                    # <name>_run_ctx, wrapped, without ';'
+    definitions: tuple[str, ...]          # source text after the entry
 
 
 # ----------------------------------------------------------------- names
@@ -185,6 +204,14 @@ def _tensor_parameter(spec: TensorSpec, is_input: bool) -> str:
     return f"{const}{c_storage_type(spec.dtype)} *{spec.name}"
 
 
+def has_context(plan: ModelPlan) -> bool:
+    """Whether the model keeps state between the calls of its entry (a
+    static arena, an object pool): then it has a reentrant entry
+    ``<name>_run_ctx`` on a caller-owned ``<name>_ctx``, and ``<name>_run``
+    runs it on a static context."""
+    return plan.program is not None or plan.arena == "static"
+
+
 def _parameters(plan: ModelPlan) -> list[str]:
     if plan.program is not None:
         return entry_parameters(plan.name, plan.program)
@@ -195,14 +222,28 @@ def _parameters(plan: ModelPlan) -> list[str]:
     return params
 
 
-def entry_prototype(plan: ModelPlan, width: int | None = None) -> str:
-    """``int32_t <name>_run(...)`` without ``;``; wrapped to ``width``
-    columns when given."""
-    head = f"int32_t {entry_name(plan.name)}("
-    params = _parameters(plan) or ["void"]
+def _prototype(head: str, params: list[str], width: int | None) -> str:
+    params = params or ["void"]
     if width is None:
         return head + ", ".join(params) + ")"
     return "\n".join(_wrap_list(head, params, ")", width))
+
+
+def entry_prototype(plan: ModelPlan, width: int | None = None) -> str:
+    """``int32_t <name>_run(...)`` without ``;``; wrapped to ``width``
+    columns when given."""
+    return _prototype(f"int32_t {entry_name(plan.name)}(", _parameters(plan), width)
+
+
+def context_entry_prototype(plan: ModelPlan, width: int | None = None) -> str:
+    """``int32_t <name>_run_ctx(<name>_ctx *context, ...)`` without ``;``."""
+    return _prototype(f"int32_t {entry_name(plan.name)}_ctx(",
+                      [f"{plan.name}_ctx *context", *_parameters(plan)], width)
+
+
+def _arguments(plan: ModelPlan) -> list[str]:
+    """The entry's parameter names, in order."""
+    return [p.rsplit("*", 1)[-1].strip() for p in _parameters(plan)]
 
 
 def _wrap(head: str, items: Sequence[str], separator: str, tail: str, width: int
@@ -389,8 +430,10 @@ def _entry_doc(plan: ModelPlan, NAME: str, inputs: Sequence[TensorView],
                                width=LINE_WIDTH - 4, break_on_hyphens=False)
     if plan.arena == "static":
         lines += ["",
-                  f"The arena ({NAME}_ARENA_BYTES bytes) is a static object of this",
-                  "library: calls must not overlap (not reentrant, not thread safe)."]
+                  f"The arena ({NAME}_ARENA_BYTES bytes) is in a static {plan.name}_ctx of this",
+                  "library: calls must not overlap (not reentrant, not thread safe).",
+                  f"{entry_name(plan.name)}_ctx() is the reentrant entry: the same call on a",
+                  "context of the caller's."]
     lines += ["",
               f"Returns {NAME}_OK (0), or {NAME}_ERR_NULL when a pointer argument is NULL."]
     return tuple(lines)
@@ -410,9 +453,12 @@ def _program_doc(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
     lines += ["",
               "Tensors are dense row-major arrays of the element type; tuples are",
               "flattened into their leaves.  Values live in the object pool",
-              f"({NAME}_POOL_BYTES bytes, a static object of this library: calls must",
-              "not overlap).  Returns {0}_OK, {0}_ERR_NULL, {0}_ERR_POOL (the pool is".format(NAME),
-              f"exhausted), {NAME}_ERR_DEPTH (more than {p.max_depth} nested calls),",
+              f"({NAME}_POOL_BYTES bytes) of a static {plan.name}_ctx of this library:",
+              "calls must not overlap (not reentrant, not thread safe);",
+              f"{entry_name(plan.name)}_ctx() is the reentrant entry.  Returns {NAME}_OK,",
+              f"{NAME}_ERR_NULL, {NAME}_ERR_POOL (the pool is exhausted), {NAME}_ERR_DEPTH",
+              f"(more than {p.max_depth} nested calls, or more than the context's stack",
+              f"budget, {NAME}_STACK_BYTES by default, of stack below the entry),",
               f"{NAME}_ERR_MATCH (no clause of a match applies).  On an error the",
               "value outputs are NULL and the pool holds nothing of the call."]
     return tuple(lines)
@@ -442,7 +488,7 @@ def _constant_view(plan: ModelPlan, c: ConstantData) -> ConstantView:
 
 
 def _arena_arg(plan: ModelPlan, ref: BufferRef) -> str:
-    base = f"{plan.name}_arena.bytes" if plan.arena == "static" else "(unsigned char *)arena"
+    base = "context->arena.bytes" if plan.arena == "static" else "(unsigned char *)arena"
     return f"({c_storage_type(ref.dtype)} *)({base} + {ref.offset})"
 
 
@@ -461,6 +507,8 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
     pointers = [t.name for t in (*plan.inputs, *plan.outputs)]
     uses_arena = any(ref.kind is ArgKind.ARENA for call in plan.calls for ref in call.args)
     body: list[str] = []
+    if plan.arena == "static":
+        pointers.insert(0, "context")
     if plan.arena == "caller":
         if uses_arena:
             pointers.append("arena")
@@ -475,6 +523,75 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
             else [f"{call.kernel}();"]
     body.append(f"return {NAME}_OK;")
     return tuple(body)
+
+
+def _arena_union(member: str, nbytes: int) -> list[str]:
+    return ["    union {", f"        unsigned char bytes[{nbytes}];",
+            "        uint64_t align_u64;", "        double align_f64;",
+            "        long double align_long_double;", "        void *align_pointer;",
+            f"    }} {member};"]
+
+
+def context_view(plan: ModelPlan, NAME: str) -> ContextView:
+    """The context of a model with state (:func:`has_context`)."""
+    name = plan.name
+    run = entry_name(name)
+    size = _define(f"{NAME}_CTX_BYTES", f"(sizeof({name}_ctx))", "bytes of one context")
+    call = f"{run}_ctx(%s, {', '.join(_arguments(plan))})" if _parameters(plan) \
+        else f"{run}_ctx(%s)"
+    state = ("the object pool, the recursion depth and the stack budget" if plan.program
+             else "the arena")
+    common = (
+        f"A context of the model: the state one call of {run}_ctx() works in ({state}).  "
+        f"Give every thread or RTOS task that runs the model a context of its own "
+        f"({NAME}_CTX_BYTES bytes: static, on a stack, in the task's memory) and call "
+        f"{run}_ctx() on it: calls on different contexts may overlap, calls on one "
+        f"context must not.  The members are private.  {run}() runs on a static "
+        f"context of the library (not reentrant).")
+    if plan.program is not None:
+        p = plan.program
+        stack = p.stack_bytes
+        macros: tuple[str, ...] = (
+            size,
+            _define(f"{NAME}_STACK_BYTES", stack, "default stack budget of a call below the entry"),
+            _define(f"{NAME}_MAX_DEPTH", p.max_depth, "bound on nested calls"))
+        doc = tuple(textwrap.wrap(
+            common + "  Value handles belong to the context whose pool holds them: pass "
+            "them only to the _ctx functions of that context.", width=74))
+        typedef = tuple(context_typedef(name, plan.pool_bytes))
+        init_doc: tuple[str, ...] = tuple(textwrap.wrap(
+            "Prepare a context (once, before its first use; again to empty it when it "
+            "holds no live handle).  stack_bytes bounds the stack the program's calls may "
+            f"use below the frame of {run}_ctx(): a non-tail call past it returns "
+            f"{NAME}_ERR_DEPTH instead of overflowing the stack.  Give the thread's stack "
+            "size less what its code uses above the entry and a few KiB of headroom (the "
+            f"last frame and its kernels); {NAME}_STACK_BYTES is the default (the static "
+            "context's).", width=74))
+        init = context_prototypes(name)[0].rstrip(";")
+        definitions: tuple[str, ...] = (
+            f"{entry_prototype(plan, LINE_WIDTH)}\n{{\n"
+            f"    return {call % f'{name}_static_context()'};\n}}",)
+    else:
+        macros = (size,)
+        doc = tuple(textwrap.wrap(common, width=74))
+        typedef = (f"typedef struct {name}_ctx {{",
+                   *(_arena_union("arena", plan.arena_bytes) if plan.arena_bytes else
+                     ["    unsigned char unused;  /* the model needs no arena */"]),
+                   f"}} {name}_ctx;")
+        init_doc = ("Prepare a context (zeroes it; nothing in it is kept between calls).",)
+        init = f"void {name}_ctx_init({name}_ctx *context)"
+        definitions = (
+            f"{init}\n{{\n    if (context != NULL) {{\n"
+            "        memset(context, 0, sizeof *context);\n    }\n}",
+            f"/* The context of {run}(): a static object of the library (not reentrant). */\n"
+            f"static {name}_ctx {name}_static;",
+            f"{entry_prototype(plan, LINE_WIDTH)}\n{{\n"
+            f"    return {call % f'&{name}_static'};\n}}")
+    run_doc = (f"{run}() on the caller's context (prepared by {name}_ctx_init): reentrant.",)
+    return ContextView(doc=tuple(_safe_comment_text(x) for x in doc), macros=macros,
+                       typedef=typedef, init_doc=init_doc, init_prototype=init,
+                       run_doc=run_doc, run_prototype=context_entry_prototype(plan, LINE_WIDTH),
+                       definitions=definitions)
 
 
 def build_context(plan: ModelPlan) -> RenderContext:
@@ -502,12 +619,14 @@ def build_context(plan: ModelPlan) -> RenderContext:
         note = ["Uses no runtime helper."]
     memory = (
         _define(f"{NAME}_ARENA_BYTES", plan.arena_bytes,
-                "scratch memory of one call" + (" (a static object of the library)"
+                "scratch memory of one call" + (" (in each context)"
                                                 if plan.arena == "static" else "")),
         _define(f"{NAME}_ARENA_ALIGN", ARENA_ALIGNMENT, "required alignment of the arena"),
         _define(f"{NAME}_ARENA_LOWER_BOUND_BYTES", plan.arena_lower_bound_bytes,
                 "no plan could use less"),
-        _define(f"{NAME}_POOL_BYTES", plan.pool_bytes, "object pool (inside the library)"),
+        _define(f"{NAME}_POOL_BYTES", plan.pool_bytes,
+                "object pool (in each context)" if plan.program is not None
+                else "object pool (inside the library)"),
         _define(f"{NAME}_CONSTANT_BYTES", plan.constant_bytes, "constant tables (flash)"),
     )
     counts = (_define(f"{NAME}_NUM_INPUTS", len(plan.inputs)),
@@ -520,9 +639,10 @@ def build_context(plan: ModelPlan) -> RenderContext:
         inputs=inputs, outputs=outputs, entry_name=entry_name(name),
         entry_doc=tuple(_safe_comment_text(line) for line in
                         _entry_doc(plan, NAME, inputs, outputs)),
-        entry_prototype=entry_prototype(plan, LINE_WIDTH),
+        entry_prototype=(context_entry_prototype(plan, LINE_WIDTH) if has_context(plan)
+                         else entry_prototype(plan, LINE_WIDTH)),
+        run_prototype=entry_prototype(plan, LINE_WIDTH),
         arena_mode=plan.arena,
-        static_arena=plan.arena == "static" and plan.arena_bytes > 0,
         arena_symbol=f"{name}_arena", arena_bytes=plan.arena_bytes,
         include_helpers=bool(helpers_used), helpers_used=helpers_used,
         helpers_note=tuple(note), constants=constants, kernels=tuple(kernels),
@@ -533,7 +653,8 @@ def build_context(plan: ModelPlan) -> RenderContext:
         mk_memory=(("ARENA_BYTES", plan.arena_bytes), ("ARENA_ALIGN", ARENA_ALIGNMENT),
                    ("POOL_BYTES", plan.pool_bytes), ("CONSTANT_BYTES", plan.constant_bytes)),
         runtime_files=RUNTIME_FILES if plan.program is None else PROGRAM_RUNTIME_FILES,
-        program=None if plan.program is None else program_view(plan))
+        program=None if plan.program is None else program_view(plan),
+        context=context_view(plan, NAME) if has_context(plan) else None)
 
 
 # ------------------------------------------------------------- metadata
@@ -576,7 +697,12 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
         "pool_bytes": plan.pool_bytes,
         "constant_bytes": plan.constant_bytes,
         "entry": {"name": ctx.entry_name, "prototype": entry_prototype(plan) + ";",
-                  "returns": "int32_t"},
+                  "returns": "int32_t",
+                  **({} if ctx.context is None else {"context": {
+                      "type": f"{plan.name}_ctx", "init": f"{plan.name}_ctx_init",
+                      "init_prototype": ctx.context.init_prototype + ";",
+                      "name": f"{ctx.entry_name}_ctx",
+                      "prototype": context_entry_prototype(plan) + ";"}})},
         "status_codes": [{"name": s.name, "macro": s.macro, "value": s.value,
                           "meaning": s.meaning} for s in ctx.status_macros],
         "kernels": [{"name": info.name, "source": info.source, "ops": list(info.ops),
@@ -639,6 +765,7 @@ def program_metadata(plan: ModelPlan) -> dict[str, Any]:
                        c_type=c_storage_type(x.spec.dtype), bytes=x.spec.nbytes)
         return rec
     return {"inputs": [leaf(x) for x in p.inputs], "outputs": [leaf(x) for x in p.outputs],
-            "max_depth": p.max_depth, "types": _jsonable(p.types, "types"),
+            "max_depth": p.max_depth, "stack_bytes": p.stack_bytes,
+            "types": _jsonable(p.types, "types"),
             "constructors": [{"id": i, "adt": a, "name": n, "tag": t, "arity": k}
                              for i, a, n, t, k in p.constructors]}

@@ -110,7 +110,8 @@ def print_functions(model: str, program: O.ObjectProgram) -> tuple[str, ...]:
 
 
 def print_entry_body(model: str, entry: O.Function) -> tuple[str, ...]:
-    """The entry's body, unindented (the template indents it)."""
+    """The body of ``<model>_run_ctx`` (its context is the parameter
+    ``context``), unindented (the template indents it)."""
     return tuple(_FunctionPrinter(model, entry, depth=0).entry_lines())
 
 
@@ -167,8 +168,11 @@ class _FunctionPrinter:
         return "\n".join(out + self.lines + ["}"])
 
     def entry_lines(self) -> list[str]:
-        decls = [f"aot_ctx *ctx = {self.model}_context();", "int32_t st = AOT_OK;"]
+        decls = ["aot_ctx *ctx;", "int32_t st = AOT_OK;"]
         decls += [f"aot_obj *{name} = NULL;" for name in self.fn.temps]
+        decls += ["if (context == NULL) {", f"{_INDENT}return {self.model.upper()}_ERR_NULL;", "}",
+                  "ctx = &context->state;",
+                  "aot_stack_mark(ctx);  /* the stack budget counts from here */"]
         self.block(self.fn.body)
         self._done(self.fn.cleanup)
         return decls + self.lines

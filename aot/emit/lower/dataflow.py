@@ -183,7 +183,7 @@ def _c_names(params: Sequence[Var], model: str) -> list[str]:
     C identifiers, clear of keywords, of the outputs' and arena's names and
     of the model's file-scope symbols (``<model>_...``)."""
     names: list[str] = []
-    used = {"arena", "out"}
+    used = {"arena", "out", "context"}
     for i, p in enumerate(params):
         base = re.sub(r"[^A-Za-z0-9_]", "_", p.name_hint) or f"in{i}"
         if base[0].isdigit():

@@ -5,7 +5,8 @@ value API is printed from (:mod:`aot.emit.c.program_api`).
 
 The entry function
 ------------------
-``int32_t <name>_run(<inputs>, <outputs>)``: ``main``'s parameters and
+``int32_t <name>_run_ctx(<name>_ctx *context, <inputs>, <outputs>)``
+(``<name>_run`` calls it on a static context): ``main``'s parameters and
 result are flattened below their tuples (:func:`io_leaves`); a tensor leaf
 is a dense array (in: copied into a fresh pool tensor; out: copied out of
 the result), any other leaf a value handle (in: borrowed; out: owned by
@@ -32,7 +33,8 @@ from ..objects import ir as O
 from ..objects.verify import verify_program
 from ..objects.walk import Reached, reachable
 from ..plan.model import ModelPlan, TensorSpec
-from ..plan.program import DEFAULT_MAX_DEPTH, DEFAULT_POOL_BYTES, IOLeaf, ProgramPart
+from ..plan.program import (DEFAULT_MAX_DEPTH, DEFAULT_POOL_BYTES, DEFAULT_STACK_BYTES, IOLeaf,
+                            ProgramPart)
 from ..plan.program_types import adt_json, io_leaves, type_json
 from .program import ProgramLowering
 from .program_function import field_path
@@ -56,21 +58,25 @@ def _result_type(main: Function) -> Type:
     return t.ret_type
 
 
-def _check_limits(pool: int, depth: int) -> None:
+def _check_limits(pool: int, depth: int, stack: int) -> None:
     if pool < 0 or pool > 0x7FFFFFFF:
         raise DiagnosticError(f"pool_bytes must be between 0 and 2^31 - 1, not {pool}")
     if depth < 1 or depth > 0x7FFFFFFF:
         raise DiagnosticError(f"max_depth must be between 1 and 2^31 - 1, not {depth}")
+    if stack < 1024 or stack > 0x7FFFFFFF:
+        raise DiagnosticError(f"stack_bytes must be between 1024 and 2^31 - 1, not {stack}")
 
 
 def plan_program(mod: IRModule, name: str, *, entry: str = "main",
-                 pool_bytes: int | None = None, max_depth: int | None = None) -> ModelPlan:
+                 pool_bytes: int | None = None, max_depth: int | None = None,
+                 stack_bytes: int | None = None) -> ModelPlan:
     """The plan of ``mod``'s ``entry`` (typed, monomorphic, fused)."""
     if entry not in mod:
         raise DiagnosticError(f"the module has no `@{entry}` function to compile")
     pool = DEFAULT_POOL_BYTES if pool_bytes is None else int(pool_bytes)
     depth = DEFAULT_MAX_DEPTH if max_depth is None else int(max_depth)
-    _check_limits(pool, depth)
+    stack = DEFAULT_STACK_BYTES if stack_bytes is None else int(stack_bytes)
+    _check_limits(pool, depth, stack)
     gv = mod.get_global_var(entry)
     main = mod[gv]
     low = ProgramLowering(mod, name)
@@ -92,7 +98,7 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
              "params": [type_json(p.type) for p in main.params],
              "result": type_json(_result_type(main))}
     part = ProgramPart(inputs=tuple(inputs), outputs=tuple(outputs), max_depth=depth,
-                       objects=_pruned(program, reached),
+                       stack_bytes=stack, objects=_pruned(program, reached),
                        constructors=_constructor_table(mod, low.ctor_ids), types=types)
     kernels, infos, constants = _used_kernels(low, reached)
     return ModelPlan(
@@ -102,7 +108,7 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
         output_tree=0, kernels=kernels, kernel_info=infos, calls=(),
         constants=constants, arena_bytes=0, arena_lower_bound_bytes=0,
         pool_bytes=pool, arena="static", program=part,
-        extra=(("backend", "program"), ("max_depth", depth)))
+        extra=(("backend", "program"), ("max_depth", depth), ("stack_bytes", stack)))
 
 
 def _input_leaves(main: Function):

@@ -11,12 +11,20 @@ from typing import Any
 from ..objects.ir import ObjectProgram
 from .model import TensorSpec
 
-__all__ = ["IOLeaf", "ProgramPart", "DEFAULT_POOL_BYTES", "DEFAULT_MAX_DEPTH"]
+__all__ = ["IOLeaf", "ProgramPart", "DEFAULT_POOL_BYTES", "DEFAULT_MAX_DEPTH",
+           "DEFAULT_STACK_BYTES"]
 
 #: Object pool of a program when the caller does not choose (bytes).
 DEFAULT_POOL_BYTES = 256 * 1024
 #: Bound on nested non-tail calls when the caller does not choose.
 DEFAULT_MAX_DEPTH = 10_000
+#: the default stack budget of a call, in bytes: the stack the program's
+#: nested calls may use below the entry's frame before a call returns
+#: ERR_DEPTH (``<NAME>_STACK_BYTES``; a context may set its own).  64 KiB
+#: leaves room on small thread stacks (256 KiB threads, 512 KiB macOS
+#: secondary threads) and is what a Cortex-M firmware might give one task;
+#: non-tail recursion gets about 64 KiB / (bytes of one frame) calls deep.
+DEFAULT_STACK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +52,5 @@ class ProgramPart:
     constructors: tuple[tuple[int, str, str, int, int], ...]
     #: metadata: ADT definitions and the entry's types, as JSON
     types: Any
+    #: the default stack budget of a context, bytes (see DEFAULT_STACK_BYTES)
+    stack_bytes: int = DEFAULT_STACK_BYTES

@@ -54,7 +54,8 @@ def verify_model_plan(plan: ModelPlan) -> None:
 def _check_names(plan: ModelPlan) -> None:
     """File-scope names (entry, arena, kernels, constants) unique and
     prefixed; entry parameters C identifiers that collide with none."""
-    file_scope = {entry_name(plan.name), f"{plan.name}_arena"}
+    file_scope = {entry_name(plan.name), f"{plan.name}_arena", f"{entry_name(plan.name)}_ctx",
+                  f"{plan.name}_ctx", f"{plan.name}_ctx_init", f"{plan.name}_static"}
     for k, info in zip(plan.kernels, plan.kernel_info):
         if k.name != info.name:
             _fail(plan, f"kernel {k.name} has the info of {info.name}")
