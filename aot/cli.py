@@ -12,6 +12,8 @@
                                    write the C artifact and build lib<NAME>.a
     aot ops                        list the operator catalogue
     aot passes [--opt-level N]     list the passes, their levels and the default pipelines
+    aot cache info|clear           the C build cache: where, how big, the limit; empty it
+    aot --version
 
 FILE is Relay text (``.relay``), an ONNX model (``.onnx``, imported by
 :func:`aot.from_onnx`) or a TFLite model (``.tflite``, imported by
@@ -22,9 +24,11 @@ sanitized to an identifier (``input.1`` -> ``%input_1``).
 
 VALUE is a ``.npy`` file or a literal (``3``, ``1.5``, ``[[1, 2], [3, 4]]``)
 converted to the parameter's dtype.  User errors print
-``file:line:col: error: ...`` and exit with status 1; a missing file or a
-bad command line exits with status 2.  No Python traceback reaches the user
-for bad input.
+``file:line:col: error: ...`` and exit with status 1, as does a missing
+optional package (the ONNX or TFLite importer's: the message says which
+``pip install 'aot[...]'`` brings it); a missing file or a bad command line
+exits with status 2.  No Python traceback reaches the user for bad input.
+``python -m aot`` is the same command.
 """
 
 from __future__ import annotations
@@ -41,6 +45,14 @@ import numpy as np
 
 from .diagnostics import AotWarning, DiagnosticError, Span
 from .frontend.errors import file_error
+from .version import __version__
+
+#: What ``aot --help`` says the command is (plain text: argparse prints it as is).
+DESCRIPTION = ("Compile a Relay-style program, an ONNX model or a TFLite model to "
+               "malloc-free C99 for microcontrollers, or check and run it.")
+EPILOG = ("Exit status: 0 on success, 1 for an error in the program or model, a failed "
+          "build or a missing optional package, 2 for a bad command line or a missing "
+          "file.  'aot COMMAND --help' describes each command.")
 
 
 class UsageError(Exception):
@@ -88,7 +100,8 @@ def _load_tflite(path: str):  # -> IRModule
     try:
         from .frontend.tflite import from_tflite
     except ImportError as exc:
-        raise _missing_package(path, "TFLite", "tflite", exc) from None
+        raise _missing_package(path, "TFLite", "tflite", exc,
+                               modules=("tflite", "flatbuffers")) from None
     return from_tflite(path, source_name=path)
 
 
@@ -97,8 +110,19 @@ def _require_file(path: str) -> None:
         raise UsageError(f"{path}: cannot read: No such file")
 
 
-def _missing_package(path: str, kind: str, package: str, exc: ImportError) -> UsageError:
-    return UsageError(f"{path}: importing {kind} models needs the {package} package ({exc})")
+class MissingPackage(Exception):
+    """An optional package the command needs is not installed (exit status 1)."""
+
+
+def _missing_package(path: str, kind: str, extra: str, exc: ImportError,
+                     modules: Sequence[str] | None = None) -> MissingPackage:
+    """The diagnostic for an importer whose package is missing; an
+    ImportError of anything else is a bug and propagates."""
+    missing = (exc.name or "").split(".")[0]
+    if missing not in (modules or (extra,)):
+        raise exc
+    return MissingPackage(f"{path}: importing {kind} models needs the `{missing}` package, "
+                          f"which is not installed; install it with: pip install 'aot[{extra}]'")
 
 
 def _parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
@@ -232,7 +256,7 @@ def _pass_context(args: argparse.Namespace):
     for name in required:
         if not in_any_pipeline(name):
             raise UsageError(f"--enable-pass {name}: the pass is in no pipeline "
-                             "(`aot passes` lists them); it is a utility for aot.passes")
+                             "('aot passes' lists them); it is a utility for aot.passes")
     return ctx, timing
 
 
@@ -322,27 +346,41 @@ def _add_quantized(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aot", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("check", help="parse and type-check a program")
-    p.add_argument("file")
+    parser = argparse.ArgumentParser(prog="aot", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"aot {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("check", help="parse and type-check a program",
+                       description="Parse and type-check a program; print the typed "
+                                   "signature of each function.")
+    _add_file(p)
     p.add_argument("--all", action="store_true", help="also list prelude functions")
     _add_input_shape(p)
     p.set_defaults(func=cmd_check)
-    p = sub.add_parser("run", help="run @main and print the result")
-    p.add_argument("file")
-    p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--entry", default="main")
+    p = sub.add_parser("run", help="run @main and print the result",
+                       description="Run a function of the program (@main by default) on the "
+                                   "given inputs and print the result.")
+    _add_file(p)
+    p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
+                   help="the value of parameter NAME of the entry function: a .npy file or "
+                        "a literal such as 3, 1.5 or [[1, 2], [3, 4]], converted to the "
+                        "parameter's dtype (repeatable: one per parameter)")
+    p.add_argument("--entry", default="main", metavar="FUNCTION",
+                   help="the global function to run (default: main)")
     p.add_argument("--backend", choices=["interp", "c"], default="interp",
                    help="the reference interpreter, or the compiled C through cffi")
     _add_quantized(p, "with --backend c: ")
     _add_input_shape(p)
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("compile", help="compile to a C artifact and build the library")
-    p.add_argument("file")
-    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p = sub.add_parser("compile", help="compile to a C artifact and build the library",
+                       description="Compile to a C artifact (header, sources, make fragment, "
+                                   "metadata.json) and build lib<NAME>.a.")
+    _add_file(p)
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="the artifact directory (written all or nothing)")
     p.add_argument("--name", default="model", help="model name: prefixes every C symbol")
-    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4))
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4),
+                   help="which passes run (default 3; 0 puts every operator in a kernel "
+                        "of its own)")
     p.add_argument("--arena", choices=["caller", "static"], default="caller",
                    help="the caller passes the arena, or the library defines it")
     p.add_argument("--param", action="append", default=[], metavar="NAME=FILE.npy",
@@ -357,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "or for SIMD hosts compiled at -O3")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
     p.add_argument("--disable-pass", action="append", default=[], metavar="NAME[,NAME]",
-                   help="do not run this pass (repeatable; `aot passes` lists them)")
+                   help="do not run this pass (repeatable; 'aot passes' lists them)")
     p.add_argument("--enable-pass", action="append", default=[], metavar="NAME[,NAME]",
                    help="run this pass of the pipelines even above its opt level")
     p.add_argument("--dump-ir", metavar="DIR",
@@ -370,9 +408,53 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ops", help="list the operator catalogue")
     p.set_defaults(func=cmd_ops)
     p = sub.add_parser("passes", help="list the passes and the default pipelines")
-    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4))
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4),
+                   help="show the pipelines at this opt level (default 3)")
     p.set_defaults(func=cmd_passes)
+    _add_cache_parser(sub)
     return parser
+
+
+def _add_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE",
+                   help="the program: Relay text (.relay), an ONNX model (.onnx) or a TFLite "
+                        "model (.tflite)")
+
+
+def _add_cache_parser(sub) -> None:
+    from .emit.build.cache import DEFAULT_LIMIT_BYTES, LIMIT_ENV
+    p = sub.add_parser(
+        "cache", help="show or empty the C build cache",
+        description=f"The C build cache (compiled objects and loader extensions, keyed by "
+                    f"content) lives in $AOT_CACHE_DIR, else $XDG_CACHE_HOME/aot, else "
+                    f"~/.cache/aot.  It is bounded: past {DEFAULT_LIMIT_BYTES >> 20} MiB "
+                    f"(${LIMIT_ENV}, e.g. 500M; 0 for no limit) the least recently used "
+                    f"entries are deleted.")
+    p.add_argument("action", choices=["info", "clear"],
+                   help="info: where the cache is, its entries, size and limit; "
+                        "clear: delete every entry")
+    p.set_defaults(func=cmd_cache)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .emit.build import cache
+    root = cache.cache_root()
+    if args.action == "clear":
+        count, size = cache.clear(root)
+        print(f"{root}: deleted {count} entries, {_size(size)}")
+        return 0
+    found = cache.entries(root)
+    limit = cache.limit_bytes()
+    print(f"{root}: {len(found)} entries, {_size(sum(e.size for e in found))}; limit "
+          f"{_size(limit) if limit else 'none'} (${cache.LIMIT_ENV})")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
@@ -399,6 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"aot: error: {exc}", file=sys.stderr)
         return 2
+    except MissingPackage as exc:
+        print(f"aot: error: {exc}", file=sys.stderr)
+        return 1
     except RecursionError:
         print("aot: error: the program is nested too deeply", file=sys.stderr)
         return 1
