@@ -37,6 +37,7 @@ import argparse
 import ast
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -45,6 +46,7 @@ import numpy as np
 
 from .diagnostics import AotWarning, DiagnosticError, Span
 from .frontend.errors import file_error
+from .progress import Progress, current_progress, process_start, render_timing, stage
 from .version import __version__
 
 #: What ``aot --help`` says the command is (plain text: argparse prints it as is).
@@ -74,8 +76,13 @@ def _read_source(path: str) -> str:
 
 
 def _load_module(path: str, input_shapes: Sequence[str] = ()):  # -> IRModule
-    from . import infer_types, parse
     shapes = _parse_input_shapes(input_shapes)
+    with stage("import"):
+        return _import(path, shapes)
+
+
+def _import(path: str, shapes: dict[str, tuple[int, ...]]):  # -> IRModule
+    from . import infer_types, parse
     if path.endswith(".onnx"):
         return _load_onnx(path, shapes)
     if shapes:
@@ -280,6 +287,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from . import compile as compile_model
     from .emit.build.library import check_model_name
     check_model_name(args.name)              # before any long import or pass
+    started = args.started if args.started is not None else time.perf_counter()
+    with stage("start-up", since=started):
+        _load_compiler()
     mod = _load_module(args.file, args.input_shape)
     params = _parse_params(args.param)
     _check_param_dtypes(mod, params)
@@ -295,8 +305,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 Path(exc.filename).resolve() != Path(args.output).resolve() else ""
             raise file_error(args.output, "cannot write the artifact: "
                              f"{exc.strerror or exc}{culprit}") from None
-    if timing:
-        print(timing.render(), file=sys.stderr)
+    progress = current_progress()
+    if timing and progress is not None:
+        passes = {name: (timing.runs[name], seconds) for name, seconds in timing.seconds.items()}
+        progress.clear_line()
+        print(render_timing(progress, time.perf_counter() - started, passes), file=sys.stderr)
+    if args.quiet:
+        return 0
     meta = artifact.metadata
     if meta.get("backend") == "program":
         print(f"{artifact.root}: program, {len(meta['kernels'])} kernels, object pool "
@@ -307,6 +322,21 @@ def cmd_compile(args: argparse.Namespace) -> int:
               f"bytes (lower bound {meta['arena_lower_bound_bytes']}), constants "
               f"{meta['constant_bytes']} bytes")
     return 0
+
+
+def _load_compiler() -> None:
+    """Import the compiler's modules (the passes, the lowerings, the
+    templates' context): most of a second, shown as its own stage rather
+    than hidden in the first stage that needs one."""
+    import importlib
+    for module in ("aot.passes.pipelines", "aot.compiler", "aot.emit.lower.dataflow",
+                   "aot.emit.lower.program_entry", "aot.emit.build.artifact"):
+        importlib.import_module(module)
+    from .emit.lower.registry import LOWERINGS
+    from .ir.registry import OPS
+    from .passes.manager import PASSES
+    for table in (OPS, PASSES, LOWERINGS):      # each imports its modules on first use
+        len(table)
 
 
 def cmd_passes(args: argparse.Namespace) -> int:
@@ -355,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_file(p)
     p.add_argument("--all", action="store_true", help="also list prelude functions")
     _add_input_shape(p)
+    _add_progress(p)
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("run", help="run @main and print the result",
                        description="Run a function of the program (@main by default) on the "
@@ -370,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the reference interpreter, or the compiled C through cffi")
     _add_quantized(p, "with --backend c: ")
     _add_input_shape(p)
+    _add_progress(p)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("compile", help="compile to a C artifact and build the library",
                        description="Compile to a C artifact (header, sources, make fragment, "
@@ -401,9 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-ir", metavar="DIR",
                    help="write the module as Relay text before the first and after every pass")
     p.add_argument("--pass-timing", action="store_true",
-                   help="print the time spent in each pass (to stderr)")
+                   help="print where the compile's time went (to stderr): every stage (import, "
+                        "passes, lowering, planning, rendering, C build) and every pass; the "
+                        "rows add up to the wall time")
     _add_quantized(p)
     _add_input_shape(p)
+    _add_progress(p, "; also the summary line")
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")
     p.set_defaults(func=cmd_ops)
@@ -413,6 +448,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_passes)
     _add_cache_parser(sub)
     return parser
+
+
+def _add_progress(p: argparse.ArgumentParser, quiet_also: str = "") -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help=f"no progress{quiet_also}")
+    group.add_argument("-v", "--verbose", action="store_true",
+                       help="show the stages (import, passes, lowering, planning, rendering, "
+                            "C build) with their time even when stderr is not a terminal "
+                            "(a terminal shows them by default)")
 
 
 def _add_file(p: argparse.ArgumentParser) -> None:
@@ -460,6 +505,9 @@ def _size(n: int) -> str:
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
     """aot's own warnings as ``source: warning: message``; others as Python
     prints them."""
+    progress = current_progress()
+    if progress is not None:
+        progress.clear_line()
     if issubclass(category, AotWarning):
         print(str(message), file=sys.stderr)
     else:
@@ -473,8 +521,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
+    # run as the program (not called with arguments): time from its start
+    args.started = process_start() if argv is None else None
+    progress = Progress.for_stream(sys.stderr, quiet=getattr(args, "quiet", True),
+                                   verbose=getattr(args, "verbose", False))
     try:
-        return int(args.func(args))
+        with progress:
+            return int(args.func(args))
     except DiagnosticError as exc:
         print(exc.render(), file=sys.stderr)
         return 1

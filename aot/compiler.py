@@ -7,6 +7,10 @@
       no:  PROGRAM -> DATAFLOW         -> lower (object pool: aot.emit.lower.program_entry)
       -> render (aot.emit.build.artifact) -> build (gcc/clang + ar)
 
+Each step is a stage of :mod:`aot.progress` (passes, lowering, planning,
+verifying, rendering, C build; the command line adds start-up and import), which the command line
+shows as it goes and ``--pass-timing`` accounts in full.
+
 The pass lists are :mod:`aot.passes.pipelines`; which passes run is up to
 the current :class:`~aot.passes.manager.PassContext` (opt level, disabled
 and required passes, instruments, verification).  ``opt_level`` given
@@ -30,6 +34,7 @@ from typing import Any, Mapping
 from .diagnostics import DiagnosticError
 from .ir.module import IRModule
 from .passes.manager import PassContext, current
+from .progress import stage
 from .emit.plan.model import ModelPlan
 
 __all__ = ["optimize_for_c", "plan", "compile_module", "QUANTIZED_MODES"]
@@ -142,7 +147,8 @@ def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
     with using_tuning(tuning):
         model = _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
                       pool_bytes=pool_bytes, max_depth=max_depth, quantized=quantized)
-    verify_model_plan(model)
+    with stage("verifying"):
+        verify_model_plan(model)
     return model
 
 
@@ -157,13 +163,19 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
     # decided before the optimisations: an operator used as a value
     # (program backend only) must be eta-expanded before they re-infer types
     ctx = _context(opt_level, entry, quantized)
-    typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
-    if is_dataflow(typed, entry):
-        fused = dataflow_passes(typed, ctx=ctx)
-        return plan_model(fused, name, arena=arena, entry=entry)
-    program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry,
-                               quantized=quantized)
-    return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth)
+    with stage("passes"):
+        typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
+        dataflow = is_dataflow(typed, entry)
+        if dataflow:
+            fused = dataflow_passes(typed, ctx=ctx)
+        else:
+            program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry,
+                                       quantized=quantized)
+    if dataflow:
+        return plan_model(fused, name, arena=arena, entry=entry)   # lowering, planning
+    with stage("lowering"):
+        return plan_program(program, name, entry=entry, pool_bytes=pool_bytes,
+                            max_depth=max_depth)
 
 
 def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 import jinja2
 
 from ...diagnostics import DiagnosticError
+from ...progress import stage
 from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
                       check_model_name, write_sources)
 from ..plan.model import ModelPlan
@@ -171,11 +172,13 @@ def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True)
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.staging-", dir=root.parent))
     try:
-        if root.is_dir():
-            shutil.copytree(root, staging, dirs_exist_ok=True, symlinks=True)
-        artifact = write_artifact(plan, staging)
+        with stage("rendering"):
+            if root.is_dir():
+                shutil.copytree(root, staging, dirs_exist_ok=True, symlinks=True)
+            artifact = write_artifact(plan, staging)
         if build:
-            build_artifact(artifact)
+            with stage("C build"):
+                build_artifact(artifact)
         _replace(staging, root)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

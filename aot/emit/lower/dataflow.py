@@ -54,6 +54,7 @@ from ..kernel.simplify import simplify_kernel
 from .group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_group,
                     unflatten)
 from ...passes.manager import current
+from ...progress import stage
 from ..plan.arena import InPlace, TensorLife, plan_memory, verify_plan
 from ..plan.model import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo, ModelPlan,
                           OutputTree, TensorSpec)
@@ -231,8 +232,16 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
     if entry not in mod:
         raise DiagnosticError(f"the module has no `@{entry}` function to compile")
     main = mod[entry]
-    b = _Builder(name)
+    with stage("lowering"):
+        b, inputs, outputs, tree = _lower(main, name)
+    with stage("planning"):
+        return _finish(b, name, arena, inputs, outputs, tree)
 
+
+def _lower(main: Function, name: str) -> tuple[_Builder, list[TensorSpec],
+                                               list[tuple[_Slot, _Slot | None]], OutputTree]:
+    """Every kernel and step of ``main``, in order; nothing planned yet."""
+    b = _Builder(name)
     inputs: list[TensorSpec] = []
     values: dict[int, _Value] = {}
     c_names = _c_names(main.params, name)
@@ -256,7 +265,7 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
     result = values[id(main.body)]
     _tensor_type(main.body.checked_type, main.body, "the result of main")
     outputs, tree = _bind_outputs(b, result)
-    return _finish(b, name, arena, inputs, outputs, tree)
+    return b, inputs, outputs, tree
 
 
 _FEATURES = {Let: "a let binding of a closure or an effect", If: "if-then-else",
