@@ -424,6 +424,8 @@ def _kernel_view(kernel: Kernel, info: KernelInfo) -> tuple[KernelView, tuple[st
     lines += [f"    {line}" for line in info.source.strip("\n").split("\n")]
     ops = ", ".join(info.ops) if info.ops else "none"
     lines.append(f"ops: {ops}; anchor: {info.anchor or 'none'}")
+    if info.nodes:
+        lines.append(f"model nodes: {', '.join(info.nodes)}")
     return KernelView(kernel.name, _block_comment(lines), printed.text.rstrip("\n")), \
         printed.helpers
 
@@ -580,7 +582,9 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
         "status_codes": [{"name": s.name, "macro": s.macro, "value": s.value,
                           "meaning": s.meaning} for s in ctx.status_macros],
         "kernels": [{"name": info.name, "source": info.source, "ops": list(info.ops),
-                     "anchor": info.anchor} for info in plan.kernel_info],
+                     "anchor": info.anchor, "nodes": list(info.nodes)}
+                    for info in plan.kernel_info],
+        "calls": [{"kernel": call.kernel, "nodes": list(call.nodes)} for call in plan.calls],
         "constants": [{"symbol": c.symbol, "c_name": f"{plan.name}_{c.symbol}",
                        "dtype": c.dtype.value, "size": int(c.values.size), "bytes": c.nbytes,
                        "alignment": c.alignment} for c in plan.constants],

@@ -32,6 +32,7 @@ a diagnostic at the offending node.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import keyword
@@ -93,6 +94,7 @@ class _Step:
     outputs: list[_Slot]
     scratch: list[_Slot]
     inplace: tuple[int, ...]
+    nodes: tuple[str, ...] = ()      # the model's nodes this call computes
 
 
 class KernelTable:
@@ -127,20 +129,30 @@ class KernelTable:
         except LoweringError as e:
             culprit = group_ops(fn)
             raise _error(culprit[-1] if culprit else call, str(e)) from None
-        return group, self.kernel(group, [c.op.name for c in group_ops(fn)])
+        return group, self.kernel(group, [c.op.name for c in group_ops(fn)], group_nodes(fn))
 
-    def kernel(self, group: LoweredGroup, ops: Sequence[str]) -> str:
+    def kernel(self, group: LoweredGroup, ops: Sequence[str],
+               nodes: Sequence[str] = ()) -> str:
         """The C name of ``group``'s kernel, shared with an equal one.  The
         table holds the kernel simplified (:mod:`aot.emit.kernel.simplify`),
-        as the printer wants it."""
+        as the printer wants it.  ``nodes`` (the model's node names the
+        group came from) add to those of the kernel's earlier groups."""
         k = group.kernel
         key = (k.params, k.body)
         if key not in self.kernel_keys:
             cname = f"{self.name}_k{len(self.kernels)}"
             self.kernel_keys[key] = cname
             self.kernels.append(simplify_kernel(K.Kernel(cname, k.params, k.body)))
-            self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor))
-        return self.kernel_keys[key]
+            self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor,
+                                         tuple(dict.fromkeys(nodes))))
+            return cname
+        cname = self.kernel_keys[key]
+        index = next(i for i, info in enumerate(self.infos) if info.name == cname)
+        info = self.infos[index]
+        merged = tuple(dict.fromkeys((*info.nodes, *nodes)))
+        if merged != info.nodes:
+            self.infos[index] = dataclasses.replace(info, nodes=merged)
+        return cname
 
 
 class _Builder(KernelTable):
@@ -199,6 +211,18 @@ def _c_names(params: Sequence[Var], model: str) -> list[str]:
         used.add(name)
         names.append(name)
     return names
+
+
+def group_nodes(fn: Function) -> tuple[str, ...]:
+    """The names of the imported model's nodes (ONNX node names, TFLite
+    output tensors) whose operators are in the fused group, each once, in
+    the group's order; empty for Relay text."""
+    found: dict[str, None] = {}
+    for node in post_order(fn.body):
+        span = node.span
+        if isinstance(node, Call) and span is not None and span.node:
+            found.setdefault(span.node, None)
+    return tuple(found)
 
 
 def describe_group(fn: Function) -> str:
@@ -321,7 +345,8 @@ def _kernel_call(b: _Builder, call: Call, values: dict[int, _Value]) -> _Value:
     out_types = _tensor_type(call.checked_type, call, "a result")
     outs = [b.temp(t) for t in out_types]
     scratch = [b.temp(TensorType(buf.shape, buf.dtype)) for buf in group.scratch]
-    b.steps.append(_Step(cname, args, consts, outs, scratch, group.inplace_inputs))
+    b.steps.append(_Step(cname, args, consts, outs, scratch, group.inplace_inputs,
+                         group_nodes(call.op) if isinstance(call.op, Function) else ()))
     if isinstance(call.checked_type, TupleType):
         leaves = list(outs)
         return unflatten(call.checked_type, leaves)
@@ -416,7 +441,7 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         args += [BufferRef(ArgKind.CONST, c.dtype, int(c.values.size), symbol=c.symbol)
                  for c in (constants[sym] for sym in step.consts)]
         args += [ref(s) for s in (*step.outputs, *step.scratch)]
-        calls.append(KernelCall(step.kernel, tuple(args)))
+        calls.append(KernelCall(step.kernel, tuple(args), step.nodes))
 
     return ModelPlan(
         name=name, inputs=tuple(inputs), outputs=tuple(outputs), output_tree=tree,
