@@ -46,6 +46,7 @@ import numpy as np
 
 from .diagnostics import AotWarning, DiagnosticError, Span
 from .frontend.errors import file_error
+from .emit.build.targets import TARGETS
 from .progress import Progress, current_progress, process_start, render_timing, stage
 from .version import __version__
 
@@ -299,7 +300,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
             artifact = compile_model(mod, args.output, name=args.name, params=params,
                                      arena=args.arena, build=not args.no_build,
                                      pool_bytes=args.pool_bytes, max_depth=args.max_depth,
-                                     tuning=args.tuning, quantized=args.quantized)
+                                     tuning=args.tuning, quantized=args.quantized,
+                                     target=args.target)
         except OSError as exc:
             culprit = f" ({exc.filename})" if exc.filename and \
                 Path(exc.filename).resolve() != Path(args.output).resolve() else ""
@@ -321,6 +323,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} "
               f"bytes (lower bound {meta['arena_lower_bound_bytes']}), constants "
               f"{meta['constant_bytes']} bytes")
+    target = TARGETS[args.target]
+    if not target.is_host and not args.no_build:
+        print(f"{artifact.layout.library}: built for {target.name} with {target.prefix}gcc; "
+              f"link the firmware with {' '.join(target.cpu_flags)}")
     return 0
 
 
@@ -422,9 +428,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 262144)")
     p.add_argument("--max-depth", type=int, default=None, metavar="N",
                    help="bound on nested non-tail calls of such programs (default 10000)")
-    p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default="scalar",
-                   help="convolution and dense loop nests for a scalar FPU (microcontrollers) "
-                        "or for SIMD hosts compiled at -O3")
+    p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default=None,
+                   help="convolution and dense loop nests for a scalar FPU (microcontrollers; "
+                        "the default), for cores without an FPU (scalar-nofma, the default of "
+                        "cortex-m0plus and cortex-m3) or for SIMD hosts compiled at -O3")
+    p.add_argument("--target", choices=list(TARGETS), default="host",
+                   help="what lib<NAME>.a is built for: this machine (default, $CC) or a "
+                        "Cortex-M core, with arm-none-eabi-gcc and the core's -mcpu, "
+                        "-mfloat-abi and -mfpu (link the firmware with the same flags; the "
+                        "summary line prints them)")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
     p.add_argument("--disable-pass", action="append", default=[], metavar="NAME[,NAME]",
                    help="do not run this pass (repeatable; 'aot passes' lists them)")

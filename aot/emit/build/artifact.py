@@ -159,12 +159,14 @@ def write_artifact(plan: ModelPlan, out_dir: Path | str) -> Artifact:
     return Artifact(root, plan.name, metadata)
 
 
-def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True) -> Artifact:
+def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True,
+                    toolchain: Toolchain | None = None) -> Artifact:
     """Write ``plan``'s artifact into ``out_dir`` and (``build``) build its
     library, all or nothing: the work happens in a staging directory beside
     ``out_dir`` (a copy of the old artifact, so files whose content did not
     change keep their times and a firmware ``make`` rebuilds nothing more),
-    which replaces ``out_dir`` only when everything succeeded.  A failure
+    which replaces ``out_dir`` only when everything succeeded.  ``toolchain``
+    builds the library (default: the host's).  A failure
     (a compiler error, a full disk) leaves ``out_dir`` as it was."""
     root = Path(out_dir).resolve()
     if root.exists() and not root.is_dir():
@@ -178,7 +180,7 @@ def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True)
             artifact = write_artifact(plan, staging)
         if build:
             with stage("C build"):
-                build_artifact(artifact)
+                build_artifact(artifact, toolchain=toolchain)
         _replace(staging, root)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
