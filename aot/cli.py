@@ -330,6 +330,60 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .emit.build.library import check_model_name
+    from .profiler import profile_json, profile_module, render_table
+    check_model_name(args.name)
+    started = args.started if args.started is not None else time.perf_counter()
+    with stage("start-up", since=started):
+        _load_compiler()
+    mod = _load_module(args.file, args.input_shape)
+    profile = profile_module(mod, target=args.target, name=args.name,
+                             source=Path(args.file).name, work_dir=args.keep, runs=args.runs,
+                             opt_level=args.opt_level, tuning=args.tuning,
+                             quantized=args.quantized)
+    progress = current_progress()
+    if progress is not None:
+        progress.clear_line()
+    if args.json:
+        try:
+            Path(args.json).write_text(profile_json(profile))
+        except OSError as exc:
+            raise UsageError(f"{args.json}: cannot write: {exc.strerror or exc}") from None
+    print(render_table(profile))
+    return 0
+
+
+def _add_profile_parser(sub) -> None:
+    from .profiler.qemu import BOARDS
+    p = sub.add_parser(
+        "profile", help="time each kernel call of one inference, with the model's node names",
+        description="Compile the model and profile one inference: instructions per kernel "
+                    "call on a Cortex-M core under QEMU (counted by the project's plugin; "
+                    f"cores: {', '.join(BOARDS)}), or median wall time per call on the host; "
+                    "each call with the model nodes fused into it and its share of the total. "
+                    "Needs arm-none-eabi-gcc and qemu-system-arm for the cores (make deps).")
+    _add_file(p)
+    p.add_argument("--target", choices=["host", *BOARDS], default="cortex-m4",
+                   help="where to run it (default cortex-m4: QEMU's mps2-an386)")
+    p.add_argument("--name", default="model", help="model name: prefixes every C symbol")
+    p.add_argument("--json", metavar="FILE", help="also write the profile as JSON")
+    p.add_argument("--runs", type=int, default=20, metavar="N",
+                   help="host: timed inferences after a warm-up one; each call's median is "
+                        "shown (default 20)")
+    p.add_argument("--keep", metavar="DIR",
+                   help="build in DIR and keep it (artifact, firmware, plugin output)")
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4),
+                   help="which passes run (default 3)")
+    p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default=None,
+                   help="loop nests of float convolutions and dense layers (default: the "
+                        "target's)")
+    _add_quantized(p)
+    _add_input_shape(p)
+    _add_progress(p)
+    p.set_defaults(func=cmd_profile)
+
+
 def _load_compiler() -> None:
     """Import the compiler's modules (the passes, the lowerings, the
     templates' context): most of a second, shown as its own stage rather
@@ -458,6 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4),
                    help="show the pipelines at this opt level (default 3)")
     p.set_defaults(func=cmd_passes)
+    _add_profile_parser(sub)
     _add_cache_parser(sub)
     return parser
 

@@ -121,7 +121,7 @@ class Progress:
     def _finished(self, name: str, elapsed: float) -> None:
         if not self.display or self._stack:
             return           # nested stages are shown as part of their parent
-        self._write_line(f"aot: {name:<10} {elapsed:8.2f} s")
+        self._write_line(f"aot: {name:<14} {elapsed:8.2f} s")
 
     def _write_line(self, text: str) -> None:
         prefix = "\r\033[K" if self.live and self._shown else ""
@@ -136,7 +136,7 @@ class Progress:
             if not self._stack:
                 return
             top = self._stack[0]
-            text = f"aot: {top.name:<10} {time.perf_counter() - top.start:8.1f} s ..."
+            text = f"aot: {top.name:<14} {time.perf_counter() - top.start:8.1f} s ..."
             self.stream.write(f"\r\033[K{text}")
             self.stream.flush()
             self._shown = text

@@ -172,6 +172,9 @@ class RenderContext:
     runtime_files: tuple[str, ...]
     #: whole-language programs (None for dataflow models): see program_view
     program: Any = None
+    #: the profiling hook's macro (dataflow models; empty for programs)
+    profile_hook: str = ""
+    profile_calls: int = 0
 
 
 # ----------------------------------------------------------------- names
@@ -471,10 +474,12 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
     if pointers:
         body += _wrap("if (", [f"{p} == NULL" for p in pointers], " || ", ") {", width)
         body += [f"{_INDENT}return {NAME}_ERR_NULL;", "}"]
-    for call in plan.calls:
+    for index, call in enumerate(plan.calls):
         args = [_call_arg(plan, ref) for ref in call.args]
+        body.append(f"{NAME}_PROFILE_CALL({index});")
         body += _wrap_list(f"{call.kernel}(", args, ");", width) if args \
             else [f"{call.kernel}();"]
+    body.append(f"{NAME}_PROFILE_CALL({len(plan.calls)});")
     body.append(f"return {NAME}_OK;")
     return tuple(body)
 
@@ -535,7 +540,9 @@ def build_context(plan: ModelPlan) -> RenderContext:
         mk_memory=(("ARENA_BYTES", plan.arena_bytes), ("ARENA_ALIGN", ARENA_ALIGNMENT),
                    ("POOL_BYTES", plan.pool_bytes), ("CONSTANT_BYTES", plan.constant_bytes)),
         runtime_files=RUNTIME_FILES if plan.program is None else PROGRAM_RUNTIME_FILES,
-        program=None if plan.program is None else program_view(plan))
+        program=None if plan.program is None else program_view(plan),
+        profile_hook=f"{NAME}_PROFILE_CALL" if plan.program is None else "",
+        profile_calls=len(plan.calls))
 
 
 # ------------------------------------------------------------- metadata
