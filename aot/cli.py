@@ -355,16 +355,16 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _add_profile_parser(sub) -> None:
-    from .profiler.qemu import BOARDS
+    boards = [t.name for t in TARGETS.values() if t.qemu_board]
     p = sub.add_parser(
         "profile", help="time each kernel call of one inference, with the model's node names",
         description="Compile the model and profile one inference: instructions per kernel "
                     "call on a Cortex-M core under QEMU (counted by the project's plugin; "
-                    f"cores: {', '.join(BOARDS)}), or median wall time per call on the host; "
+                    f"cores: {', '.join(boards)}), or median wall time per call on the host; "
                     "each call with the model nodes fused into it and its share of the total. "
                     "Needs arm-none-eabi-gcc and qemu-system-arm for the cores (make deps).")
     _add_file(p)
-    p.add_argument("--target", choices=["host", *BOARDS], default="cortex-m4",
+    p.add_argument("--target", choices=["host", *boards], default="cortex-m4",
                    help="where to run it (default cortex-m4: QEMU's mps2-an386)")
     p.add_argument("--name", default="model", help="model name: prefixes every C symbol")
     p.add_argument("--json", metavar="FILE", help="also write the profile as JSON")

@@ -102,7 +102,9 @@ class Progress:
             self.seconds.setdefault(name, 0.0)       # in the order the stages start
         self._draw()
 
-    def end(self) -> None:
+    def end(self, failed: bool = False) -> None:
+        """Leave the innermost stage (``failed``: by an exception; its time
+        counts, but it is not shown as finished)."""
         now = time.perf_counter()
         with self._lock:
             done = self._stack.pop()
@@ -110,7 +112,8 @@ class Progress:
             self.seconds[done.name] = self.seconds.get(done.name, 0.0) + elapsed - done.nested
             if self._stack:
                 self._stack[-1].nested += elapsed
-            self._finished(done.name, elapsed)
+            if not failed:
+                self._finished(done.name, elapsed)
         self._draw()
 
     def total(self) -> float:
@@ -187,8 +190,10 @@ def stage(name: str, since: float | None = None) -> Iterator[None]:
     progress.begin(name, since)
     try:
         yield
-    finally:
-        progress.end()
+    except BaseException:
+        progress.end(failed=True)
+        raise
+    progress.end()
 
 
 def render_timing(progress: Progress, wall_s: float,

@@ -168,3 +168,16 @@ def test_a_terminal_sees_the_stages_live(program, tmp_path):
     for name in STAGES:
         assert re.search(rf"aot: {re.escape(name)} +\d+\.\d\d s\r?\n", text), (name, text)
     assert b"kernels, arena" in out
+
+
+def test_a_failed_stage_is_not_shown_as_finished():
+    stream = io.StringIO()
+    progress = Progress.for_stream(stream, verbose=True)
+    with progress:
+        with stage("import"):
+            pass
+        with pytest.raises(ValueError):
+            with stage("lowering"):
+                raise ValueError("bad")
+    assert [line.split()[1] for line in stream.getvalue().splitlines()] == ["import"]
+    assert "lowering" in progress.seconds           # its time still counts

@@ -13,14 +13,14 @@ from typing import Sequence
 import numpy as np
 
 from ..diagnostics import DiagnosticError
-from ..emit.build.targets import Target, target_toolchain
+from ..emit.build.targets import TARGETS, Target, target_toolchain
 from ..emit.build.toolchain import find_toolchain, run_tool
 from ..emit.c.context import MODEL_CFLAGS
 from ..progress import stage
 from . import driver_arrays
 
 #: cores QEMU models on a board with the memory map of data/mps2.ld
-BOARDS = {"cortex-m3": "mps2-an385", "cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500"}
+BOARDS = {t.name: t.qemu_board for t in TARGETS.values() if t.qemu_board}
 QEMU = "qemu-system-arm"
 QEMU_TIMEOUT_S = 1800
 MARKER = "aot_profile_mark"

@@ -50,6 +50,9 @@ class Target:
     #: the loop nests of float convolutions and dense layers by default
     tuning: str = "scalar"
     description: str = ""
+    #: the QEMU board with the MPS2 memory map that models the core
+    #: (``aot profile``; empty when QEMU has none)
+    qemu_board: str = ""
 
     @property
     def is_host(self) -> bool:
@@ -63,13 +66,13 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("cortex-m0plus", ARM_PREFIX, ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
            "scalar-nofma", "Armv6-M, no FPU"),
     Target("cortex-m3", ARM_PREFIX, ("-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"),
-           "scalar-nofma", "Armv7-M, no FPU"),
+           "scalar-nofma", "Armv7-M, no FPU", "mps2-an385"),
     Target("cortex-m4", ARM_PREFIX, ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
                                      "-mfpu=fpv4-sp-d16"),
-           "scalar", "Armv7E-M with DSP, single-precision FPU (Cortex-M4F)"),
+           "scalar", "Armv7E-M with DSP, single-precision FPU (Cortex-M4F)", "mps2-an386"),
     Target("cortex-m7", ARM_PREFIX, ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard",
                                      "-mfpu=fpv5-d16"),
-           "scalar", "Armv7E-M with DSP, double-precision FPU"),
+           "scalar", "Armv7E-M with DSP, double-precision FPU", "mps2-an500"),
     Target("cortex-m33", ARM_PREFIX, ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard",
                                       "-mfpu=fpv5-sp-d16"),
            "scalar", "Armv8-M Mainline with DSP, single-precision FPU"),
