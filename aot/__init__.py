@@ -8,6 +8,7 @@ The public API (see README.md)::
     mod = aot.infer_types(mod)
     value = aot.interpret(mod, *args, entry="main")
     art = aot.compile(mod, "out/model", name="model", params={"w": w})
+    qmod = aot.quantize(mod, [[x] for x in samples], {"calibrate_mode": "max"})
     fn = aot.load(art)
     value = fn(*args)
 
@@ -97,6 +98,17 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
                           target=target)
 
 
+def quantize(mod: IRModule, calibration_inputs: Any, config: Any = None) -> IRModule:
+    """Quantize a float program (Relay's annotate -> calibrate -> realize):
+    ``calibration_inputs`` is an iterable of argument lists (one array per
+    parameter of ``@main``) the reference interpreter runs to choose the
+    scales; ``config`` a mapping of qconfig knobs (README, "Quantizing a
+    float model").  Returns the QDQ program (float in, float out), which
+    ``aot.compile`` compiles to integer C.  DiagnosticError on bad input."""
+    from .passes.quantize import quantize as _quantize
+    return _quantize(mod, calibration_inputs, config)
+
+
 def load(artifact: Any) -> Any:
     """A callable running a built artifact (or its directory) through
     cffi: NumPy arrays in, NumPy arrays (tuples for tuple results) out."""
@@ -110,6 +122,6 @@ def prelude() -> IRModule:
     return load_prelude()
 
 
-__all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "compile", "load",
-           "prelude", "IRModule", "PassContext", "Diagnostic", "DiagnosticError", "Span",
-           "__version__"]
+__all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "compile",
+           "quantize", "load", "prelude", "IRModule", "PassContext", "Diagnostic",
+           "DiagnosticError", "Span", "__version__"]

@@ -10,6 +10,10 @@
                 [--dump-ir DIR] [--pass-timing]
                      [--param NAME=FILE.npy ...] [--no-build]
                                    write the C artifact and build lib<NAME>.a
+    check, run and compile also take --quantize int8 --calibration FILE.npz
+    [--quantize-config KEY=VALUE ...]: the float program is quantized first
+    (aot.quantize; FILE.npz holds one array per parameter of @main, named as
+    the parameter, with a leading sample axis)
     aot ops                        list the operator catalogue
     aot passes [--opt-level N]     list the passes, their levels and the default pipelines
     aot cache info|clear           the C build cache: where, how big, the limit; empty it
@@ -200,9 +204,48 @@ def format_value(value: object) -> str:
     return str(value)
 
 
+def _quantize_config(specs: Sequence[str]) -> dict[str, object]:
+    """``--quantize-config KEY=VALUE`` pairs: VALUE a Python literal
+    (``[0, 2]``, ``true``, ``0.999``) or a bare word (``percentile``)."""
+    config: dict[str, object] = {}
+    for spec in specs:
+        key, sep, text = spec.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--quantize-config expects KEY=VALUE, got {spec!r}")
+        word = {"true": "True", "false": "False"}.get(text.strip().lower(), text.strip())
+        try:
+            value = ast.literal_eval(word)
+        except (ValueError, SyntaxError):
+            value = text.strip()
+        config[key.strip()] = value
+    return config
+
+
+def _maybe_quantize(args: argparse.Namespace, mod):  # -> IRModule
+    """``mod`` quantized when ``--quantize`` is given (README, "Quantizing
+    a float model")."""
+    if args.quantize is None:
+        if args.calibration or args.quantize_config:
+            raise UsageError("--calibration and --quantize-config need --quantize int8")
+        return mod
+    from .passes.quantize import load_calibration, make_config, quantize
+    config = make_config(_quantize_config(args.quantize_config))
+    if args.calibration is None:
+        if config.calibrate_mode != "global_scale":
+            raise UsageError(f"--quantize {args.quantize} needs --calibration FILE.npz (or "
+                             "--quantize-config calibrate_mode=global_scale)")
+        samples: list = []
+    else:
+        _require_file(args.calibration)
+        from .ir.type_infer import infer_types
+        samples = load_calibration(args.calibration, infer_types(mod))
+    with stage("quantizing"):
+        return quantize(mod, samples, config)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from .ir.prelude import PRELUDE_PATH
-    mod = _load_module(args.file, args.input_shape)
+    mod = _maybe_quantize(args, _load_module(args.file, args.input_shape))
     for gv, func in mod.functions.items():
         from_prelude = func.span is not None and func.span.source == str(PRELUDE_PATH)
         if args.all or not from_prelude:
@@ -212,7 +255,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .interpreter import run
-    mod = _load_module(args.file, args.input_shape)
+    mod = _maybe_quantize(args, _load_module(args.file, args.input_shape))
     inputs = _parse_inputs(args.input, mod, args.entry)
     if args.backend == "c":
         result = _run_c(mod, inputs, args.entry, args.quantized)
@@ -291,7 +334,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     started = args.started if args.started is not None else time.perf_counter()
     with stage("start-up", since=started):
         _load_compiler()
-    mod = _load_module(args.file, args.input_shape)
+    mod = _maybe_quantize(args, _load_module(args.file, args.input_shape))
     params = _parse_params(args.param)
     _check_param_dtypes(mod, params)
     ctx, timing = _pass_context(args)
@@ -435,6 +478,18 @@ def _add_quantized(p: argparse.ArgumentParser, prefix: str = "") -> None:
                         "float32 weights; the same as --disable-pass FakeQuantizationToInteger)")
 
 
+def _add_quantize(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quantize", choices=["int8"], default=None,
+                   help="quantize the float program first (Relay's annotate -> calibrate -> "
+                        "realize; README, 'Quantizing a float model')")
+    p.add_argument("--calibration", metavar="FILE.npz", default=None,
+                   help="calibration inputs for --quantize: one array per parameter of @main, "
+                        "named as the parameter, with a leading sample axis")
+    p.add_argument("--quantize-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a qconfig knob for --quantize, e.g. calibrate_mode=percentile, "
+                        "weight_scale=power2, skip_conv_layers=[0] (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aot", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"aot {__version__}")
@@ -445,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_file(p)
     p.add_argument("--all", action="store_true", help="also list prelude functions")
     _add_input_shape(p)
+    _add_quantize(p)
     _add_progress(p)
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("run", help="run @main and print the result",
@@ -461,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the reference interpreter, or the compiled C through cffi")
     _add_quantized(p, "with --backend c: ")
     _add_input_shape(p)
+    _add_quantize(p)
     _add_progress(p)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("compile", help="compile to a C artifact and build the library",
@@ -504,6 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "rows add up to the wall time")
     _add_quantized(p)
     _add_input_shape(p)
+    _add_quantize(p)
     _add_progress(p, "; also the summary line")
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")

@@ -87,7 +87,7 @@ def m4_figures(name: str, model_file: Path, build: Path, python: str) -> dict[st
         return {"error": "arm-none-eabi-gcc or qemu-system-arm not found (make deps)"}
     cmd = ["make", "--no-print-directory", "-C", str(EMBEDDED), f"MODEL={name}",
            f"MODEL_FILE={model_file}", f"BUILD={build}", f"PYTHON={python}",
-           "REFERENCE=interp", "size", "count"]
+           "REFERENCE=compiled", "size", "count"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         return {"error": (done.stdout + done.stderr).strip().splitlines()[-1]}

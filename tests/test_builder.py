@@ -345,9 +345,12 @@ def test_api_defaults_differ_from_the_text_defaults():
     assert B.image.resize2d(x, size=(4, 4)).attrs.rounding_method is RoundingMethod.AUTO
     assert B.nn.leaky_relu(x).attrs.alpha == 0.01
     assert B.nn.batch_matmul(x, x).attrs.transpose_b is True
+    pooled = B.qnn.avg_pool2d(x, x, x, x, x, pool_size=(1, 1)).attrs   # relay.qnn.op.avg_pool2d
+    assert pooled.layout == "NHWC" and pooled.count_include_pad is True
     given = B.image.resize2d(x, size=(4, 4), rounding_method="floor", method="nearest_neighbor")
     assert given.attrs.rounding_method is RoundingMethod.FLOOR
     mod = parse("def @main(%x: Tensor[(1, 1, 2, 2), float32]) { nn.leaky_relu(%x) }")
     assert mod["main"].body.attrs.alpha == 0.25
     assert lookup("image.resize2d").attrs_type().rounding_method is RoundingMethod.ROUND
     assert lookup("nn.batch_matmul").attrs_type().transpose_b is False
+    assert lookup("qnn.avg_pool2d").attrs_type().layout == "NCHW"

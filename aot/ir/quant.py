@@ -198,6 +198,28 @@ def multiply_by_quantized_multiplier(x: object, multiplier: object, shift: objec
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, m), right)
 
 
+#: the largest shift TFLite's 64-bit ``MultiplyByQuantizedMultiplier`` takes
+MAX_SHIFT_INT64 = 7
+
+
+def multiply_by_quantized_multiplier_int64(x: object, multiplier: object,
+                                           shift: object) -> IntArray:
+    """TFLite's ``MultiplyByQuantizedMultiplier(int64_t x, ...)``, the
+    requantization of its 16x8 kernels (int64 accumulators): the Q0.31
+    multiplier rounded to 15 bits (``(m + 2**15) >> 16``, 0x7FFF from
+    0x7FFF0000 up), then one product and one rounding shift, ties toward
+    +infinity: ``(x * m15 + 2**(14 - shift)) >> (15 - shift)``.  The int64
+    arithmetic wraps and the result wraps to int32 (TFLite asserts both
+    away).  ``shift`` must be at most :data:`MAX_SHIFT_INT64`."""
+    x, m, s = _i64(x), _i64(multiplier), _i64(shift)
+    assert np.all(s <= MAX_SHIFT_INT64), "shift out of range for the 64-bit multiply"
+    reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+    total = 15 - s
+    with np.errstate(over="ignore"):
+        prod = x * reduced + (np.int64(1) << (total - 1))
+    return wrap_int32(prod >> total)
+
+
 def multiply_by_quantized_multiplier_smaller_than_one_exp(
         x: object, multiplier: object, left_shift: object) -> IntArray:
     """TFLite's ``MultiplyByQuantizedMultiplierSmallerThanOneExp``:

@@ -75,7 +75,12 @@ class _Backward(ScaleRewriter):
     def visit_call(self, node: Call) -> Visit:
         new = yield from super().visit_call(node)
         self.note_rebuilt(node, new)
-        out_t = node.checked_type
+        result = self._fold(new, node.checked_type)
+        # the fold's root stands for ``node``: it has node's uses, not one
+        self.note_rebuilt(node, result)
+        return result
+
+    def _fold(self, new: Call, out_t: object) -> Expr:
         if not isinstance(out_t, TensorType) or not out_t.dtype.is_float:
             return new
         if is_op(new, "multiply", "divide"):

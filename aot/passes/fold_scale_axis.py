@@ -269,6 +269,9 @@ class ScaleRewriter(ExprMutator):
         return node
 
     def note_rebuilt(self, old: Expr, new: Expr) -> None:
+        """``new`` replaces ``old``: it is used wherever ``old`` was (a fold
+        whose root is used twice must not be folded into again, or the
+        layer under it would be computed twice)."""
         if new is not old:
             self.made[id(new)] = (new, old)
 

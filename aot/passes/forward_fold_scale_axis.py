@@ -74,7 +74,10 @@ class _Forward(ScaleRewriter):
         if lin is None:
             return new
         folded = self._fold(new, lin)
-        return new if folded is None else folded
+        if folded is None:
+            return new
+        self.note_rebuilt(node, folded)     # it has node's uses, not one
+        return folded
 
     def _fold(self, layer: Call, lin: Linear) -> Expr | None:
         data, weight = layer.args

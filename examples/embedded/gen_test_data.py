@@ -12,7 +12,8 @@ Two steps, run by the Makefile around ``aot compile``:
         model carries its weights: params.args is empty.
 
     gen_test_data.py data MODEL_FILE --artifact DIR --weights DIR -o test_data.h
-                          [--info model_info.json] [--reference auto|interp|onnxruntime]
+                          [--info model_info.json]
+                          [--reference auto|interp|compiled|onnxruntime]
         Draws fixed inputs (seeded) for the inputs listed in the artifact's
         metadata.json, computes the expected outputs with a reference, and
         writes a C header (see td_types.h) with the inputs, the expected
@@ -22,7 +23,12 @@ Two steps, run by the Makefile around ``aot compile``:
 
 References: for a ``.relay`` model the reference interpreter
 (``aot.interpret``); for an ONNX model onnxruntime when it is installed,
-otherwise the interpreter on the imported module.
+otherwise the interpreter on the imported module.  ``compiled`` runs the
+interpreter on the program the C computes (the module after the
+compiler's optimisation pipeline: for a quantized model the integer
+operators FakeQuantizationToInteger made, which the C equals bit for bit,
+where the imported QDQ program's float operators may round one output step
+differently).
 
 Tolerances, per output: |got - want| <= atol + rtol * |want| with atol
 scaled by the output's largest finite magnitude (at least 1), as in
@@ -68,6 +74,7 @@ class Tolerance:
 
 TOLERANCES = {
     "interp": Tolerance(atol=2e-5, rtol=1e-4, int_atol=0),
+    "compiled": Tolerance(atol=2e-5, rtol=1e-4, int_atol=0),
     "onnxruntime": Tolerance(atol=2e-5, rtol=1e-4, int_atol=1),
 }
 
@@ -210,6 +217,11 @@ def reference_outputs(args: argparse.Namespace, mod, inputs: list[np.ndarray],
         return choice, [np.asarray(o) for o in session.run(None, dict(zip(names, inputs)))]
     import aot
     params = [p.name_hint for p in main_params(mod)]
+    if choice == "compiled":
+        from aot.compiler import is_dataflow, optimize_for_c, optimize_program
+        optimize = optimize_for_c if is_dataflow(mod) else optimize_program
+        mod = optimize(mod, params=weights)
+        params = [n for n in params if n not in weights]
     values = {**{n: v for n, v in zip(params, inputs)}, **weights}
     result = aot.interpret(mod, *[values[n] for n in params])
     return choice, flatten_outputs(result)
@@ -399,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--weights", required=True, help="the directory of `weights`")
     d.add_argument("-o", "--output", required=True, help="the C header to write")
     d.add_argument("--info", help="also write MACs and tolerances as JSON")
-    d.add_argument("--reference", choices=("auto", "interp", "onnxruntime"), default="auto")
+    d.add_argument("--reference", choices=("auto", "interp", "compiled", "onnxruntime"),
+                   default="auto")
     d.set_defaults(func=cmd_data)
     args = parser.parse_args(argv)
     try:

@@ -171,6 +171,21 @@ def test_qemu_mlperf_tiny_ds_cnn(build_dir):
     assert "2656768 MACs per inference" in result.stdout   # the published count
 
 
+@needs_make
+@needs_arm
+def test_qemu_mlperf_tiny_resnet8_int8(build_dir):
+    """An int8 model (quantized by onnxruntime) on the Cortex-M4F: its
+    integer C equals, bit for bit, the interpreter on the program the
+    compiler made (REFERENCE=compiled, the default for *_int8).  ResNet-8:
+    on its seeded test input the imported QDQ program's float operators
+    (REFERENCE=interp) round one probability one step differently
+    (measured; the reason the int8 models check against ``compiled``)."""
+    pytest.importorskip("onnxruntime.quantization")
+    result = make(build_dir, "qemu", MODEL="resnet8_int8")
+    assert_pass(result, "resnet8_int8")
+    assert "reference compiled" in result.stdout and "bit-exact 10/10" in result.stdout
+
+
 # ---------------------------------------------------------------- MAC count
 
 def macs_of(text: str) -> int:

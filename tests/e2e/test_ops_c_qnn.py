@@ -240,6 +240,77 @@ def linear_cases():
     return out
 
 
+def product_cases():
+    """qnn.batch_matmul and qnn.conv2d_transpose (with zero points, layouts,
+    groups and per-channel kernel zero points), the int64 requantization of
+    TFLite's 16x8 kernels and int16 qnn.add."""
+    out = []
+    for k, (xs, ys, attrs, xdt, ydt, zps) in enumerate([
+            ((2, 3, 9), (2, 4, 9), "transpose_b=True", "int8", "int8", (0, 0)),
+            ((2, 3, 9), (1, 9, 5), "transpose_b=False", "uint8", "int8", (128, 3)),
+            ((3, 7, 4), (3, 7, 6), 'transpose_a=True, transpose_b=False, out_dtype="int64"',
+             "int16", "uint8", (-5, 200)),
+            ((1, 5, 6), (2, 3, 5), "transpose_a=True, transpose_b=True", "int8", "uint8",
+             (-128, 127))]):
+        lo, hi = quant_range(xdt)
+        out.append(case(f"qnn.batch_matmul:{k}", [("x", xs, xdt), ("y", ys, ydt)],
+                        f"qnn.batch_matmul(%x, %y, {zps[0]}, {zps[1]}, 0.5f, 0.25f, {attrs})",
+                        specials=True, lo=lo, hi=hi))
+    for k, (xs, ws, attrs, dt) in enumerate([
+            ((1, 3, 4, 5), (3, 2, 3, 3), "strides=[2, 2], padding=[1, 1]", "int8"),
+            ((1, 4, 5, 3), (3, 3, 6, 3), 'strides=[2, 1], padding=[0, 1, 1, 0], '
+             'output_padding=[1, 0], data_layout="NHWC", kernel_layout="HWOI"', "uint8"),
+            ((2, 4, 3, 3), (4, 3, 2, 2), "groups=2, dilation=[2, 1], channels=6", "int8"),
+            ((1, 3, 3, 2), (5, 3, 3, 2), 'strides=[2, 2], padding=[1, 1, 0, 0], '
+             'data_layout="NHWC", kernel_layout="OHWI"', "int16")]):
+        lo, hi = quant_range(dt)
+        for zp_in, zp_w in [(0, 0), (7, -3)]:
+            out.append(case(f"qnn.conv2d_transpose:{k}-{zp_in}-{zp_w}",
+                            [("x", xs, dt), ("w", ws, "uint8" if dt == "uint8" else "int8")],
+                            f"qnn.conv2d_transpose(%x, %w, {zp_in}, {zp_w}, 0.5f, 0.25f, "
+                            f"{attrs})", lo=lo, hi=hi))
+    for k, (attrs, ws, out_c) in enumerate([("channels=4", (3, 4, 3, 3), 4),
+                                             ("groups=3, channels=6", (3, 2, 3, 3), 6)]):
+        out.append(case(f"qnn.conv2d_transpose:per-channel-zp-{k}",
+                        [("x", (1, 3, 4, 4), "int8"), ("w", ws, "int8"), ("z", (out_c,), "int32")],
+                        f"qnn.conv2d_transpose(%x, %w, 2, %z, 0.5f, 0.25f, strides=[2, 2], "
+                        f"{attrs})",
+                        [data(rng_for(f"qct-x{k}"), (1, 3, 4, 4), "int8"),
+                         data(rng_for(f"qct-w{k}"), ws, "int8"),
+                         np.arange(out_c, dtype=np.int32) * 3 - 5]))
+    for k, (s_in, s_out, odt) in enumerate([(0.0001234, 0.05, "int16"), (3.5, 0.07, "int16"),
+                                            (0.00731, 0.0123, "int8")]):
+        out.append(case(f"qnn.requantize:TFLITE_INT64-{k}", [("x", (5, 6), "int64")],
+                        f"qnn.requantize(%x, {s_in!r}f, 0, {s_out!r}f, {k}, "
+                        f'rounding="TFLITE_INT64", out_dtype="{odt}")',
+                        specials=True, lo=-(1 << 40), hi=1 << 40))
+    out.append(case("qnn.requantize:TFLITE_INT64-per-channel", [("x", (3, 4), "int64")],
+                    f"qnn.requantize(%x, {const_vec(4, 0.0001, 0.0003)}, 0, 0.003f, 0, "
+                    'axis=1, rounding="TFLITE_INT64", out_dtype="int16")',
+                    lo=-(1 << 36), hi=1 << 36))
+    out.append(case("qnn.requantize:TFLITE_INT64-runtime",
+                    [("x", (6,), "int64"), ("s", (), "float32")],
+                    'qnn.requantize(%x, %s, 3, 0.5f, -2, rounding="TFLITE_INT64", '
+                    'out_dtype="int32")',
+                    [np.array([7, -7, 1 << 33, -(1 << 33), 0, 12345], np.int64),
+                     np.array(0.0625, np.float32)]))
+    for k, (params, shapes) in enumerate([("0.001f, 0, 0.0007f, 0, 0.0015f, 0",
+                                           ((2, 3, 4), (2, 3, 4))),
+                                          ("0.5f, 3, 0.25f, -4, 0.6f, 1", ((2, 1, 4), (3, 1))),
+                                          ("%s, 0, 0.002f, 0, 0.004f, 0", ((2, 5), (2, 5)))]):
+        op = "qnn.subtract" if k == 1 else "qnn.add"
+        args = [("a", shapes[0], "int16"), ("b", shapes[1], "int16")]
+        values = None
+        if "%s" in params:
+            args.append(("s", (), "float32"))
+            values = [data(rng_for(f"qadd16-a{k}"), shapes[0], "int16", lo=-32768, hi=32767),
+                      data(rng_for(f"qadd16-b{k}"), shapes[1], "int16", lo=-32768, hi=32767),
+                      np.array(0.003, np.float32)]
+        out.append(case(f"{op}:int16-{k}", args, f"{op}(%a, %b, {params})", values,
+                        lo=-32768, hi=32767))
+    return out
+
+
 def pool_cases():
     out = []
     for k, (shape, dt, params, attrs) in enumerate([
@@ -287,7 +358,7 @@ def quant_range(dtype: str) -> tuple[int, int]:
 
 def all_cases():
     return (unary_cases() + requantize_cases() + binary_cases() + linear_cases()
-            + pool_cases() + activation_cases())
+            + product_cases() + pool_cases() + activation_cases())
 
 
 def test_quantize_dequantize():
@@ -304,6 +375,10 @@ def test_add_mul_concatenate_fixed_point_multiply():
 
 def test_dense_conv2d():
     check_cases(linear_cases(), "qnn_linear")
+
+
+def test_batch_matmul_conv2d_transpose_16x8():
+    check_cases(product_cases(), "qnn_products")
 
 
 def test_avg_pool2d():

@@ -14,19 +14,16 @@ Agreement asked for:
   convolutions, dense layers, pools and means in different orders, and
   ``exp``/``tanh``/``sigmoid`` are not correctly rounded in either libm:
   a few float32 ulps of the largest magnitude.  Measured: at most 2e-6.
-* **int8/uint8**: bit-exact with TFLite, except the operators imported
-  through the float fallback (``qnn.dequantize`` -> float operator ->
-  ``qnn.quantize``, see ``aot/frontend/tflite/ops/util.py``): MEAN,
-  LOGISTIC, TANH, HARD_SWISH and SOFTMAX.  TFLite computes those in fixed
-  point (integer means, lookup tables, integer exp); a real value near a
-  rounding boundary can land one step away.  Bound: at most one output
-  step anywhere, at least 99% of the elements exact (over all the
-  samples of a model) -- except MEAN, at least 85%: TFLite's int8 mean over
-  H and W folds ``1 / count`` into its 31-bit fixed-point multiplier and
-  rounds the sum once in fixed point, which the float fallback rounds
-  differently far more often (measured 88.9% exact); an exact import needs
-  a requantization by an arbitrary (multiplier, shift) pair, which the IR's
-  ``qnn.requantize`` (float32 scales) cannot express.  The per-channel convolutions are held to
+* **int8/uint8/int16**: bit-exact with TFLite.  MEAN, LOGISTIC, TANH,
+  HARD_SWISH and SOFTMAX import as ``qnn.mean``/``qnn.sigmoid``/
+  ``qnn.tanh``/``qnn.hardswish``/``qnn.softmax``, TFLite's reference
+  integer arithmetic (over more scales in ``test_tflite_qnn_nonlinear.py``
+  and ``test_tflite_softmax.py``; SOFTMAX also in the 16x8 int16 models).
+  Operators imported through the float fallback (``qnn.dequantize`` ->
+  float operator -> ``qnn.quantize``, see
+  ``aot/frontend/tflite/ops/util.py``; none among the test models) would be
+  held to at most one output step anywhere and the fraction of exact
+  elements given in ``FALLBACK``.  The per-channel convolutions are held to
   bit-exactness although their multiplier is derived from a float32
   product where TFLite multiplies in double (see
   ``aot/frontend/tflite/ops/conv.py``): no test input hits the difference.
@@ -54,8 +51,7 @@ sys.path.insert(0, str(MODELS))
 
 NAMES = sorted(p.stem for p in MODELS.glob("*.tflite") if not p.stem.startswith("bad_"))
 #: float-fallback models and the fraction of their elements that must be exact
-FALLBACK = {"mean_i8": 0.85, "logistic_i8": 0.99, "tanh_i8": 0.99, "hard_swish_i8": 0.99,
-            "softmax_i8": 0.99}
+FALLBACK: dict[str, float] = {}
 SAMPLES = 6
 FLOAT_TOL = 1e-5
 

@@ -633,7 +633,7 @@ def test_bias_rounding_over_the_budget_stays_float():
     ("an operator without an integer form (and not elementwise)",
      """def @main(%x: Tensor[(4), int8]) {
           %0 = qnn.dequantize(%x, 0.1f, 0);
-          qnn.quantize(nn.softmax(%0), 0.1f, 0, out_dtype="int8")
+          qnn.quantize(nn.log_softmax(%0), 0.1f, 0, out_dtype="int8")
         }"""),
     ("a float input that is not dequantized",
      """def @main(%x: Tensor[(4), int8], %y: Tensor[(4), float32]) {
@@ -1069,16 +1069,16 @@ def ort_quantized(name: str):
 
 @pytest.mark.parametrize("name", ["ds_cnn", "fc_autoencoder"])
 def test_onnxruntime_quantized_model(name, tmp_path):
-    """Every quantized layer becomes integer; what stays float is the
-    input's QuantizeLinear, the last DequantizeLinear and a softmax (between
-    a dequantize and a quantize: it has no integer form); the outputs are
-    within the rule."""
+    """Every quantized layer becomes integer, the softmax too
+    (``qnn.softmax``); what stays float is the input's QuantizeLinear and
+    the last DequantizeLinear; the outputs are within the rule."""
     qmodel, shape, step = ort_quantized(name)
     before = run_pass("SimplifyInference", aot.from_onnx(qmodel))
     after = rewrite(before)
     left = set(float_calls(after))
-    assert left <= {"divide", "round", "cast", "add", "clip", "qnn.dequantize", "nn.softmax"}
-    assert float_calls(after).count("qnn.dequantize") == 1 + ("nn.softmax" in left)
+    assert left <= {"divide", "round", "cast", "add", "clip", "qnn.dequantize"}
+    assert float_calls(after).count("qnn.dequantize") == 1
+    assert ("qnn.softmax" in ops(after)) == (name == "ds_cnn")
     assert not {"nn.conv2d", "nn.dense", "nn.batch_norm"} & set(ops(after))
     for seed in range(2):
         x = np.random.default_rng(100 + seed).standard_normal(shape).astype(np.float32)
@@ -1132,3 +1132,41 @@ def test_rule_on_random_chains(names, inp, out, seed):
         h = chain_op(name, h, rng)
     os_, oz, odt = out
     check_rule(module([x], q(h, os_, oz, odt)))
+
+
+# ------------------------------------------------------------------ softmax
+
+@pytest.mark.parametrize("dtype, zp_in, scale_out, zp_out", [
+    ("int8", 3, 1 / 256, -128), ("uint8", 128, 1 / 256, 0), ("int8", 0, 1 / 255, -128),
+])
+def test_softmax_becomes_qnn_softmax(dtype, zp_in, scale_out, zp_out):
+    """``quantize(nn.softmax(dequantize(q)))`` is ``qnn.softmax`` with the
+    quantize's parameters, within one step of the float program."""
+    x = var("x", (6, 12), dtype)
+    body = B.call("qnn.quantize",
+                  B.call("nn.softmax", B.call("qnn.dequantize", x, f32(0.07), i32(zp_in)),
+                         axis=-1),
+                  f32(scale_out), i32(zp_out), out_dtype=dtype)
+    before = module([x], body)
+    after = rewrite(before)
+    assert "qnn.softmax" in ops(after) and "nn.softmax" not in ops(after)
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    for _ in range(5):
+        q = rng.integers(int(info.min), int(info.max) + 1, (6, 12)).astype(dtype)
+        d = np.abs(np.asarray(aot.interpret(after, q), np.int64)
+                   - np.asarray(aot.interpret(before, q), np.int64))
+        assert d.max() <= 1
+
+
+@pytest.mark.parametrize("why, dtype, out_dtype, shape, scale_out", [
+    ("16-bit: the int16 tables exceed the budget", "int16", "int16", (2, 8), 2 ** -15),
+    ("the result changes dtype", "int8", "uint8", (2, 8), 1 / 256),
+    ("rows too long for the error budget", "int8", "int8", (1, 2000), 1 / 256),
+])
+def test_softmax_left_in_float(why, dtype, out_dtype, shape, scale_out):
+    x = var("x", shape, dtype)
+    body = B.call("qnn.quantize",
+                  B.call("nn.softmax", B.call("qnn.dequantize", x, f32(0.07), i32(0))),
+                  f32(scale_out), i32(0), out_dtype=out_dtype)
+    assert "qnn.softmax" not in ops(rewrite(module([x], body))), why

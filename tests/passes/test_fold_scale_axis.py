@@ -204,3 +204,54 @@ def test_fold_scale_axis_function_is_the_composite():
     before = _two(CONV1_BN_RELU_CONV2, _f32(8, 1, 1))
     from aot.ir.structural import assert_structural_equal
     assert_structural_equal(fold_scale_axis(before), run_pass("FoldScaleAxis", before))
+
+
+# A fold rewrites a node into a new one; the new node is used wherever the
+# old one was.  Folding a scale or shift into it again when it has two uses
+# would leave the old layer for the other use and compute it twice (the
+# classic exporter's Hardswish at opset 13: Gemm -> HardSigmoid (multiply by
+# 1/6, add 1/2) and Mul of the Gemm's output with that).
+SHARED = [
+    ("shift then scale of a shared layer (Hardswish)",
+     "%0 = add(@LAYER@, %t);\n  %1 = add(multiply(%0, %s), 0.5f);\n"
+     "  multiply(%0, clip(%1, a_min=0f, a_max=1f))"),
+    ("shift of a shared layer",
+     "%0 = add(@LAYER@, %t);\n  add(add(%0, %t), %0)"),
+    ("scale of a shared scaled layer",
+     "%0 = multiply(@LAYER@, %s);\n  add(multiply(%0, %s), %0)"),
+    ("forward fold of a layer whose output is shared and scaled",
+     "%0 = nn.conv2d(multiply(%x, %s4), %w);\n  add(multiply(%0, %s), %0)"),
+]
+
+
+@pytest.mark.parametrize("body", [b for _, b in SHARED], ids=[n for n, _ in SHARED])
+def test_no_layer_is_duplicated(body):
+    text = CONV.replace("%t: Tensor[(8, 1, 1), float32])",
+                        "%t: Tensor[(8, 1, 1), float32], %s4: Tensor[(4, 1, 1), float32])")
+    text = text.replace("@BODY@", body.replace("@LAYER@", CONV_CALL))
+    params = {"w": _f32(8, 4, 3, 3), "b": _f32(8), "s": np.abs(_f32(8, 1, 1)) + 0.5,
+              "t": _f32(8, 1, 1), "s4": np.abs(_f32(4, 1, 1)) + 0.5}
+    before, after = _fold(text, params)
+    assert op_counts(after)["nn.conv2d"] == op_counts(before)["nn.conv2d"] == 1
+    x = _f32(1, 4, 6, 6)
+    np.testing.assert_allclose(aot.interpret(after, x), aot.interpret(before, x),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_hardswish_after_gemm_keeps_one_dense():
+    """The defect as found: MobileNetV3-small's 576x1024 dense layer ran twice."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(_f32(4, 8), "W")
+    b = numpy_helper.from_array(_f32(4), "B")
+    nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["y"], transB=1),
+             helper.make_node("HardSigmoid", ["y"], ["h"], alpha=1 / 6, beta=0.5),
+             helper.make_node("Mul", ["y", "h"], ["z"])]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])],
+                              [w, b])
+    mod = aot.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    for name in ("InferType", "SimplifyInference", "FoldConstant", "FoldScaleAxis"):
+        mod = run_pass(name, mod)
+    assert op_counts(mod)["nn.dense"] == 1

@@ -12,6 +12,9 @@ from . import nn_pool
 from . import qnn
 from . import qnn_common
 from . import qnn_linear
+from . import qnn_nonlinear
+from . import qnn_reduce
+from . import qnn_softmax
 from . import reduce
 from . import transform
 from . import transform_broadcast

@@ -52,7 +52,12 @@ output_zero_point; axis, rounding, compute_dtype, out_dtype)``
     output_zero_point``, clamped to ``out_dtype`` (int8, uint8, int16, int32).
     ``rounding``: ``"TFLITE"`` is TFLite's reference ``Requantize`` (double
     rounding); ``"UPWARD"`` and ``"TONEAREST"`` are TVM's single rounding;
-    ``"None"`` means Relay's default, ``"UPWARD"``.  ``compute_dtype``
+    ``"None"`` means Relay's default, ``"UPWARD"``; ``"TFLITE_INT64"`` is
+    TFLite's 64-bit ``MultiplyByQuantizedMultiplier`` of its 16x8 kernels:
+    ``data`` is *not* truncated, ``x = int64(data) - input_zero_point``,
+    the multiplier is rounded to 15 bits and applied with one rounding
+    (ties toward +infinity; :func:`aot.ir.quant.multiply_by_quantized_multiplier_int64`),
+    the result wrapped to int32; factors must be below 2**7.  ``compute_dtype``
     ``"float32"``/``"float64"`` selects TVM's float lowering instead: in that
     precision ``t = (float(data) - float(izp)) * float(M) + float(ozp)``, then
     ``UPWARD`` is ``floor(t + 0.5)`` (the addition rounded in that precision,
@@ -74,12 +79,16 @@ lhs_axis, rhs_axis)``
     rescaled the same way, plus ``ozp``, clamped.  SUB is TFLite's
     reference ``SubElementwise``/``BroadcastSubSlow``: the same multipliers
     and the *difference* of the rescaled operands (not a sum with a negated
-    multiplier, which would round ties differently).  MUL: ``M = double(ls)
+    multiplier, which would round ties differently).  int16 operands
+    (TFLite's 16x8 ADD/SUB with general scales; TFLite requires zero points
+    0, we do not) use ``left_shift = 15`` and need ``max(ls, rs) < 2**14 *
+    os``; the rest is the same.  MUL: ``M = double(ls)
     * double(rs) / double(os)``; ``(l - lzp) * (r - rzp)`` rescaled by the
     double-rounding ``MultiplyByQuantizedMultiplier``, plus ``ozp``, clamped.
     Per-channel input scales (``lhs_axis``/``rhs_axis``, an extension; TFLite
     is per-tensor) give every element the multipliers of its own pair of
-    scales.  Inputs: int8 or uint8, same dtype; the output has it too.
+    scales.  Inputs: int8 or uint8 (add and subtract: also int16), same
+    dtype; the output has it too.
 ``qnn.concatenate(data, input_scales, input_zero_points, output_scale,
 output_zero_point; axis)``
     TVM's lowering: every input is requantized to the output parameters with
@@ -120,6 +129,7 @@ _DEQUANTIZE_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT3
 _REQUANTIZE_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32, DType.INT64)
 _REQUANTIZE_OUT = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32)
 _BINARY_IN = (DType.INT8, DType.UINT8)
+_ADD_IN = (DType.INT8, DType.UINT8, DType.INT16)
 _CONCAT_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32)
 
 
@@ -143,6 +153,7 @@ class Rounding(enum.Enum):
     UPWARD = "UPWARD"
     TONEAREST = "TONEAREST"
     TFLITE = "TFLITE"
+    TFLITE_INT64 = "TFLITE_INT64"
 
 
 class ComputeDType(enum.Enum):
@@ -188,8 +199,8 @@ class RequantizeAttrs(Attrs):
 
     def __post_init__(self) -> None:
         _check_dtype(self.out_dtype, _REQUANTIZE_OUT, "qnn.requantize out_dtype")
-        if self.rounding is Rounding.TFLITE and self.is_float:
-            raise ValueError('rounding="TFLITE" is integer arithmetic; it needs '
+        if self.rounding in (Rounding.TFLITE, Rounding.TFLITE_INT64) and self.is_float:
+            raise ValueError(f'rounding="{self.rounding.value}" is integer arithmetic; it needs '
                              'compute_dtype="int64" (or "None")')
 
     @property
@@ -301,9 +312,10 @@ def _requantize_rel(args: Sequence[Type], attrs: RequantizeAttrs) -> Type | Solv
     return _finish(TensorType(data.shape, attrs.out_dtype), params)
 
 
-def _binary_rel(args: Sequence[Type], attrs: BroadcastAttrs) -> Type | Solved | None:
-    lhs = _data(args, 0, "lhs", _BINARY_IN)
-    rhs = _data(args, 1, "rhs", _BINARY_IN)
+def _binary_rel(args: Sequence[Type], attrs: BroadcastAttrs,
+                allowed: Sequence[DType] = _BINARY_IN) -> Type | Solved | None:
+    lhs = _data(args, 0, "lhs", allowed)
+    rhs = _data(args, 1, "rhs", allowed)
     if lhs is None or rhs is None:
         return None
     if lhs.dtype != rhs.dtype:
@@ -321,6 +333,10 @@ def _binary_rel(args: Sequence[Type], attrs: BroadcastAttrs) -> Type | Solved | 
     params.scalar(7, "output_zero_point", ZERO_POINT)
     shape = broadcast_shapes(lhs.shape, rhs.shape)
     return _finish(TensorType(shape, lhs.dtype), params)
+
+
+def _add_rel(args: Sequence[Type], attrs: BroadcastAttrs) -> Type | Solved | None:
+    return _binary_rel(args, attrs, _ADD_IN)
 
 
 def _fixed_point_multiply_rel(args: Sequence[Type], attrs: FixedPointMultiplyAttrs) -> Type | None:
@@ -476,9 +492,18 @@ def requantize_values(data: np.ndarray, in_scale: np.ndarray, in_zp: np.ndarray,
     x = np.asarray(data)
     ax = _axis(axis, x.ndim)
     reals = _requantize_factors(in_scale, out_scale, x.ndim, ax)
-    shifted = quant.wrap_int32(quant.wrap_int32(x.astype(np.int64))
-                               - along_axis(zero_points(in_zp), x.ndim, ax))
-    scaled = rescale(shifted, reals, rounding)
+    if rounding is Rounding.TFLITE_INT64:
+        shifted = x.astype(np.int64) - along_axis(zero_points(in_zp), x.ndim, ax)
+        m, s = _multipliers(reals)
+        if np.any(s > quant.MAX_SHIFT_INT64):
+            raise QuantizationError(
+                f'rounding="TFLITE_INT64" needs rescaling factors below '
+                f'{2 ** quant.MAX_SHIFT_INT64}, got {float(np.max(reals))!r}')
+        scaled = quant.multiply_by_quantized_multiplier_int64(shifted, m, s)
+    else:
+        shifted = quant.wrap_int32(quant.wrap_int32(x.astype(np.int64))
+                                   - along_axis(zero_points(in_zp), x.ndim, ax))
+        scaled = rescale(shifted, reals, rounding)
     result = quant.wrap_int32(scaled + zero_points(out_zp).reshape(()))
     return quant.saturate(result, out_dtype.np)
 
@@ -511,22 +536,25 @@ def _requantize(args: Sequence[np.ndarray], attrs: RequantizeAttrs, out: Type) -
 
 # --- add / mul
 
-_ADD_LEFT_SHIFT = 20
+def add_left_shift(dtype: DType) -> int:
+    """TFLite's headroom bits of ADD and SUB: 20 for 8-bit operands, 15 for
+    int16 (its general-scale int16 path)."""
+    return 15 if dtype is DType.INT16 else 20
 
 
 def add_multipliers(lhs_scale: float, rhs_scale: float, out_scale: float,
-                    op: str = "qnn.add") -> tuple[int, ...]:
+                    op: str = "qnn.add", left_shift: int = 20) -> tuple[int, ...]:
     """TFLite's ``Prepare`` of int8 ADD (``PrepareGeneralSubOp`` of SUB
-    computes the same three multipliers)."""
+    computes the same three multipliers); int16 with ``left_shift=15``."""
     twice_max = 2.0 * max(lhs_scale, rhs_scale)
     lhs = quant.quantize_multiplier_smaller_than_one_exp(lhs_scale / twice_max)
     rhs = quant.quantize_multiplier_smaller_than_one_exp(rhs_scale / twice_max)
-    real_out = twice_max / (float(1 << _ADD_LEFT_SHIFT) * out_scale)
+    real_out = twice_max / (float(1 << left_shift) * out_scale)
     if not real_out < 1.0:
         raise QuantizationError(
             f"{op}: the output scale {out_scale!r} is too small for the input scales "
             f"{lhs_scale!r} and {rhs_scale!r} (TFLite needs max(input scales) < "
-            f"2**19 * output scale)")
+            f"2**{left_shift - 1} * output scale)")
     output = quant.quantize_multiplier_smaller_than_one_exp(real_out)
     return (lhs.multiplier, lhs.shift, rhs.multiplier, rhs.shift,
             output.multiplier, output.shift)
@@ -559,12 +587,13 @@ def _binary_operands(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Typ
 def _add_or_subtract(args: Sequence[np.ndarray], attrs: BroadcastAttrs, out: Type,
                      op: str) -> np.ndarray:
     a, b, sa, sb, so, oz = _binary_operands(args, attrs, out)
+    left = add_left_shift(out_tensor_type(out).dtype)
     ma, sha, mb, shb, mo, sho = map_unique(
-        lambda x, y, z: add_multipliers(x, y, z, op), 6, sa, sb, so)
+        lambda x, y, z: add_multipliers(x, y, z, op, left), 6, sa, sb, so)
     a_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
-        quant.wrap_int32(a << _ADD_LEFT_SHIFT), ma, sha)
+        quant.wrap_int32(a << left), ma, sha)
     b_scaled = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
-        quant.wrap_int32(b << _ADD_LEFT_SHIFT), mb, shb)
+        quant.wrap_int32(b << left), mb, shb)
     raw = a_scaled - b_scaled if op == "qnn.subtract" else a_scaled + b_scaled
     raw_out = quant.multiply_by_quantized_multiplier_smaller_than_one_exp(
         quant.wrap_int32(raw), mo, sho)
@@ -620,10 +649,10 @@ defop("qnn.dequantize", arity=3, rel=_dequantize_rel, pattern=BC, compute=_dequa
 defop("qnn.requantize", arity=5, rel=_requantize_rel, pattern=BC, compute=_requantize,
       doc="rescale a quantized tensor to new scale/zero point with fixed-point arithmetic",
       attrs=RequantizeAttrs, family=FAMILY)
-defop("qnn.add", arity=8, rel=_binary_rel, pattern=BC, compute=_add,
+defop("qnn.add", arity=8, rel=_add_rel, pattern=BC, compute=_add,
       doc="quantized addition with broadcasting (TFLite int8 ADD reference)", attrs=BroadcastAttrs,
       family=FAMILY)
-defop("qnn.subtract", arity=8, rel=_binary_rel, pattern=BC, compute=_subtract,
+defop("qnn.subtract", arity=8, rel=_add_rel, pattern=BC, compute=_subtract,
       doc="quantized subtraction with broadcasting (TFLite int8 SUB reference)",
       attrs=BroadcastAttrs, family=FAMILY)
 defop("qnn.mul", arity=8, rel=_binary_rel, pattern=BC, compute=_mul,
@@ -640,6 +669,7 @@ defop("fixed_point_multiply", arity=1, rel=_fixed_point_multiply_rel, pattern=Pa
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
 from . import qnn_pool  # noqa: E402,F401  (registers qnn.avg_pool2d)
 from . import qnn_activation  # noqa: E402,F401  (registers qnn.leaky_relu)
+from . import qnn_products  # noqa: E402,F401  (qnn.batch_matmul, qnn.conv2d_transpose)
 
 __all__ = ["QuantizeAttrs", "DequantizeAttrs", "RequantizeAttrs", "BroadcastAttrs",
            "QnnConcatenateAttrs", "FixedPointMultiplyAttrs", "Rounding", "ComputeDType",

@@ -290,9 +290,10 @@ OUT_FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
 
 defop("qnn.dense", arity=6, rel=_dense_rel, pattern=OUT_FUSABLE, compute=_dense,
       doc="quantized dense: int32 sum of (data - zp) * (weight - kernel zp)", attrs=QnnDenseAttrs,
-      family=FAMILY, contraction=True)
+      family=FAMILY, contraction=True, api_defaults=QnnDenseAttrs(out_dtype=DType.INT32))
 defop("qnn.conv2d", arity=6, rel=_conv2d_rel, pattern=OUT_FUSABLE, compute=_conv2d,
       doc="quantized 2-D convolution: int32 accumulator with zero points subtracted",
-      attrs=QnnConv2DAttrs, family=FAMILY, contraction=True)
+      attrs=QnnConv2DAttrs, family=FAMILY, contraction=True,
+      api_defaults=QnnConv2DAttrs(out_dtype=DType.INT32))   # relay.qnn.op.conv2d's out_dtype
 
 __all__ = ["QnnDenseAttrs", "QnnConv2DAttrs", "conv2d_accumulate"]

@@ -101,6 +101,7 @@ def _avg_pool2d(args: Sequence[np.ndarray], attrs: AvgPool2DAttrs, out: Type) ->
 defop("qnn.avg_pool2d", arity=5, rel=_avg_pool2d_rel, pattern=PatternKind.OUT_ELEMWISE_FUSABLE,
       compute=_avg_pool2d,
       doc="quantized 2-d average pooling (TFLite int8 AveragePool; requantized when the "
-          "output parameters differ)", attrs=AvgPool2DAttrs, family=FAMILY)
+          "output parameters differ)", attrs=AvgPool2DAttrs, family=FAMILY,
+      api_defaults=AvgPool2DAttrs(layout="NHWC", count_include_pad=True))
 
 __all__ = ["round_half_away_div", "same_parameters"]

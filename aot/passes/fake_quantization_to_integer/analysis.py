@@ -23,12 +23,14 @@ from ...ir.pattern import DFPatternMatcher, is_op
 from ...ir.types import TensorType
 from ...ir.visitor import ExprMutator, children, post_order
 from . import accumulators  # noqa: F401  (registers the accumulator rules)
+from . import products  # noqa: F401  (batch_matmul and conv2d_transpose rules)
 from .representation import (BINARY, BUDGET, CONCAT, I8, I32, LAYOUT_OPS, POOL, QUANT_DTYPES,
                              REL_SLACK, REQUANT_IN, REQUANT_OUT, SAFE, Acc, Cell, Core, Exact, Plan,
                              QParams, QSite, Rep, flatten_cells, make_call, make_cell,
                              make_requantize, multiplier_ok, param_axis, pool_channel_axis,
                              rescale_ok, tensor_type)
 from .rules import QD, QS, QUANTIZE, QZ, RULES
+from .softmax import softmax_core
 
 #: the ONNX importer's QuantizeLinear: ``cast(clip(round(x / s) [+ z]))``
 _ONNX_DIV = is_op("divide")(QD, QS)
@@ -346,6 +348,8 @@ class Analysis:
                 return self._concatenate(node, site)
             if node.op.name in ("maximum", "minimum"):
                 return self._extremum(node, site)
+            if node.op.name == "nn.softmax":
+                return softmax_core(self, node, site)
         return None
 
     # --- maximum, minimum

@@ -150,6 +150,25 @@ def fully_connected_nobias_f32(rng):
     return w.to_bytes([x], [y])
 
 
+@model
+def transpose_conv_f32(rng):
+    w = ModelWriter()
+    shape = w.tensor("shape", (4,), "int32", np.array([1, 8, 5, 2], np.int32))
+    wt = w.tensor("w", (2, 3, 3, 3), "float32", rng.normal(0, 0.5, (2, 3, 3, 3)).astype(np.float32))
+    x = w.tensor("x", (1, 4, 3, 3), "float32")
+    b = w.tensor("b", (2,), "float32", rng.normal(0, 0.2, 2).astype(np.float32))
+    y = w.tensor("y", (1, 8, 5, 2), "float32")
+    w.op("TRANSPOSE_CONV", [shape, wt, x, b], [y], ("TransposeConvOptions", {
+        "padding": SAME, "stride_w": 2, "stride_h": 2, "fused_activation_function": RELU}))
+    return w.to_bytes([x], [y])
+
+
+@model
+def batch_matmul_f32(rng):
+    return _binary_f32("BATCH_MATMUL", (2, 4, 3), (1, 5, 4), (2, 3, 5),
+                       ("BatchMatMulOptions", {"adj_x": True, "adj_y": True}))
+
+
 def _pool(op: str, dtype: str, padding: int, act: int, q=None) -> bytes:
     w = ModelWriter()
     x = w.tensor("x", (1, 7, 6, 3), dtype, **_q(q))
@@ -461,6 +480,39 @@ def mean_i8(rng):
     return w.to_bytes([x], [y])
 
 
+def _mean_q(dtype: str, shape, axes, keep: bool, q_in, q_out) -> bytes:
+    w = ModelWriter()
+    x = w.tensor("x", shape, dtype, **_q(q_in))
+    a = w.tensor("axes", (len(axes),), "int32", np.array(axes, np.int32))
+    rank = len(shape)
+    reduced = {ax % rank for ax in axes}
+    out = tuple(1 if i in reduced else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in reduced)
+    y = w.tensor("y", out, dtype, **_q(q_out))
+    w.op("MEAN", [x, a], [y], ("ReducerOptions", {"keep_dims": keep}))
+    return w.to_bytes([x], [y])
+
+
+@model
+def mean_nokeep_i8(rng):
+    return _mean_q("int8", (2, 4, 3), [-1], False, Q_IN, (0.04, 9))
+
+
+@model
+def mean_axes02_i8(rng):
+    return _mean_q("int8", (2, 3, 6, 2), [0, 2], True, Q_IN, Q_IN)
+
+
+@model
+def mean_u8(rng):
+    return _mean_q("uint8", (1, 5, 4, 3), [1, 2], True, (0.02, 128), (0.015, 120))
+
+
+@model
+def mean_i16(rng):
+    return _mean_q("int16", (3, 4, 5), [1], False, (0.001, 0), (0.0004, 0))
+
+
 def _binary_i8(op: str, a_shape, b_shape, out_shape, qa, qb, qy, options=None) -> bytes:
     w = ModelWriter()
     a = w.tensor("a", a_shape, "int8", **_q(qa))
@@ -523,6 +575,25 @@ def softmax_i8(rng):
 
 
 @model
+def softmax_u8(rng):
+    return _unary_i8("SOFTMAX", (3, 6), (1 / 256, 0), ("SoftmaxOptions", {"beta": 1.0}),
+                     out_dtype="uint8", in_dtype="uint8", q_in=(Q_IN[0], Q_IN[1] + 128))
+
+
+@model
+def softmax_i16(rng):
+    """16x8 softmax: int16 in and out, zero points 0, output 1/32768."""
+    return _unary_i8("SOFTMAX", (2, 9), (1 / 32768, 0), ("SoftmaxOptions", {"beta": 1.0}),
+                     out_dtype="int16", in_dtype="int16", q_in=(1 / 4096, 0))
+
+
+@model
+def softmax_i16_beta(rng):
+    return _unary_i8("SOFTMAX", (2, 3, 5), (1 / 32768, 0), ("SoftmaxOptions", {"beta": 0.6}),
+                     out_dtype="int16", in_dtype="int16", q_in=(3e-4, 0))
+
+
+@model
 def logistic_i8(rng):
     return _unary_i8("LOGISTIC", (3, 5), (1 / 256, -128))
 
@@ -550,6 +621,24 @@ def leaky_relu_i8(rng):
 @model
 def hard_swish_i8(rng):
     return _unary_i8("HARD_SWISH", (3, 5), (0.025, -100))
+
+
+@model
+def logistic_u8(rng):
+    return _unary_i8("LOGISTIC", (4, 5), (1 / 256, 0), out_dtype="uint8", in_dtype="uint8",
+                     q_in=(0.06, 120))
+
+
+@model
+def tanh_u8(rng):
+    return _unary_i8("TANH", (4, 5), (1 / 128, 128), out_dtype="uint8", in_dtype="uint8",
+                     q_in=(0.03, 140))
+
+
+@model
+def hard_swish_u8(rng):
+    return _unary_i8("HARD_SWISH", (4, 5), (0.03, 60), out_dtype="uint8", in_dtype="uint8",
+                     q_in=(0.05, 100))
 
 
 @model
@@ -619,6 +708,155 @@ def expand_dims_i8(rng):
     y = w.tensor("y", (1, 3, 2), "int8", **_q(Q_IN))
     w.op("EXPAND_DIMS", [x, axis], [y])
     return w.to_bytes([x], [y])
+
+
+@model
+def batch_matmul_i8(rng):
+    w = ModelWriter()
+    a = w.tensor("a", (2, 3, 6), "int8", **_q(Q_IN))
+    b = w.tensor("b", (1, 5, 6), "int8", **_q((0.03, -7)))
+    y = w.tensor("y", (2, 3, 5), "int8", **_q((0.2, 4)))
+    w.op("BATCH_MATMUL", [a, b], [y], ("BatchMatMulOptions", {"adj_x": False, "adj_y": True}))
+    return w.to_bytes([a, b], [y])
+
+
+@model
+def batch_matmul_adj_x_i8(rng):
+    w = ModelWriter()
+    a = w.tensor("a", (2, 6, 3), "int8", **_q(Q_IN))
+    bq = rng.integers(-127, 128, (6, 4)).astype(np.int8)
+    b = w.tensor("b", (6, 4), "int8", bq, scale=0.02, zero_point=0)
+    y = w.tensor("y", (2, 3, 4), "int8", **_q((0.15, -3)))
+    w.op("BATCH_MATMUL", [a, b], [y], ("BatchMatMulOptions", {"adj_x": True, "adj_y": False}))
+    return w.to_bytes([a], [y])
+
+
+def _transpose_conv(rng, dtype: str, padding: int, stride: int, act: int, in_q, out_q,
+                    bias_dtype: str) -> bytes:
+    w = ModelWriter()
+    n, h, wd, c, o, kh, kw = 1, 4, 3, 3, 4, 3, 2
+    oh, ow = (h * stride, wd * stride) if padding == SAME else \
+        ((h - 1) * stride + kh, (wd - 1) * stride + kw)
+    shape = w.tensor("shape", (4,), "int32", np.array([n, oh, ow, o], np.int32))
+    wq, ws = per_channel_weights(rng, (o, kh, kw, c), 0)
+    wt = w.tensor("w", (o, kh, kw, c), "int8", wq, scale=ws, zero_point=0, axis=0)
+    x = w.tensor("x", (n, h, wd, c), dtype, **_q(in_q))
+    bias_scale = (np.float32(in_q[0]) * ws).astype(np.float32)
+    span = 2000 if bias_dtype == "int32" else 200000
+    bias = w.tensor("b", (o,), bias_dtype, rng.integers(-span, span, o).astype(bias_dtype),
+                    scale=bias_scale, zero_point=0)
+    y = w.tensor("y", (n, oh, ow, o), dtype, **_q(out_q))
+    w.op("TRANSPOSE_CONV", [shape, wt, x, bias], [y], ("TransposeConvOptions", {
+        "padding": padding, "stride_w": stride, "stride_h": stride,
+        "fused_activation_function": act}))
+    return w.to_bytes([x], [y])
+
+
+@model
+def transpose_conv_i8(rng):
+    return _transpose_conv(rng, "int8", SAME, 2, RELU, Q_IN, (0.05, -90), "int32")
+
+
+@model
+def transpose_conv_valid_i8(rng):
+    return _transpose_conv(rng, "int8", VALID, 1, NONE, Q_IN, (0.08, 5), "int32")
+
+
+# ========================================================== 16x8: int16 data
+
+Q16_IN = (0.0003, 0)       # int16 activations: zero point 0, reals in about [-9.8, 9.8]
+
+
+def _conv_16x8(rng, depthwise: bool, padding: int, stride: int, act: int, out_scale) -> bytes:
+    w = ModelWriter()
+    h, wd, c = 6, 5, 3
+    kh, kw = 3, 3
+    o = c * 2 if depthwise else 4
+    x = w.tensor("x", (1, h, wd, c), "int16", **_q(Q16_IN))
+    wshape = (1, kh, kw, o) if depthwise else (o, kh, kw, c)
+    axis = 3 if depthwise else 0
+    wq, ws = per_channel_weights(rng, wshape, axis)
+    wt = w.tensor("w", wshape, "int8", wq, scale=ws, zero_point=0, axis=axis)
+    bias_scale = (np.float32(Q16_IN[0]) * ws).astype(np.float32)
+    bias = w.tensor("b", (o,), "int64", rng.integers(-300000, 300000, o).astype(np.int64),
+                    scale=bias_scale, zero_point=0)
+    oh, ow = (-(-h // stride), -(-wd // stride)) if padding == SAME else \
+        ((h - kh) // stride + 1, (wd - kw) // stride + 1)
+    y = w.tensor("y", (1, oh, ow, o), "int16", **_q((out_scale, 0)))
+    common = {"padding": padding, "stride_w": stride, "stride_h": stride,
+              "fused_activation_function": act}
+    if depthwise:
+        w.op("DEPTHWISE_CONV_2D", [x, wt, bias], [y],
+             ("DepthwiseConv2DOptions", {**common, "depth_multiplier": 2}))
+    else:
+        w.op("CONV_2D", [x, wt, bias], [y], ("Conv2DOptions", common))
+    return w.to_bytes([x], [y])
+
+
+@model
+def conv2d_16x8(rng):
+    return _conv_16x8(rng, False, SAME, 1, RELU, 0.0011)
+
+
+@model
+def conv2d_valid_16x8(rng):
+    return _conv_16x8(rng, False, VALID, 2, NONE, 0.0017)
+
+
+@model
+def depthwise_conv2d_16x8(rng):
+    return _conv_16x8(rng, True, SAME, 2, RELU6, 0.0004)
+
+
+@model
+def fully_connected_16x8(rng):
+    w = ModelWriter()
+    x = w.tensor("x", (2, 12), "int16", **_q(Q16_IN))
+    wq, ws = per_channel_weights(rng, (5, 12), 0)
+    wt = w.tensor("w", (5, 12), "int8", wq, scale=ws, zero_point=0, axis=0)
+    b = w.tensor("b", (5,), "int64", rng.integers(-300000, 300000, 5).astype(np.int64),
+                 scale=(np.float32(Q16_IN[0]) * ws).astype(np.float32), zero_point=0)
+    y = w.tensor("y", (2, 5), "int16", **_q((0.0009, 0)))
+    w.op("FULLY_CONNECTED", [x, wt, b], [y],
+         ("FullyConnectedOptions", {"fused_activation_function": RELU}))
+    return w.to_bytes([x], [y])
+
+
+@model
+def fully_connected_pertensor_16x8(rng):
+    w = ModelWriter()
+    x = w.tensor("x", (3, 2, 4), "int16", **_q(Q16_IN))
+    wq = rng.integers(-127, 128, (6, 8)).astype(np.int8)
+    wt = w.tensor("w", (6, 8), "int8", wq, scale=0.013, zero_point=0)
+    y = w.tensor("y", (3, 6), "int16", **_q((0.0012, 0)))
+    w.op("FULLY_CONNECTED", [x, wt, -1], [y], ("FullyConnectedOptions", {}))
+    return w.to_bytes([x], [y])
+
+
+@model
+def transpose_conv_16x8(rng):
+    return _transpose_conv(rng, "int16", SAME, 2, NONE, Q16_IN, (0.0006, 0), "int64")
+
+
+@model
+def add_16x8(rng):
+    w = ModelWriter()
+    a = w.tensor("a", (1, 3, 4, 2), "int16", **_q(Q16_IN))
+    b = w.tensor("b", (4, 2), "int16", **_q((0.0002, 0)))
+    y = w.tensor("y", (1, 3, 4, 2), "int16", **_q((0.00045, 0)))
+    w.op("ADD", [a, b], [y], ("AddOptions", {"fused_activation_function": RELU6,
+                                             "pot_scale_int16": False}))
+    return w.to_bytes([a, b], [y])
+
+
+@model
+def add_elementwise_16x8(rng):
+    w = ModelWriter()
+    a = w.tensor("a", (2, 7), "int16", **_q((0.0004, 0)))
+    b = w.tensor("b", (2, 7), "int16", **_q(Q16_IN))
+    y = w.tensor("y", (2, 7), "int16", **_q((0.0005, 0)))
+    w.op("ADD", [a, b], [y], ("AddOptions", {"pot_scale_int16": False}))
+    return w.to_bytes([a, b], [y])
 
 
 # ================================================================ networks

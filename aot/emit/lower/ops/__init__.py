@@ -11,3 +11,6 @@ from . import nn_conv
 from . import nn_pool
 from . import image  # noqa: F401
 from . import qnn  # noqa: F401  (and qnn_linear)
+from . import qnn_nonlinear  # noqa: F401
+from . import qnn_reduce  # noqa: F401
+from . import qnn_softmax  # noqa: F401

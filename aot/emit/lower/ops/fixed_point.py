@@ -50,7 +50,8 @@ from ....ir.dtype import DType
 from ...kernel import ir as K
 
 __all__ = ["Multiplier", "static_multiplier", "runtime_multiplier",
-           "multiply_double", "multiply_single", "saturate", "saturate_int", "round_half_away",
+           "multiply_double", "multiply_single", "multiply_int64", "saturate", "saturate_int",
+           "round_half_away",
            "i32", "i64", "f64", "wrap_sub", "I32", "I64", "F32", "F64"]
 
 I32 = DType.INT32
@@ -215,6 +216,30 @@ def multiply_single(x: K.Expr, q: Multiplier, to_nearest: bool) -> K.Expr:
     if to_nearest:
         summed = K.sub(summed, _negative(scaled))
     return K.cast(I32, K.shr(summed, shift))
+
+
+def multiply_int64(x: K.Expr, q: Multiplier) -> K.Expr:
+    """TFLite's 64-bit ``MultiplyByQuantizedMultiplier`` of an int64 ``x``
+    (``quant.multiply_by_quantized_multiplier_int64``): the multiplier
+    rounded to 15 bits, one int64 product, one rounding shift (ties toward
+    +infinity), wrapped to int32.  A run-time shift is clamped so that the
+    C shift stays defined (the reference rejects shifts above 7)."""
+    assert x.dtype is I64
+    static = q.static
+    if static is not None:
+        m, s = static
+        reduced = (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
+        if reduced == 0:
+            return i32(0)
+        total = 15 - s
+        assert 1 <= total <= 62, s
+        return K.cast(I32, K.shr(K.add(K.mul(x, i64(reduced)), i64(1 << (total - 1))), total))
+    m64 = K.cast(I64, q.multiplier)
+    reduced = _pick(K.lt(q.multiplier, i32(0x7FFF0000)), K.shr(K.add(m64, i64(1 << 15)), 16),
+                    i64(0x7FFF))
+    total_e = K.maximum(K.sub(i32(15), q.shift), i32(1))
+    rounding = K.shl(i64(1), K.sub(total_e, i32(1)))
+    return K.cast(I32, K.shr(K.add(K.mul(x, reduced), rounding), total_e))
 
 
 # ------------------------------------------------------------- saturation

@@ -53,16 +53,18 @@ import numpy as np
 from ....ir.dtype import DType
 from ....ir.ops.qnn import (DEFAULT_ROUNDING, BroadcastAttrs, DequantizeAttrs,
                             FixedPointMultiplyAttrs, QnnConcatenateAttrs, QuantizeAttrs,
-                            RequantizeAttrs, Rounding, add_multipliers, mul_multiplier)
+                            RequantizeAttrs, Rounding, add_left_shift, add_multipliers,
+                            mul_multiplier)
 from ....ir.ops.qnn_common import scales
 from ....ir.ops.transform import ConcatenateAttrs
-from ....ir.quant import QuantizationError, quantize_multiplier
+from ....ir.quant import MAX_SHIFT_INT64, QuantizationError, quantize_multiplier
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import (INDEX, ArgValue, Index, LowerContext, LoweringError, TensorValue,
                         broadcast_index, index_lowering, lookup_lowering, out_tensor)
-from .fixed_point import (F32, F64, I32, Multiplier, f64, i32, multiply_double, multiply_single,
-                          round_half_away, runtime_multiplier, saturate, saturate_int, wrap_sub)
+from .fixed_point import (F32, F64, I32, I64, Multiplier, f64, i32, multiply_double,
+                          multiply_int64, multiply_single, round_half_away, runtime_multiplier,
+                          saturate, saturate_int, wrap_sub)
 from .common import tensor
 
 __all__ = ["constant_of", "param_at", "scalar_param", "check_scales", "requantize_value",
@@ -175,8 +177,14 @@ def requantize_value(data: TensorValue, in_zp: Callable[[Index], K.Expr],
                      out_dtype: DType) -> TensorValue:
     """The integer path of qnn.requantize (``requantize_values``)."""
     def read(idx: Index) -> K.Expr:
-        x = wrap_sub(data.read(idx), in_zp(idx))
         q = mult(idx)
+        if rounding is Rounding.TFLITE_INT64:
+            x = K.sub(K.cast(I64, data.read(idx)), K.cast(I64, in_zp(idx)))
+            scaled = multiply_int64(x, q)
+            if _literal(out_zp) != 0:
+                scaled = K.add(scaled, K.cast(I32, out_zp))
+            return saturate(scaled, out_dtype)
+        x = wrap_sub(data.read(idx), in_zp(idx))
         if rounding is Rounding.TFLITE:
             scaled = multiply_double(x, q)
         else:
@@ -224,6 +232,20 @@ def _requantize_float(ctx: LowerContext, args: list[TensorValue], attrs: Requant
     return TensorValue(data.shape, attrs.out_dtype, read)
 
 
+def _check_int64_shifts(ctx: LowerContext, in_scale: TensorValue, out_scale: TensorValue) -> None:
+    """Reject constant factors the reference rejects for ``TFLITE_INT64``
+    (a shift above ``quant.MAX_SHIFT_INT64``)."""
+    s_in, s_out = constant_of(ctx, in_scale), constant_of(ctx, out_scale)
+    if s_in is None or s_out is None:
+        return
+    reals = scales(s_in, "input_scale").reshape(-1) / scales(s_out, "output_scale").reshape(())
+    for r in reals.tolist():
+        qm = quantize_multiplier(r)
+        if qm.shift > MAX_SHIFT_INT64:
+            raise LoweringError(f'qnn.requantize: rounding="TFLITE_INT64" needs rescaling '
+                                f'factors below {2 ** MAX_SHIFT_INT64}, got {r!r}')
+
+
 @index_lowering("qnn.requantize")
 def _requantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: RequantizeAttrs,
                 out_type: Type) -> TensorValue:
@@ -234,6 +256,8 @@ def _requantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: RequantizeAt
     ndim = data.ndim
     axis = quant_axis(attrs.axis, ndim)
     mult = rescale_at(ctx, "qnn.requantize", in_scale, out_scale, ndim, axis)
+    if attrs.effective_rounding is Rounding.TFLITE_INT64:
+        _check_int64_shifts(ctx, in_scale, out_scale)
     return requantize_value(data, lambda idx: param_at(in_zp, idx, ndim, axis), mult,
                             scalar_param(out_zp), attrs.effective_rounding, attrs.out_dtype)
 
@@ -343,15 +367,13 @@ class _Binary:
         return saturate(raw, self.dtype)
 
 
-_ADD_LEFT_SHIFT = 20
-
-
 def _add_or_subtract(ctx: LowerContext, args: Sequence[ArgValue], attrs: BroadcastAttrs,
                      out_type: Type, op: str) -> TensorValue:
     b = _Binary(ctx, args, attrs, out_type, op)
+    left = add_left_shift(b.dtype)
     static = None
     if b.static is not None:
-        ma, sa, mb, sb, mo, so = checked(op, lambda: add_multipliers(*b.static, op))
+        ma, sa, mb, sb, mo, so = checked(op, lambda: add_multipliers(*b.static, op, left))
         static = (Multiplier(i32(ma), i32(sa)), Multiplier(i32(mb), i32(sb)),
                   Multiplier(i32(mo), i32(so)))
     combine = K.sub if op == "qnn.subtract" else K.add
@@ -362,13 +384,13 @@ def _add_or_subtract(ctx: LowerContext, args: Sequence[ArgValue], attrs: Broadca
         sa, sb, so = b.scales_f64(li, ri)
         twice = K.mul(f64(2.0), K.select(K.lt(sa, sb), sb, sa))
         return (runtime_multiplier(K.div(sa, twice)), runtime_multiplier(K.div(sb, twice)),
-                runtime_multiplier(K.div(twice, K.mul(f64(float(1 << _ADD_LEFT_SHIFT)), so))))
+                runtime_multiplier(K.div(twice, K.mul(f64(float(1 << left)), so))))
 
     def read(idx: Index) -> K.Expr:
         x, y, li, ri = b.operands(idx)
         qa, qb, qo = multipliers(li, ri)
-        xs = multiply_double(K.shl(x, _ADD_LEFT_SHIFT), qa)
-        ys = multiply_double(K.shl(y, _ADD_LEFT_SHIFT), qb)
+        xs = multiply_double(K.shl(x, left), qa)
+        ys = multiply_double(K.shl(y, left), qb)
         return b.finish(multiply_double(combine(xs, ys), qo))
     return TensorValue(b.shape, b.dtype, read)
 
@@ -452,3 +474,4 @@ def _fixed_point_multiply(ctx: LowerContext, args: Sequence[ArgValue],
 from . import qnn_linear  # noqa: E402,F401  (registers qnn.dense and qnn.conv2d)
 from . import qnn_pool  # noqa: E402,F401  (registers qnn.avg_pool2d)
 from . import qnn_activation  # noqa: E402,F401  (registers qnn.leaky_relu)
+from . import qnn_products  # noqa: E402,F401  (qnn.batch_matmul, qnn.conv2d_transpose)

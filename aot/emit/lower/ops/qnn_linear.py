@@ -49,14 +49,14 @@ from ..registry import (INDEX, ArgValue, Index, LowerContext, Sink, TensorValue,
 from .common import tensor
 from .qnn import check_scales, scalar_param
 
-__all__ = ["UNITS"]
+__all__ = ["UNITS", "shifted", "kernel_zp_at", "accumulator_dtype"]
 
 #: output units per register tile of qnn.dense (int32 accumulators; half as
 #: many int64 ones)
 UNITS = 4
 
 
-def _accumulator(out: DType) -> DType:
+def accumulator_dtype(out: DType) -> DType:
     return DType.INT64 if out.bits > 32 else DType.INT32
 
 
@@ -64,7 +64,7 @@ def _is_zero(e: K.Expr) -> bool:
     return isinstance(e, K.Const) and e.value == 0
 
 
-def _shifted(v: TensorValue, zp_at: Callable[[Index], K.Expr], acc: DType,
+def shifted(v: TensorValue, zp_at: Callable[[Index], K.Expr], acc: DType,
              probe: Index) -> TensorValue:
     """``v - zp`` in the accumulator type, or ``v`` itself when every zero
     point is the literal 0 (``probe``: a symbolic index)."""
@@ -76,7 +76,7 @@ def _shifted(v: TensorValue, zp_at: Callable[[Index], K.Expr], acc: DType,
     return TensorValue(v.shape, acc, read)
 
 
-def _kernel_zp_at(k_zp: TensorValue, channel_axis: int) -> Callable[[Index], K.Expr]:
+def kernel_zp_at(k_zp: TensorValue, channel_axis: int) -> Callable[[Index], K.Expr]:
     """The weight zero point of the output channel at ``channel_axis`` of
     an index: one for all channels, or one per channel."""
     if k_zp.size == 1:
@@ -97,11 +97,11 @@ def _conv2d(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnConv2DAttrs,
             out_type: Type, sinks: Sequence[Sink]) -> K.Stmt:
     data, weight, in_zp, k_zp, in_scale, k_scale = (tensor(a) for a in args)
     _check(ctx, "qnn.conv2d", in_scale, k_scale)
-    acc = _accumulator(out_tensor(out_type).dtype)
+    acc = accumulator_dtype(out_tensor(out_type).dtype)
     x_zero = scalar_param(in_zp)
-    x = _shifted(data, lambda idx: x_zero, acc, ())
+    x = shifted(data, lambda idx: x_zero, acc, ())
     probe = tuple(ctx.index_vars(weight.ndim, "q"))
-    w = _shifted(weight, _kernel_zp_at(k_zp, attrs.kernel_layout.index("O")), acc, probe)
+    w = shifted(weight, kernel_zp_at(k_zp, attrs.kernel_layout.index("O")), acc, probe)
     conv_attrs = Conv2DAttrs(strides=attrs.strides, padding=attrs.padding,
                              dilation=attrs.dilation, groups=attrs.groups,
                              data_layout=attrs.data_layout, kernel_layout=attrs.kernel_layout,
@@ -124,10 +124,10 @@ def _dense(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnDenseAttrs,
     _check(ctx, "qnn.dense", in_scale, k_scale)
     t = out_tensor(out_type)
     shape, out = tuple(int(d) for d in t.shape), t.dtype
-    acc_t = _accumulator(out)
+    acc_t = accumulator_dtype(out)
     units, reduce = weight.shape
     per_tile = UNITS if acc_t is DType.INT32 else UNITS // 2
-    w_zp = _kernel_zp_at(k_zp, 0)
+    w_zp = kernel_zp_at(k_zp, 0)
     stmts: list[K.Stmt] = []
     x_zero = K.cast(acc_t, scalar_param(in_zp))
     if not isinstance(x_zero, K.Const):

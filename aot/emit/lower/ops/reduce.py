@@ -143,6 +143,16 @@ def _fold(ctx: LowerContext, x: TensorValue, s: _Slices, sink: Sink, acc_dtype: 
     return _reduction(ctx, s, element)
 
 
+def sum_fold(ctx: LowerContext, x: TensorValue, attrs, out_type, sink: Sink, acc_dtype: DType,
+             finish: Callable[[K.Expr, int], K.Expr]) -> K.Stmt:
+    """The skeleton summing ``x`` (cast to ``acc_dtype``, wrapping) over
+    the reduced axes of ``attrs``; ``finish(acc, count)`` gives each output
+    element (the quantized mean builds on it)."""
+    s = _slices(x, attrs, out_type)
+    return _fold(ctx, x, s, sink, acc_dtype, K.Const(0, acc_dtype), _sum_step,
+                 lambda acc: finish(acc, s.count))
+
+
 # ============================================================ simple folds
 
 def _identity(dtype: DType, is_max: bool) -> K.Const:

@@ -5,5 +5,7 @@ from . import activation
 from . import conv
 from . import math
 from . import pool
+from . import products
 from . import quant
 from . import shape
+from . import softmax

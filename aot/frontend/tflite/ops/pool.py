@@ -12,8 +12,9 @@ padding counted, ``K`` the window size, which is exactly the sum), the
 number of taps inside the input per output position (a constant), and
 the sum divided by it rounded half away from zero,
 ``(sum +- count / 2) / count`` with C's truncating division.  Both then
-clamp to the fused activation's range.  Quantized MEAN uses the float
-fallback (:mod:`.util`).
+clamp to the fused activation's range.  Quantized MEAN (int8, uint8, and
+int16 with zero points 0 as TFLite requires) is ``qnn.mean``, TFLite's
+reference integer mean (:mod:`aot.ir.ops.qnn_reduce`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from ....ir.expr import Expr
 from ..graph import Op
 from ..registry import converter
 from .conv import spatial_padding
-from .util import (NONE, activation_range, clip_to, const_ints, float_fallback,
-                   fused_activation, is_quantized, normalize_axis, qparams, require_float)
+from .util import (NONE, activation_range, clip_to, const_ints, fused_activation,
+                   is_quantized, normalize_axis, qparams, require_float, scale_of,
+                   zero_point_of)
 
 
 def _pool_attrs(op: Op) -> dict:
@@ -106,9 +108,21 @@ def convert_mean(op: Op) -> list[Expr]:
     axes = sorted({normalize_axis(op, a, rank) for a in const_ints(op, 1, "axes")})
     keep = bool(op.option("keep_dims", False))
 
-    def mean(x: Expr) -> Expr:
-        return op.call("mean", [x], axis=tuple(axes), keepdims=keep)
-    if is_quantized(op):
-        return [float_fallback(op, [0], lambda xs: mean(xs[0]))]
+    x_t = op.tensor(0)
+    if is_quantized(op) or (x_t.dtype is DType.INT16 and x_t.quant is not None):
+        return [_quantized_mean(op, tuple(axes), keep)]
     require_float(op)
-    return [mean(op.input(0))]
+    return [op.call("mean", [op.input(0)], axis=tuple(axes), keepdims=keep)]
+
+
+def _quantized_mean(op: Op, axes: tuple[int, ...], keep: bool) -> Expr:
+    x_t, y_t = op.tensor(0), op.output()
+    if y_t.dtype is not x_t.dtype:
+        raise op.error(f"input '{x_t.name}' is {x_t.type_name} but output '{y_t.name}' is "
+                       f"{y_t.type_name}; TFLite requires the same type")
+    x_q, y_q = qparams(op, x_t), qparams(op, y_t)
+    if x_t.dtype is DType.INT16 and (int(x_q.zero_point[0]) or int(y_q.zero_point[0])):
+        raise op.error("quantized int16 MEAN needs zero points 0 (TFLite's requirement)")
+    return op.call("qnn.mean", [op.input(0), scale_of(op, x_q), zero_point_of(op, x_q),
+                                scale_of(op, y_q), zero_point_of(op, y_q)],
+                   axis=axes, keepdims=keep)

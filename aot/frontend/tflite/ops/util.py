@@ -21,8 +21,8 @@ round(f / scale)`` (float32 division, rounded half away from zero).
 
 The float fallback
 ------------------
-Quantized operators the IR has only in float (softmax, logistic, tanh,
-leaky relu, hard swish, mean, average pooling) import as ``qnn.dequantize``
+Quantized operators the IR has only in float (a softmax with an int16 output of an
+8-bit input) import as ``qnn.dequantize``
 of each input, the float operator, and ``qnn.quantize`` to the output's
 parameters.  TFLite's kernels compute these in fixed point (lookup tables,
 integer exp approximations, integer averages), so results may differ from
@@ -50,10 +50,11 @@ NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT = range(6)
 _FLOAT_RANGE = {RELU: (0.0, None), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
 
 
-def is_quantized(op: Op, i: int = 0) -> bool:
-    """Whether input ``i`` is a quantized (int8/uint8 with parameters) tensor."""
+def is_quantized(op: Op, i: int = 0, dtypes: Sequence[DType] = QTYPES) -> bool:
+    """Whether input ``i`` is a quantized (int8/uint8 -- or ``dtypes`` --
+    with parameters) tensor."""
     t = op.tensor(i)
-    return t.dtype in QTYPES and t.quant is not None
+    return t.dtype in dtypes and t.quant is not None
 
 
 def require_float(op: Op, i: int = 0) -> None:
@@ -146,7 +147,7 @@ def fused_activation(op: Op, y: Expr, out: int = 0) -> Expr:
 def activation(op: Op, y: Expr, code: int, out: int = 0) -> Expr:
     """Apply the activation ``code`` (``RELU`` ...) to ``y``, which is
     quantized like output ``out`` when it is an integer tensor."""
-    if op.dtype(y) in QTYPES:
+    if op.dtype(y) in QTYPES + (DType.INT16,):
         return clip_to(op, y, *activation_range(op, code, op.output(out)))
     if code == NONE:
         return y
@@ -176,7 +177,8 @@ def normalize_axis(op: Op, axis: int, rank: int, what: str = "axis") -> int:
 
 
 def requantize(op: Op, x: Expr, factor: np.ndarray | np.floating, in_zp: int, t: TensorInfo,
-               axis: int = -1, factor_over: float | None = None) -> Expr:
+               axis: int = -1, factor_over: float | None = None,
+               rounding: str = "TFLITE") -> Expr:
     """``qnn.requantize`` of ``x`` to tensor ``t``'s zero point and type with
     TFLite's double rounding: ``(x - in_zp) * factor / t.scale`` (per
     ``axis`` when ``factor`` is a vector), or ``(x - in_zp) * factor`` when
@@ -187,4 +189,4 @@ def requantize(op: Op, x: Expr, factor: np.ndarray | np.floating, in_zp: int, t:
     f = np.asarray(factor, np.float32)
     return op.call("qnn.requantize", [x, op.constant(f), op.constant(np.int32(in_zp)),
                                       out_scale, zero_point_of(op, q)],
-                   axis=axis if f.ndim else -1, rounding="TFLITE", out_dtype=t.dtype)
+                   axis=axis if f.ndim else -1, rounding=rounding, out_dtype=t.dtype)
