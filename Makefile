@@ -15,9 +15,13 @@ all: test
 $(PY):
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
+# setuptools reports every editable install with an "Editable installation"
+# notice (information only: folders named like the package may shadow it);
+# it is silenced here, real warnings still show.
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,conformance,lint]"
+	PYTHONWARNINGS="ignore:Editable installation" \
+	    $(PY) -m pip install --quiet -e ".[test,conformance,lint]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -68,8 +68,9 @@ def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
 def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int | None = None,
             params: dict[str, Any] | None = None, arena: str = "caller",
             entry: str = "main", build: bool = True, pool_bytes: int | None = None,
-            max_depth: int | None = None, tuning: str = "scalar",
-            quantized: str = "integer", stack_bytes: int | None = None) -> Any:
+            max_depth: int | None = None, tuning: str | None = None,
+            quantized: str = "integer", stack_bytes: int | None = None,
+            target: str = "host") -> Any:
     """Compile ``@entry`` to a C artifact in ``out_dir`` (``include/<name>.h``,
     ``src/``, ``<name>.mk``, ``metadata.json``) and build
     ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
@@ -80,8 +81,11 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     of stack below the entry (default 64 KiB; past either a call returns
     ERR_DEPTH instead of overflowing the stack); tail calls are loops.
     ``tuning`` shapes convolution and dense loop nests for the target:
-    ``"scalar"`` (default: a microcontroller's scalar FPU) or ``"simd"`` (a
-    host with SIMD units compiled at -O3).
+    ``"scalar"`` (default: a microcontroller's scalar FPU), ``"scalar-nofma"``
+    (the default of cores without an FPU) or ``"simd"`` (a host with SIMD
+    units compiled at -O3).  ``target`` is what ``lib<name>.a`` is built for:
+    ``"host"`` (default) or a Cortex-M core (``"cortex-m4"``, ...; see
+    :mod:`aot.emit.build.targets`), built with ``arm-none-eabi-gcc``.
     ``quantized`` says how a model that carries quantization (ONNX QDQ,
     ``qnn.dequantize`` -> float operators -> ``qnn.quantize``) computes:
     ``"integer"`` (the default, at every opt level: int8 weight tables,
@@ -94,7 +98,7 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
                           arena=arena, entry=entry, build=build, pool_bytes=pool_bytes,
                           max_depth=max_depth, tuning=tuning, quantized=quantized,
-                          stack_bytes=stack_bytes)
+                          stack_bytes=stack_bytes, target=target)
 
 
 def quantize(mod: IRModule, calibration_inputs: Any, config: Any = None) -> IRModule:

@@ -16,6 +16,8 @@
     the parameter, with a leading sample axis)
     aot ops                        list the operator catalogue
     aot passes [--opt-level N]     list the passes, their levels and the default pipelines
+    aot cache info|clear           the C build cache: where, how big, the limit; empty it
+    aot --version
 
 FILE is Relay text (``.relay``), an ONNX model (``.onnx``, imported by
 :func:`aot.from_onnx`) or a TFLite model (``.tflite``, imported by
@@ -26,9 +28,11 @@ sanitized to an identifier (``input.1`` -> ``%input_1``).
 
 VALUE is a ``.npy`` file or a literal (``3``, ``1.5``, ``[[1, 2], [3, 4]]``)
 converted to the parameter's dtype.  User errors print
-``file:line:col: error: ...`` and exit with status 1; a missing file or a
-bad command line exits with status 2.  No Python traceback reaches the user
-for bad input.
+``file:line:col: error: ...`` and exit with status 1, as does a missing
+optional package (the ONNX or TFLite importer's: the message says which
+``pip install 'aot[...]'`` brings it); a missing file or a bad command line
+exits with status 2.  No Python traceback reaches the user for bad input.
+``python -m aot`` is the same command.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import argparse
 import ast
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -45,6 +50,16 @@ import numpy as np
 
 from .diagnostics import AotWarning, DiagnosticError, Span
 from .frontend.errors import file_error
+from .emit.build.targets import TARGETS
+from .progress import Progress, current_progress, process_start, render_timing, stage
+from .version import __version__
+
+#: What ``aot --help`` says the command is (plain text: argparse prints it as is).
+DESCRIPTION = ("Compile a Relay-style program, an ONNX model or a TFLite model to "
+               "malloc-free C99 for microcontrollers, or check and run it.")
+EPILOG = ("Exit status: 0 on success, 1 for an error in the program or model, a failed "
+          "build or a missing optional package, 2 for a bad command line or a missing "
+          "file.  'aot COMMAND --help' describes each command.")
 
 
 class UsageError(Exception):
@@ -66,8 +81,13 @@ def _read_source(path: str) -> str:
 
 
 def _load_module(path: str, input_shapes: Sequence[str] = ()):  # -> IRModule
-    from . import infer_types, parse
     shapes = _parse_input_shapes(input_shapes)
+    with stage("import"):
+        return _import(path, shapes)
+
+
+def _import(path: str, shapes: dict[str, tuple[int, ...]]):  # -> IRModule
+    from . import infer_types, parse
     if path.endswith(".onnx"):
         return _load_onnx(path, shapes)
     if shapes:
@@ -92,7 +112,8 @@ def _load_tflite(path: str):  # -> IRModule
     try:
         from .frontend.tflite import from_tflite
     except ImportError as exc:
-        raise _missing_package(path, "TFLite", "tflite", exc) from None
+        raise _missing_package(path, "TFLite", "tflite", exc,
+                               modules=("tflite", "flatbuffers")) from None
     return from_tflite(path, source_name=path)
 
 
@@ -101,8 +122,19 @@ def _require_file(path: str) -> None:
         raise UsageError(f"{path}: cannot read: No such file")
 
 
-def _missing_package(path: str, kind: str, package: str, exc: ImportError) -> UsageError:
-    return UsageError(f"{path}: importing {kind} models needs the {package} package ({exc})")
+class MissingPackage(Exception):
+    """An optional package the command needs is not installed (exit status 1)."""
+
+
+def _missing_package(path: str, kind: str, extra: str, exc: ImportError,
+                     modules: Sequence[str] | None = None) -> MissingPackage:
+    """The diagnostic for an importer whose package is missing; an
+    ImportError of anything else is a bug and propagates."""
+    missing = (exc.name or "").split(".")[0]
+    if missing not in (modules or (extra,)):
+        raise exc
+    return MissingPackage(f"{path}: importing {kind} models needs the `{missing}` package, "
+                          f"which is not installed; install it with: pip install 'aot[{extra}]'")
 
 
 def _parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
@@ -207,7 +239,8 @@ def _maybe_quantize(args: argparse.Namespace, mod):  # -> IRModule
         _require_file(args.calibration)
         from .ir.type_infer import infer_types
         samples = load_calibration(args.calibration, infer_types(mod))
-    return quantize(mod, samples, config)
+    with stage("quantizing"):
+        return quantize(mod, samples, config)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -274,7 +307,7 @@ def _pass_context(args: argparse.Namespace):
     for name in required:
         if not in_any_pipeline(name):
             raise UsageError(f"--enable-pass {name}: the pass is in no pipeline "
-                             "(`aot passes` lists them); it is a utility for aot.passes")
+                             "('aot passes' lists them); it is a utility for aot.passes")
     return ctx, timing
 
 
@@ -298,6 +331,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from . import compile as compile_model
     from .emit.build.library import check_model_name
     check_model_name(args.name)              # before any long import or pass
+    started = args.started if args.started is not None else time.perf_counter()
+    with stage("start-up", since=started):
+        _load_compiler()
     mod = _maybe_quantize(args, _load_module(args.file, args.input_shape))
     params = _parse_params(args.param)
     _check_param_dtypes(mod, params)
@@ -308,14 +344,20 @@ def cmd_compile(args: argparse.Namespace) -> int:
                                      arena=args.arena, build=not args.no_build,
                                      pool_bytes=args.pool_bytes, max_depth=args.max_depth,
                                      stack_bytes=args.stack_bytes,
-                                     tuning=args.tuning, quantized=args.quantized)
+                                     tuning=args.tuning, quantized=args.quantized,
+                                     target=args.target)
         except OSError as exc:
             culprit = f" ({exc.filename})" if exc.filename and \
                 Path(exc.filename).resolve() != Path(args.output).resolve() else ""
             raise file_error(args.output, "cannot write the artifact: "
                              f"{exc.strerror or exc}{culprit}") from None
-    if timing:
-        print(timing.render(), file=sys.stderr)
+    progress = current_progress()
+    if timing and progress is not None:
+        passes = {name: (timing.runs[name], seconds) for name, seconds in timing.seconds.items()}
+        progress.clear_line()
+        print(render_timing(progress, time.perf_counter() - started, passes), file=sys.stderr)
+    if args.quiet:
+        return 0
     meta = artifact.metadata
     if meta.get("backend") == "program":
         print(f"{artifact.root}: program, {len(meta['kernels'])} kernels, object pool "
@@ -325,7 +367,80 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} "
               f"bytes (lower bound {meta['arena_lower_bound_bytes']}), constants "
               f"{meta['constant_bytes']} bytes")
+    target = TARGETS[args.target]
+    if not target.is_host and not args.no_build:
+        print(f"{artifact.layout.library}: built for {target.name} with {target.prefix}gcc; "
+              f"link the firmware with {' '.join(target.cpu_flags)}")
     return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .emit.build.library import check_model_name
+    from .profiler import profile_json, profile_module, render_table
+    check_model_name(args.name)
+    started = args.started if args.started is not None else time.perf_counter()
+    with stage("start-up", since=started):
+        _load_compiler()
+    mod = _load_module(args.file, args.input_shape)
+    profile = profile_module(mod, target=args.target, name=args.name,
+                             source=Path(args.file).name, work_dir=args.keep, runs=args.runs,
+                             opt_level=args.opt_level, tuning=args.tuning,
+                             quantized=args.quantized)
+    progress = current_progress()
+    if progress is not None:
+        progress.clear_line()
+    if args.json:
+        try:
+            Path(args.json).write_text(profile_json(profile))
+        except OSError as exc:
+            raise UsageError(f"{args.json}: cannot write: {exc.strerror or exc}") from None
+    print(render_table(profile))
+    return 0
+
+
+def _add_profile_parser(sub) -> None:
+    boards = [t.name for t in TARGETS.values() if t.qemu_board]
+    p = sub.add_parser(
+        "profile", help="time each kernel call of one inference, with the model's node names",
+        description="Compile the model and profile one inference: instructions per kernel "
+                    "call on a Cortex-M core under QEMU (counted by the project's plugin; "
+                    f"cores: {', '.join(boards)}), or median wall time per call on the host; "
+                    "each call with the model nodes fused into it and its share of the total. "
+                    "Needs arm-none-eabi-gcc and qemu-system-arm for the cores (make deps).")
+    _add_file(p)
+    p.add_argument("--target", choices=["host", *boards], default="cortex-m4",
+                   help="where to run it (default cortex-m4: QEMU's mps2-an386)")
+    p.add_argument("--name", default="model", help="model name: prefixes every C symbol")
+    p.add_argument("--json", metavar="FILE", help="also write the profile as JSON")
+    p.add_argument("--runs", type=int, default=20, metavar="N",
+                   help="host: timed inferences after a warm-up one; each call's median is "
+                        "shown (default 20)")
+    p.add_argument("--keep", metavar="DIR",
+                   help="build in DIR and keep it (artifact, firmware, plugin output)")
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4),
+                   help="which passes run (default 3)")
+    p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default=None,
+                   help="loop nests of float convolutions and dense layers (default: the "
+                        "target's)")
+    _add_quantized(p)
+    _add_input_shape(p)
+    _add_progress(p)
+    p.set_defaults(func=cmd_profile)
+
+
+def _load_compiler() -> None:
+    """Import the compiler's modules (the passes, the lowerings, the
+    templates' context): most of a second, shown as its own stage rather
+    than hidden in the first stage that needs one."""
+    import importlib
+    for module in ("aot.passes.pipelines", "aot.compiler", "aot.emit.lower.dataflow",
+                   "aot.emit.lower.program_entry", "aot.emit.build.artifact"):
+        importlib.import_module(module)
+    from .emit.lower.registry import LOWERINGS
+    from .ir.registry import OPS
+    from .passes.manager import PASSES
+    for table in (OPS, PASSES, LOWERINGS):      # each imports its modules on first use
+        len(table)
 
 
 def cmd_passes(args: argparse.Namespace) -> int:
@@ -377,29 +492,45 @@ def _add_quantize(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aot", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("check", help="parse and type-check a program")
-    p.add_argument("file")
+    parser = argparse.ArgumentParser(prog="aot", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"aot {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("check", help="parse and type-check a program",
+                       description="Parse and type-check a program; print the typed "
+                                   "signature of each function.")
+    _add_file(p)
     p.add_argument("--all", action="store_true", help="also list prelude functions")
     _add_input_shape(p)
     _add_quantize(p)
+    _add_progress(p)
     p.set_defaults(func=cmd_check)
-    p = sub.add_parser("run", help="run @main and print the result")
-    p.add_argument("file")
-    p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--entry", default="main")
+    p = sub.add_parser("run", help="run @main and print the result",
+                       description="Run a function of the program (@main by default) on the "
+                                   "given inputs and print the result.")
+    _add_file(p)
+    p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
+                   help="the value of parameter NAME of the entry function: a .npy file or "
+                        "a literal such as 3, 1.5 or [[1, 2], [3, 4]], converted to the "
+                        "parameter's dtype (repeatable: one per parameter)")
+    p.add_argument("--entry", default="main", metavar="FUNCTION",
+                   help="the global function to run (default: main)")
     p.add_argument("--backend", choices=["interp", "c"], default="interp",
                    help="the reference interpreter, or the compiled C through cffi")
     _add_quantized(p, "with --backend c: ")
     _add_input_shape(p)
     _add_quantize(p)
+    _add_progress(p)
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("compile", help="compile to a C artifact and build the library")
-    p.add_argument("file")
-    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p = sub.add_parser("compile", help="compile to a C artifact and build the library",
+                       description="Compile to a C artifact (header, sources, make fragment, "
+                                   "metadata.json) and build lib<NAME>.a.")
+    _add_file(p)
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="the artifact directory (written all or nothing)")
     p.add_argument("--name", default="model", help="model name: prefixes every C symbol")
-    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4))
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4),
+                   help="which passes run (default 3; 0 puts every operator in a kernel "
+                        "of its own)")
     p.add_argument("--arena", choices=["caller", "static"], default="caller",
                    help="the caller passes the arena, or the library defines it")
     p.add_argument("--param", action="append", default=[], metavar="NAME=FILE.npy",
@@ -412,33 +543,100 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stack-bytes", type=int, default=None, metavar="N",
                    help="stack budget of such programs' nested calls below the entry, "
                         "past which a call returns ERR_DEPTH (default 65536)")
-    p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default="scalar",
-                   help="convolution and dense loop nests for a scalar FPU (microcontrollers) "
-                        "or for SIMD hosts compiled at -O3")
+    p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default=None,
+                   help="convolution and dense loop nests for a scalar FPU (microcontrollers; "
+                        "the default), for cores without an FPU (scalar-nofma, the default of "
+                        "cortex-m0plus and cortex-m3) or for SIMD hosts compiled at -O3")
+    p.add_argument("--target", choices=list(TARGETS), default="host",
+                   help="what lib<NAME>.a is built for: this machine (default, $CC) or a "
+                        "Cortex-M core, with arm-none-eabi-gcc and the core's -mcpu, "
+                        "-mfloat-abi and -mfpu (link the firmware with the same flags; the "
+                        "summary line prints them)")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
     p.add_argument("--disable-pass", action="append", default=[], metavar="NAME[,NAME]",
-                   help="do not run this pass (repeatable; `aot passes` lists them)")
+                   help="do not run this pass (repeatable; 'aot passes' lists them)")
     p.add_argument("--enable-pass", action="append", default=[], metavar="NAME[,NAME]",
                    help="run this pass of the pipelines even above its opt level")
     p.add_argument("--dump-ir", metavar="DIR",
                    help="write the module as Relay text before the first and after every pass")
     p.add_argument("--pass-timing", action="store_true",
-                   help="print the time spent in each pass (to stderr)")
+                   help="print where the compile's time went (to stderr): every stage (import, "
+                        "passes, lowering, planning, rendering, C build) and every pass; the "
+                        "rows add up to the wall time")
     _add_quantized(p)
     _add_input_shape(p)
     _add_quantize(p)
+    _add_progress(p, "; also the summary line")
     p.set_defaults(func=cmd_compile)
     p = sub.add_parser("ops", help="list the operator catalogue")
     p.set_defaults(func=cmd_ops)
     p = sub.add_parser("passes", help="list the passes and the default pipelines")
-    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4))
+    p.add_argument("--opt-level", type=int, default=3, choices=range(0, 4),
+                   help="show the pipelines at this opt level (default 3)")
     p.set_defaults(func=cmd_passes)
+    _add_profile_parser(sub)
+    _add_cache_parser(sub)
     return parser
+
+
+def _add_progress(p: argparse.ArgumentParser, quiet_also: str = "") -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help=f"no progress{quiet_also}")
+    group.add_argument("-v", "--verbose", action="store_true",
+                       help="show the stages (import, passes, lowering, planning, rendering, "
+                            "C build) with their time even when stderr is not a terminal "
+                            "(a terminal shows them by default)")
+
+
+def _add_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE",
+                   help="the program: Relay text (.relay), an ONNX model (.onnx) or a TFLite "
+                        "model (.tflite)")
+
+
+def _add_cache_parser(sub) -> None:
+    from .emit.build.cache import DEFAULT_LIMIT_BYTES, LIMIT_ENV
+    p = sub.add_parser(
+        "cache", help="show or empty the C build cache",
+        description=f"The C build cache (compiled objects and loader extensions, keyed by "
+                    f"content) lives in $AOT_CACHE_DIR, else $XDG_CACHE_HOME/aot, else "
+                    f"~/.cache/aot.  It is bounded: past {DEFAULT_LIMIT_BYTES >> 20} MiB "
+                    f"(${LIMIT_ENV}, e.g. 500M; 0 for no limit) the least recently used "
+                    f"entries are deleted.")
+    p.add_argument("action", choices=["info", "clear"],
+                   help="info: where the cache is, its entries, size and limit; "
+                        "clear: delete every entry")
+    p.set_defaults(func=cmd_cache)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .emit.build import cache
+    root = cache.cache_root()
+    if args.action == "clear":
+        count, size = cache.clear(root)
+        print(f"{root}: deleted {count} entries, {_size(size)}")
+        return 0
+    found = cache.entries(root)
+    limit = cache.limit_bytes()
+    print(f"{root}: {len(found)} entries, {_size(sum(e.size for e in found))}; limit "
+          f"{_size(limit) if limit else 'none'} (${cache.LIMIT_ENV})")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
     """aot's own warnings as ``source: warning: message``; others as Python
     prints them."""
+    progress = current_progress()
+    if progress is not None:
+        progress.clear_line()
     if issubclass(category, AotWarning):
         print(str(message), file=sys.stderr)
     else:
@@ -452,14 +650,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
+    # run as the program (not called with arguments): time from its start
+    args.started = process_start() if argv is None else None
+    progress = Progress.for_stream(sys.stderr, quiet=getattr(args, "quiet", True),
+                                   verbose=getattr(args, "verbose", False))
     try:
-        return int(args.func(args))
+        with progress:
+            return int(args.func(args))
     except DiagnosticError as exc:
         print(exc.render(), file=sys.stderr)
         return 1
     except UsageError as exc:
         print(f"aot: error: {exc}", file=sys.stderr)
         return 2
+    except MissingPackage as exc:
+        print(f"aot: error: {exc}", file=sys.stderr)
+        return 1
     except RecursionError:
         print("aot: error: the program is nested too deeply", file=sys.stderr)
         return 1

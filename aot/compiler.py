@@ -7,6 +7,10 @@
       no:  PROGRAM -> DATAFLOW         -> lower (object pool: aot.emit.lower.program_entry)
       -> render (aot.emit.build.artifact) -> build (gcc/clang + ar)
 
+Each step is a stage of :mod:`aot.progress` (passes, lowering, planning,
+verifying, rendering, C build; the command line adds start-up and import), which the command line
+shows as it goes and ``--pass-timing`` accounts in full.
+
 The pass lists are :mod:`aot.passes.pipelines`; which passes run is up to
 the current :class:`~aot.passes.manager.PassContext` (opt level, disabled
 and required passes, instruments, verification).  ``opt_level`` given
@@ -30,6 +34,7 @@ from typing import Any, Mapping
 from .diagnostics import DiagnosticError
 from .ir.module import IRModule
 from .passes.manager import PassContext, current
+from .progress import stage
 from .emit.plan.model import ModelPlan
 
 __all__ = ["optimize_for_c", "plan", "compile_module", "QUANTIZED_MODES"]
@@ -143,7 +148,8 @@ def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
         model = _plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
                       pool_bytes=pool_bytes, max_depth=max_depth, quantized=quantized,
                       stack_bytes=stack_bytes)
-    verify_model_plan(model)
+    with stage("verifying"):
+        verify_model_plan(model)
     return model
 
 
@@ -158,27 +164,40 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
     # decided before the optimisations: an operator used as a value
     # (program backend only) must be eta-expanded before they re-infer types
     ctx = _context(opt_level, entry, quantized)
-    typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
-    if is_dataflow(typed, entry):
-        fused = dataflow_passes(typed, ctx=ctx)
-        return plan_model(fused, name, arena=arena, entry=entry)
-    program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry,
-                               quantized=quantized)
-    return plan_program(program, name, entry=entry, pool_bytes=pool_bytes, max_depth=max_depth,
-                        stack_bytes=stack_bytes)
+    with stage("passes"):
+        typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
+        dataflow = is_dataflow(typed, entry)
+        if dataflow:
+            fused = dataflow_passes(typed, ctx=ctx)
+        else:
+            program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry,
+                                       quantized=quantized)
+    if dataflow:
+        return plan_model(fused, name, arena=arena, entry=entry)   # lowering, planning
+    with stage("lowering"):
+        return plan_program(program, name, entry=entry, pool_bytes=pool_bytes,
+                            max_depth=max_depth, stack_bytes=stack_bytes)
 
 
 def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    opt_level: int | None = None, params: Mapping[str, Any] | None = None,
                    arena: str = "caller", entry: str = "main", build: bool = True,
                    pool_bytes: int | None = None, max_depth: int | None = None,
-                   tuning: str = "scalar", quantized: str = "integer",
-                   stack_bytes: int | None = None):
+                   tuning: str | None = None, quantized: str = "integer",
+                   stack_bytes: int | None = None, target: str = "host"):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
-    build ``lib/lib<name>.a``.  Returns the :class:`~aot.emit.build.artifact.Artifact`."""
+    build ``lib/lib<name>.a`` for ``target`` (:mod:`aot.emit.build.targets`:
+    the host, or a Cortex-M core with the Arm cross compiler; its loop-nest
+    tuning unless ``tuning`` is given).  Returns the
+    :class:`~aot.emit.build.artifact.Artifact`."""
     from .emit.build.artifact import write_and_build
+    from .emit.build.targets import get_target, target_toolchain
 
+    chosen = get_target(target)
+    # the toolchain first: a missing cross compiler is said before a long compile
+    toolchain = target_toolchain(chosen) if build and not chosen.is_host else None
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
-                 pool_bytes=pool_bytes, max_depth=max_depth, tuning=tuning,
-                 quantized=quantized, stack_bytes=stack_bytes)
-    return write_and_build(model, Path(out_dir), build=build)
+                 pool_bytes=pool_bytes, max_depth=max_depth,
+                 tuning=tuning if tuning is not None else chosen.tuning, quantized=quantized,
+                 stack_bytes=stack_bytes)
+    return write_and_build(model, Path(out_dir), build=build, toolchain=toolchain)

@@ -33,21 +33,32 @@ def register_source(name: str, text: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A region of a source file; lines and columns are 1-based."""
+    """A region of a source file; lines and columns are 1-based.  A span
+    of an imported model (ONNX, TFLite) names the model's node instead
+    (``node``; lines and columns 0): :func:`node_span`."""
 
     source: str
     line: int
     col: int
     end_line: int
     end_col: int
+    node: str = ""
 
     def __str__(self) -> str:
+        if self.node and not self.line:
+            return f"{self.source}: node '{self.node}'"
         return f"{self.source}:{self.line}:{self.col}"
 
     def merge(self, other: Span | None) -> Span:
-        if other is None or other.source != self.source:
+        if other is None or other.source != self.source or self.node:
             return self
         return Span(self.source, self.line, self.col, other.end_line, other.end_col)
+
+
+def node_span(source: str, node: str) -> Span:
+    """The span of node ``node`` of the imported model ``source``: what
+    carries the model's own names through the passes to the kernels."""
+    return Span(source, 0, 0, 0, 0, node)
 
 
 class Severity(enum.Enum):

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..diagnostics import DiagnosticError
+from ..diagnostics import DiagnosticError, Span
 from ..interpreter import Interpreter
 from ..ir.attrs import NO_ATTRS, AttrError, Attrs
 from ..ir.dtype import DType
@@ -44,6 +44,9 @@ class Context:
         self._constish: set[Expr] = set()
         self._values: dict[Expr, np.ndarray] = {}
         self._evaluator = Interpreter(IRModule())
+        #: the span of the node being converted (its name in the model),
+        #: given to every call and tuple built meanwhile
+        self.span: Span | None = None
 
     # ------------------------------------------------------------ types
     def type_of(self, e: Expr) -> Type:
@@ -98,14 +101,14 @@ class Context:
         if isinstance(out, Solved):
             out = out.out
         assert out is not None, f"{op_name}: relation gave no type for {args}"
-        node = Call(op(op_name), tuple(args), attrs)
+        node = Call(op(op_name), tuple(args), attrs, span=self.span)
         self.types[node] = out
         if all(a in self._constish for a in args):
             self._constish.add(node)
         return node
 
     def make_tuple(self, fields: Sequence[Expr]) -> Expr:
-        node = Tuple(tuple(fields))
+        node = Tuple(tuple(fields), span=self.span)
         self.types[node] = TupleType(tuple(self.types[f] for f in fields))
         if all(f in self._constish for f in fields):
             self._constish.add(node)
@@ -116,7 +119,7 @@ class Context:
             return tup.fields[index]
         t = self.types[tup]
         assert isinstance(t, TupleType), t
-        node = TupleGetItem(tup, index)
+        node = TupleGetItem(tup, index, span=self.span)
         self.types[node] = t.fields[index]
         if tup in self._constish:
             self._constish.add(node)

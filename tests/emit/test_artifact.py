@@ -75,7 +75,9 @@ def test_metadata_keys_and_values(tmp_path, which):
     assert meta["constant_bytes"] == plan.constant_bytes == \
         sum(c.values.size * c.dtype.itemsize for c in plan.constants)
     assert meta["kernels"] == [{"name": i.name, "source": i.source, "ops": list(i.ops),
-                                "anchor": i.anchor} for i in plan.kernel_info]
+                                "anchor": i.anchor, "nodes": list(i.nodes)}
+                               for i in plan.kernel_info]
+    assert meta["calls"] == [{"kernel": c.kernel, "nodes": list(c.nodes)} for c in plan.calls]
     assert meta["arena"] == plan.arena
     assert meta["entry"]["name"] == f"{plan.name}_run"
     assert meta["entry"]["prototype"] == entry_prototype(plan) + ";"

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 import jinja2
 
 from ...diagnostics import DiagnosticError
+from ...progress import stage
 from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
                       check_model_name, write_sources)
 from ..plan.model import ModelPlan
@@ -158,12 +159,14 @@ def write_artifact(plan: ModelPlan, out_dir: Path | str) -> Artifact:
     return Artifact(root, plan.name, metadata)
 
 
-def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True) -> Artifact:
+def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True,
+                    toolchain: Toolchain | None = None) -> Artifact:
     """Write ``plan``'s artifact into ``out_dir`` and (``build``) build its
     library, all or nothing: the work happens in a staging directory beside
     ``out_dir`` (a copy of the old artifact, so files whose content did not
     change keep their times and a firmware ``make`` rebuilds nothing more),
-    which replaces ``out_dir`` only when everything succeeded.  A failure
+    which replaces ``out_dir`` only when everything succeeded.  ``toolchain``
+    builds the library (default: the host's).  A failure
     (a compiler error, a full disk) leaves ``out_dir`` as it was."""
     root = Path(out_dir).resolve()
     if root.exists() and not root.is_dir():
@@ -171,11 +174,13 @@ def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True)
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.staging-", dir=root.parent))
     try:
-        if root.is_dir():
-            shutil.copytree(root, staging, dirs_exist_ok=True, symlinks=True)
-        artifact = write_artifact(plan, staging)
+        with stage("rendering"):
+            if root.is_dir():
+                shutil.copytree(root, staging, dirs_exist_ok=True, symlinks=True)
+            artifact = write_artifact(plan, staging)
         if build:
-            build_artifact(artifact)
+            with stage("C build"):
+                build_artifact(artifact, toolchain=toolchain)
         _replace(staging, root)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -150,6 +150,7 @@ def _link_flags() -> list[str]:
 def _compile_extension(plan: _ExtensionPlan, toolchain: Toolchain, cache_root: Path) -> Path:
     target = _extension_path(cache_root, plan)
     if target.is_file():
+        cache.touch(target)
         return target
     ffi = _make_ffi(plan)
     with cache.scratch_dir(cache_root, "cffi-") as scratch:
@@ -164,6 +165,7 @@ def _compile_extension(plan: _ExtensionPlan, toolchain: Toolchain, cache_root: P
                    "-o", str(output)]
         run_tool(command, cwd=work, what="building the cffi extension", path=wrapper)
         cache.install_file(output, target)
+    cache.enforce_limit(cache_root)
     return target
 
 

@@ -297,7 +297,12 @@ def _compile_all(jobs: Sequence[_CompileJob], cache_root: Path,
     order (deterministic whatever the scheduling)."""
     pending: dict[str, _CompileJob] = {}
     for job in jobs:
-        if job.key not in pending and not _object_path(cache_root, job.key).is_file():
+        if job.key in pending:
+            continue
+        cached = _object_path(cache_root, job.key)
+        if cached.is_file():
+            cache.touch(cached)        # used now: least recently used goes first
+        else:
             pending[job.key] = job
     if not pending:
         return set()
@@ -379,6 +384,8 @@ def build_static_libraries(requests: Sequence[LibraryRequest], *,
             seen.add(job.key)
             objects.append(ObjectBuild(job.source, member, job.key, cached=not fresh))
         results.append(LibraryBuild(library, tuple(objects), written))
+    if compiled:
+        cache.enforce_limit(root)
     return results
 
 
@@ -430,7 +437,8 @@ def compile_check(c_text: str, toolchain: Toolchain | None = None, *,
                                  include_dirs=tuple(Path(d).resolve() for d in include_dirs),
                                  extra_flags=tuple(extra_flags))
         plan = _compile_jobs(request, toolchain)
-        _compile_all([job for job, _ in plan], root, 1)
+        if _compile_all([job for job, _ in plan], root, 1):
+            cache.enforce_limit(root)
 
 
 def write_sources(artifact_dir: Path | str, files: Mapping[str, str | bytes]) -> list[Path]:

@@ -133,6 +133,10 @@ class Toolchain:
     cc_args: tuple[str, ...] = ()
     opt_flags: tuple[str, ...] = field(default=DEFAULT_OPT_FLAGS)
     sanitizers: tuple[str, ...] = ()
+    #: flags selecting a cross target's core and ABI (aot.emit.build.targets)
+    target_flags: tuple[str, ...] = ()
+    #: position-independent objects (the host's; not bare-metal firmware's)
+    pic: bool = True
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -160,8 +164,9 @@ class Toolchain:
 
     def object_flags(self, extra: Sequence[str] = ()) -> tuple[str, ...]:
         """Flags for an object of a generated static library."""
-        return (*STRICT_FLAGS, *self.opt_flags, *self.sanitize_flags, PIC_FLAG, NO_COLOR_FLAG,
-                *extra)
+        pic = (PIC_FLAG,) if self.pic else ()
+        return (*self.target_flags, *STRICT_FLAGS, *self.opt_flags, *self.sanitize_flags, *pic,
+                NO_COLOR_FLAG, *extra)
 
     def with_opt_flags(self, *flags: str) -> Toolchain:
         return replace(self, opt_flags=tuple(flags))
@@ -262,6 +267,11 @@ def _resolve(word: str) -> str | None:
     clang change behaviour with the name they are invoked by."""
     found = shutil.which(word)
     return os.path.abspath(found) if found else None
+
+
+def run_probe_banner(tool: str) -> str:
+    """The first line of ``tool --version``."""
+    return _first_line(_run_probe([tool, "--version"]).stdout)
 
 
 def _find_ar() -> tuple[str, str]:

@@ -178,6 +178,9 @@ class RenderContext:
     program: Any = None
     #: the reentrant entry's context (None when <name>_run is reentrant)
     context: Any = None
+    #: the profiling hook's macro (dataflow models; empty for programs)
+    profile_hook: str = ""
+    profile_calls: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +473,8 @@ def _kernel_view(kernel: Kernel, info: KernelInfo) -> tuple[KernelView, tuple[st
     lines += [f"    {line}" for line in info.source.strip("\n").split("\n")]
     ops = ", ".join(info.ops) if info.ops else "none"
     lines.append(f"ops: {ops}; anchor: {info.anchor or 'none'}")
+    if info.nodes:
+        lines.append(f"model nodes: {', '.join(info.nodes)}")
     return KernelView(kernel.name, _block_comment(lines), printed.text.rstrip("\n")), \
         printed.helpers
 
@@ -517,10 +522,12 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
     if pointers:
         body += _wrap("if (", [f"{p} == NULL" for p in pointers], " || ", ") {", width)
         body += [f"{_INDENT}return {NAME}_ERR_NULL;", "}"]
-    for call in plan.calls:
+    for index, call in enumerate(plan.calls):
         args = [_call_arg(plan, ref) for ref in call.args]
+        body.append(f"{NAME}_PROFILE_CALL({index});")
         body += _wrap_list(f"{call.kernel}(", args, ");", width) if args \
             else [f"{call.kernel}();"]
+    body.append(f"{NAME}_PROFILE_CALL({len(plan.calls)});")
     body.append(f"return {NAME}_OK;")
     return tuple(body)
 
@@ -654,7 +661,9 @@ def build_context(plan: ModelPlan) -> RenderContext:
                    ("POOL_BYTES", plan.pool_bytes), ("CONSTANT_BYTES", plan.constant_bytes)),
         runtime_files=RUNTIME_FILES if plan.program is None else PROGRAM_RUNTIME_FILES,
         program=None if plan.program is None else program_view(plan),
-        context=context_view(plan, NAME) if has_context(plan) else None)
+        context=context_view(plan, NAME) if has_context(plan) else None,
+        profile_hook=f"{NAME}_PROFILE_CALL" if plan.program is None else "",
+        profile_calls=len(plan.calls))
 
 
 # ------------------------------------------------------------- metadata
@@ -706,7 +715,9 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
         "status_codes": [{"name": s.name, "macro": s.macro, "value": s.value,
                           "meaning": s.meaning} for s in ctx.status_macros],
         "kernels": [{"name": info.name, "source": info.source, "ops": list(info.ops),
-                     "anchor": info.anchor} for info in plan.kernel_info],
+                     "anchor": info.anchor, "nodes": list(info.nodes)}
+                    for info in plan.kernel_info],
+        "calls": [{"kernel": call.kernel, "nodes": list(call.nodes)} for call in plan.calls],
         "constants": [{"symbol": c.symbol, "c_name": f"{plan.name}_{c.symbol}",
                        "dtype": c.dtype.value, "size": int(c.values.size), "bytes": c.nbytes,
                        "alignment": c.alignment} for c in plan.constants],

@@ -32,6 +32,7 @@ a diagnostic at the offending node.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import keyword
@@ -54,6 +55,7 @@ from ..kernel.simplify import simplify_kernel
 from .group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_group,
                     unflatten)
 from ...passes.manager import current
+from ...progress import stage
 from ..plan.arena import InPlace, TensorLife, plan_memory, verify_plan
 from ..plan.model import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo, ModelPlan,
                           OutputTree, TensorSpec)
@@ -92,6 +94,7 @@ class _Step:
     outputs: list[_Slot]
     scratch: list[_Slot]
     inplace: tuple[int, ...]
+    nodes: tuple[str, ...] = ()      # the model's nodes this call computes
 
 
 class KernelTable:
@@ -126,20 +129,30 @@ class KernelTable:
         except LoweringError as e:
             culprit = group_ops(fn)
             raise _error(culprit[-1] if culprit else call, str(e)) from None
-        return group, self.kernel(group, [c.op.name for c in group_ops(fn)])
+        return group, self.kernel(group, [c.op.name for c in group_ops(fn)], group_nodes(fn))
 
-    def kernel(self, group: LoweredGroup, ops: Sequence[str]) -> str:
+    def kernel(self, group: LoweredGroup, ops: Sequence[str],
+               nodes: Sequence[str] = ()) -> str:
         """The C name of ``group``'s kernel, shared with an equal one.  The
         table holds the kernel simplified (:mod:`aot.emit.kernel.simplify`),
-        as the printer wants it."""
+        as the printer wants it.  ``nodes`` (the model's node names the
+        group came from) add to those of the kernel's earlier groups."""
         k = group.kernel
         key = (k.params, k.body)
         if key not in self.kernel_keys:
             cname = f"{self.name}_k{len(self.kernels)}"
             self.kernel_keys[key] = cname
             self.kernels.append(simplify_kernel(K.Kernel(cname, k.params, k.body)))
-            self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor))
-        return self.kernel_keys[key]
+            self.infos.append(KernelInfo(cname, group.source, tuple(ops), group.anchor,
+                                         tuple(dict.fromkeys(nodes))))
+            return cname
+        cname = self.kernel_keys[key]
+        index = next(i for i, info in enumerate(self.infos) if info.name == cname)
+        info = self.infos[index]
+        merged = tuple(dict.fromkeys((*info.nodes, *nodes)))
+        if merged != info.nodes:
+            self.infos[index] = dataclasses.replace(info, nodes=merged)
+        return cname
 
 
 class _Builder(KernelTable):
@@ -200,6 +213,18 @@ def _c_names(params: Sequence[Var], model: str) -> list[str]:
     return names
 
 
+def group_nodes(fn: Function) -> tuple[str, ...]:
+    """The names of the imported model's nodes (ONNX node names, TFLite
+    output tensors) whose operators are in the fused group, each once, in
+    the group's order; empty for Relay text."""
+    found: dict[str, None] = {}
+    for node in post_order(fn.body):
+        span = node.span
+        if isinstance(node, Call) and span is not None and span.node:
+            found.setdefault(span.node, None)
+    return tuple(found)
+
+
 def describe_group(fn: Function) -> str:
     """The fused group as text for the kernel's comment and metadata: one
     line per operator, ``%k = op(args) : type``."""
@@ -231,8 +256,16 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
     if entry not in mod:
         raise DiagnosticError(f"the module has no `@{entry}` function to compile")
     main = mod[entry]
-    b = _Builder(name)
+    with stage("lowering"):
+        b, inputs, outputs, tree = _lower(main, name)
+    with stage("planning"):
+        return _finish(b, name, arena, inputs, outputs, tree)
 
+
+def _lower(main: Function, name: str) -> tuple[_Builder, list[TensorSpec],
+                                               list[tuple[_Slot, _Slot | None]], OutputTree]:
+    """Every kernel and step of ``main``, in order; nothing planned yet."""
+    b = _Builder(name)
     inputs: list[TensorSpec] = []
     values: dict[int, _Value] = {}
     c_names = _c_names(main.params, name)
@@ -256,7 +289,7 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
     result = values[id(main.body)]
     _tensor_type(main.body.checked_type, main.body, "the result of main")
     outputs, tree = _bind_outputs(b, result)
-    return _finish(b, name, arena, inputs, outputs, tree)
+    return b, inputs, outputs, tree
 
 
 _FEATURES = {Let: "a let binding of a closure or an effect", If: "if-then-else",
@@ -312,7 +345,8 @@ def _kernel_call(b: _Builder, call: Call, values: dict[int, _Value]) -> _Value:
     out_types = _tensor_type(call.checked_type, call, "a result")
     outs = [b.temp(t) for t in out_types]
     scratch = [b.temp(TensorType(buf.shape, buf.dtype)) for buf in group.scratch]
-    b.steps.append(_Step(cname, args, consts, outs, scratch, group.inplace_inputs))
+    b.steps.append(_Step(cname, args, consts, outs, scratch, group.inplace_inputs,
+                         group_nodes(call.op) if isinstance(call.op, Function) else ()))
     if isinstance(call.checked_type, TupleType):
         leaves = list(outs)
         return unflatten(call.checked_type, leaves)
@@ -407,7 +441,7 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         args += [BufferRef(ArgKind.CONST, c.dtype, int(c.values.size), symbol=c.symbol)
                  for c in (constants[sym] for sym in step.consts)]
         args += [ref(s) for s in (*step.outputs, *step.scratch)]
-        calls.append(KernelCall(step.kernel, tuple(args)))
+        calls.append(KernelCall(step.kernel, tuple(args), step.nodes))
 
     return ModelPlan(
         name=name, inputs=tuple(inputs), outputs=tuple(outputs), output_tree=tree,

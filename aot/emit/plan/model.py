@@ -125,18 +125,22 @@ class KernelCall:
 
     kernel: str
     args: tuple[BufferRef, ...]
+    #: the imported model's nodes this call computes (see KernelInfo.nodes)
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class KernelInfo:
     """metadata.json's record of one kernel: its C name, the IR it came
-    from (the fused group printed, one line per operator) and the operator
-    names in it."""
+    from (the fused group printed, one line per operator), the operator
+    names in it and the names of the imported model's nodes fused into it
+    (ONNX node names, TFLite output tensors; empty for Relay text)."""
 
     name: str
     source: str
     ops: tuple[str, ...]
     anchor: str | None = None
+    nodes: tuple[str, ...] = ()
 
 
 OutputTree = Union[int, tuple["OutputTree", ...]]

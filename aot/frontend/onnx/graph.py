@@ -53,7 +53,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ...diagnostics import warn
+from ...diagnostics import node_span, warn
 from ...ir.expr import Expr, Function, Tuple, Var
 from ...ir.module import IRModule
 from ...ir.types import TensorType
@@ -157,6 +157,12 @@ def node_label(proto: onnx.NodeProto, index: int) -> str:
     if outs:
         return f"node #{index} ({proto.op_type}) producing '{outs[0]}'"
     return f"node #{index} ({proto.op_type})"
+
+
+def node_name(proto: onnx.NodeProto) -> str:
+    """How kernels and diagnostics name a node: its name, or (exporters
+    leave it empty) its first output's, which viewers such as Netron show."""
+    return proto.name or next((o for o in proto.output if o), proto.op_type)
 
 
 def default_opset(model: onnx.ModelProto) -> int | None:
@@ -291,10 +297,13 @@ def _convert_node(ctx: Context, item: _Planned, values: dict[str, Expr], opset: 
                              "the node")
         inputs.append(values[name])
     node = Node(ctx, proto, item.label, item.version, opset, inputs)
+    ctx.span = node_span(ctx.source, node_name(proto))
     try:
         results = list(item.converter.convert(node))
     except ConvertError as exc:
         raise file_error(ctx.source, f"{item.label}: {exc.message}") from None
+    finally:
+        ctx.span = None
     for i, name in enumerate(proto.output):
         if not name:
             continue

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ...diagnostics import node_span
 from ...ir.expr import Expr, Function, Tuple, Var
 from ...ir.module import IRModule
 from ...ir.types import TensorType
@@ -177,6 +178,10 @@ def import_model(model: ModelData, source: str) -> IRModule:
 def _convert(ctx: Context, info: OperatorInfo, fn: ConvertFn, model: ModelData,
              values: dict[int, Expr]) -> None:
     op = Op(ctx, info, model, values)
+    # TFLite operators have no names: an operator is known by its first
+    # output tensor's (as Netron and the TFLite tools show it)
+    named = next((model.tensors[k].name for k in info.outputs if model.tensors[k].name), "")
+    ctx.span = node_span(ctx.source, named or info.label)
     try:
         results = list(fn(op))
         assert len(results) == len(info.outputs), (info.label, len(results))
@@ -184,6 +189,8 @@ def _convert(ctx: Context, info: OperatorInfo, fn: ConvertFn, model: ModelData,
             _check_output(op, model.tensors[k], e)
     except ConvertError as exc:
         raise file_error(ctx.source, f"{info.label}: {exc.message}") from None
+    finally:
+        ctx.span = None
     for k, e in zip(info.outputs, results):
         values[k] = e
 

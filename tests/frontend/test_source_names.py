@@ -1,0 +1,98 @@
+"""Source names end to end: the imported model's node names (ONNX node
+names, TFLite output tensors) ride on the expressions' spans through the
+passes into each kernel's C comment and metadata.json's kernel entries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aot
+from aot.diagnostics import Diagnostic, node_span
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper  # noqa: E402
+
+from onnx_helpers import model  # noqa: E402
+
+TFLITE_MODELS = Path(__file__).resolve().parent / "tflite_models"
+
+
+def conv_bn_relu_twice() -> onnx.ModelProto:
+    """Two identical conv -> batch norm -> relu layers (one shared kernel)
+    and a softmax; the second relu has no name (exporters often leave it
+    empty): it is known by its output."""
+    rng = np.random.default_rng(0)
+    inits = {"w1": rng.standard_normal((4, 4, 3, 3)).astype(np.float32),
+             "w2": rng.standard_normal((4, 4, 3, 3)).astype(np.float32)}
+    for k in (1, 2):
+        inits[f"g{k}"] = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+        inits[f"b{k}"] = rng.standard_normal(4).astype(np.float32)
+        inits[f"m{k}"] = rng.standard_normal(4).astype(np.float32)
+        inits[f"v{k}"] = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "g1", "b1", "m1", "v1"], ["n1"],
+                         name="bn1"),
+        helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c2", "g2", "b2", "m2", "v2"], ["n2"],
+                         name="bn2"),
+        helper.make_node("Relu", ["n2"], ["relu2_out"]),
+        helper.make_node("Flatten", ["relu2_out"], ["f"], name="flatten"),
+        helper.make_node("Softmax", ["f"], ["y"], name="softmax"),
+    ]
+    return model(nodes, {"x": (np.float32, (1, 4, 6, 6))}, ["y"], inits)
+
+
+def compiled(tmp_path: Path, mod, name: str) -> tuple[dict, str]:
+    art = aot.compile(mod, tmp_path / name, name=name, build=False)
+    meta = json.loads((art.root / "metadata.json").read_text())
+    return meta, (art.root / "src" / f"{name}.c").read_text()
+
+
+def test_onnx_node_names_reach_the_kernels(tmp_path):
+    mod = aot.from_onnx(conv_bn_relu_twice(), source_name="net.onnx")
+    meta, c_text = compiled(tmp_path, mod, "net")
+    # the two layers lower to one kernel, which lists both layers' nodes
+    # (batch norm folded into the convolution's weights and bias)
+    assert [(k["ops"], k["nodes"]) for k in meta["kernels"]] == [
+        (["nn.conv2d", "nn.bias_add", "nn.relu"],
+         ["conv1", "bn1", "relu1", "conv2", "bn2", "relu2_out"]),
+        (["reshape", "nn.softmax"], ["flatten", "softmax"])]
+    for kernel in meta["kernels"]:
+        assert kernel["nodes"], kernel
+        assert f"model nodes: {', '.join(kernel['nodes'])}" in c_text
+
+
+def test_relay_text_has_no_model_nodes(tmp_path):
+    mod = aot.infer_types(aot.parse(
+        "def @main(%x: Tensor[(4), float32]) { nn.relu(%x + 1f) }", source_name="p.relay"))
+    meta, c_text = compiled(tmp_path, mod, "p")
+    assert [k["nodes"] for k in meta["kernels"]] == [[]]
+    assert "model nodes:" not in c_text
+
+
+def test_tflite_operators_are_named_by_their_outputs(tmp_path):
+    pytest.importorskip("tflite")
+    mod = aot.from_tflite(str(TFLITE_MODELS / "cnn_i8.tflite"))
+    meta, c_text = compiled(tmp_path, mod, "cnn")
+    assert [k["nodes"] for k in meta["kernels"]] == [["conv1"], ["dw1"], ["pool1"],
+                                                     ["flat", "logits"]]
+    assert "model nodes: flat, logits" in c_text
+
+
+def test_the_generated_c_stays_deterministic(tmp_path):
+    first = compiled(tmp_path / "a", aot.from_onnx(conv_bn_relu_twice()), "net")
+    second = compiled(tmp_path / "b", aot.from_onnx(conv_bn_relu_twice()), "net")
+    assert first == second
+
+
+def test_a_node_span_names_the_node_in_diagnostics():
+    span = node_span("net.onnx", "conv1")
+    assert str(span) == "net.onnx: node 'conv1'"
+    assert Diagnostic("bad weights", span).render() == "net.onnx: node 'conv1': error: bad weights"
+    assert span.merge(node_span("net.onnx", "relu1")) == span
