@@ -523,7 +523,9 @@ def _even_average(an: Analysis, node: Expr, rep: Acc, site: QSite) -> Core | Non
     plus one when ``2 * (S mod n) + (d mod 2) > n`` (above the half, or
     on it with ``d`` odd).  Ties are frequent (``n = 64`` for an 8x8
     pool); ``qnn.requantize`` and TFLite's average round them away from
-    zero."""
+    zero.  Only an even ``n`` has ties (``S / n = m + 1/2`` needs ``2S =
+    n (2m + 1)``); an odd one keeps ``qnn.avg_pool2d`` or the
+    requantize, which then give the same integers."""
     if not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in _AVERAGES):
         return None
     x = an.exact(node.args[0])
@@ -532,7 +534,7 @@ def _even_average(an: Analysis, node: Expr, rep: Acc, site: QSite) -> Core | Non
             or rep.axis is not None or rep.scale.size != 1:
         return None
     n = round(float(x.params.scale) / float(rep.scale))
-    if n < 1 or (np.float64(x.params.scale) / n).astype(np.float32) != rep.scale.reshape(()) \
+    if n < 2 or n % 2 or (np.float64(x.params.scale) / n).astype(np.float32) != rep.scale.reshape(()) \
             or 2 * (rep.bound + n) >= SAFE:
         return None
     n_c = Constant(np.array(n, np.int32))
