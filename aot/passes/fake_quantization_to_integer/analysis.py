@@ -534,8 +534,8 @@ def _even_average(an: Analysis, node: Expr, rep: Acc, site: QSite) -> Core | Non
             or rep.axis is not None or rep.scale.size != 1:
         return None
     n = round(float(x.params.scale) / float(rep.scale))
-    if n < 2 or n % 2 or (np.float64(x.params.scale) / n).astype(np.float32) != rep.scale.reshape(()) \
-            or 2 * (rep.bound + n) >= SAFE:
+    if n < 2 or n % 2 or 2 * (rep.bound + n) >= SAFE \
+            or (np.float64(x.params.scale) / n).astype(np.float32) != rep.scale.reshape(()):
         return None
     n_c = Constant(np.array(n, np.int32))
     two = Constant(np.array(2, np.int32))
