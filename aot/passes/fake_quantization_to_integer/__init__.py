@@ -105,6 +105,13 @@ it can finish with ``Q``'s parameters:
 * ``add``/``subtract``/``multiply`` of Exact operands (or of an Exact one
   and a constant): ``qnn.add``/``qnn.subtract``/``qnn.mul`` with ``Q``'s
   parameters;
+* at an ONNX QuantizeLinear (which rounds half to even), an average
+  (``nn.avg_pool2d``, ``nn.global_avg_pool2d``, ``mean``) of an Exact
+  operand with the quantize's own parameters and an even divisor ``n``:
+  ``round_half_even(S / n) + z`` in integers (``floor_divide``,
+  ``floor_mod``), the exact result; ties are frequent there and both
+  ``qnn.requantize`` and TFLite's average round them away from zero
+  (``qnn.quantize`` sites keep those);
 * ``nn.avg_pool2d`` of a per-tensor Exact operand: ``qnn.avg_pool2d``
   (TFLite's AveragePool: with ``Q``'s parameters equal to the operand's,
   the exact average ``r/s + z`` rounded once; else requantized, when half

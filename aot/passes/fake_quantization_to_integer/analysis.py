@@ -204,7 +204,7 @@ class Analysis:
         interior = [nm[_ONNX_DIV][0], nm[_ONNX_ROUND][0], clip]
         if z_node is not None:
             interior.append(nm[_ONNX_ADD][0])
-        return QSite(node, data, params, tuple(interior), narrow, t)
+        return QSite(node, data, params, tuple(interior), narrow, t, ties_even=True)
 
     def quantized(self, site: QSite, value: float | np.ndarray) -> np.ndarray:
         """``Q(value)``: the site's own quantize evaluated on a constant.  A
@@ -332,6 +332,10 @@ class Analysis:
 
     def _core(self, node: Expr, site: QSite) -> Core | None:
         rep = self.reps.get(node)
+        if site.ties_even and isinstance(rep, Acc):
+            core = _even_average(self, node, rep, site)
+            if core is not None:
+                return core
         if isinstance(node, Call) and isinstance(node.op, Op) \
                 and node.op.name == "nn.avg_pool2d":
             core = self._avg_pool(node, site)
@@ -505,6 +509,51 @@ def _tail_ok(t: Call, site: QSite) -> bool:
 
 
 # ====================================================================== finishing a core
+
+#: the averages whose accumulator is the integer sum ``S`` of ``q - z``
+_AVERAGES = ("nn.avg_pool2d", "nn.global_avg_pool2d", "mean")
+
+
+def _even_average(an: Analysis, node: Expr, rep: Acc, site: QSite) -> Core | None:
+    """An average quantized by ONNX's QuantizeLinear with its operand's own
+    parameters (onnxruntime's quantizer gives AveragePool and
+    GlobalAveragePool those): the float program computes ``s * S / n``,
+    divides by ``s`` and rounds half to even, so its exact result is
+    ``round_half_even(S / n) + z`` -- in integers ``d = floor(S / n)``
+    plus one when ``2 * (S mod n) + (d mod 2) > n`` (above the half, or
+    on it with ``d`` odd).  Ties are frequent (``n = 64`` for an 8x8
+    pool); ``qnn.requantize`` and TFLite's average round them away from
+    zero.  Only an even ``n`` has ties (``S / n = m + 1/2`` needs ``2S =
+    n (2m + 1)``); an odd one keeps ``qnn.avg_pool2d`` or the
+    requantize, which then give the same integers."""
+    if not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in _AVERAGES):
+        return None
+    x = an.exact(node.args[0])
+    out = site.params
+    if x is None or not x.params.per_tensor or not x.params.same(out) \
+            or rep.axis is not None or rep.scale.size != 1:
+        return None
+    n = round(float(x.params.scale) / float(rep.scale))
+    if n < 2 or n % 2 or 2 * (rep.bound + n) >= SAFE \
+            or (np.float64(x.params.scale) / n).astype(np.float32) != rep.scale.reshape(()):
+        return None
+    n_c = Constant(np.array(n, np.int32))
+    two = Constant(np.array(2, np.int32))
+    d = make_call("floor_divide", rep.expr, n_c, like=node)
+    twice_r = make_call("multiply", make_call("floor_mod", rep.expr, n_c, like=node), two,
+                        like=node)
+    key = make_call("add", twice_r, make_call("floor_mod", d, two, like=node), like=node)
+    up = make_call("cast", make_call("greater", key, n_c, like=node), attrs=CastAttrs(dtype=I32),
+                   like=node)
+    q = make_call("add", d, up, like=node)
+    if np.any(out.zero_point):
+        q = make_call("add", q, Constant(np.array(out.zero_point, np.int32).reshape(())),
+                      like=node)
+    lo, hi = quant.dtype_range(out.dtype.np)
+    q = make_call("clip", q, attrs=ClipAttrs(float(lo), float(hi)), like=node)
+    expr = make_call("cast", q, attrs=CastAttrs(dtype=out.dtype), like=node)
+    return Core(expr, 0.0, rep.cell)
+
 
 def _finish_exact(rep: Exact, site: QSite) -> Core | None:
     out = site.params

@@ -214,8 +214,10 @@ Rep = Exact | Acc
 @dataclass(frozen=True, eq=False)
 class QSite:
     """A quantize: ``node`` quantizes the float ``data`` with ``params``;
-    ``interior`` are the other float nodes of a composite quantize and
-    ``narrow`` its clip range when narrower than the dtype's."""
+    ``interior`` are the other float nodes of a composite quantize,
+    ``narrow`` its clip range when narrower than the dtype's and
+    ``ties_even`` whether it rounds ties to even (ONNX's QuantizeLinear)
+    rather than away from zero (``qnn.quantize``)."""
 
     node: Call
     data: Expr
@@ -223,6 +225,7 @@ class QSite:
     interior: tuple[Expr, ...]
     narrow: tuple[int, int] | None
     ttype: TensorType
+    ties_even: bool = False
 
 
 @dataclass(frozen=True, eq=False)
