@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..diagnostics import DiagnosticError, Span
+from ..diagnostics import DiagnosticError, Span, node_span
 from ..interpreter import Interpreter
 from ..ir.attrs import NO_ATTRS, AttrError, Attrs
 from ..ir.dtype import DType
@@ -75,8 +75,13 @@ class Context:
         self._values[node] = node.data
         return node
 
-    def param(self, name: str, t: TensorType) -> Var:
-        v = Var(name, t)
+    def param(self, name: str, t: TensorType, model_name: str = "") -> Var:
+        """A parameter of ``@main``; ``model_name`` is the model's own name
+        for it when ``name`` had to be made a C identifier (``input.1`` ->
+        ``input_1``): its span carries it to the artifact's metadata, so a
+        loaded model takes the input by either name."""
+        span = node_span(self.source, model_name) if model_name and model_name != name else None
+        v = Var(name, t, span=span)
         self.types[v] = t
         return v
 

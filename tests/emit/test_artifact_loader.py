@@ -192,6 +192,29 @@ def test_bad_arguments_are_diagnostics(models, args, message):
     assert "model `addscale`" in str(info.value)
 
 
+def test_inputs_by_name(models):
+    """Keyword arguments by the inputs' names, alone or after positional ones."""
+    model = models["addscale"]
+    x = RNG.normal(size=(2, 3)).astype(np.float32)
+    y = RNG.normal(size=(2, 3)).astype(np.float32)
+    want = model(x, y)
+    assert_bits_equal(model(x=x, y=y), want)
+    assert_bits_equal(model(y=y, x=x), want)
+    assert_bits_equal(model(x, y=y), want)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"z": _x()}, r"has no input named `z` \(inputs: x, y\)"),
+    ({"y": _x()}, r"takes 2 input\(s\) \(x, y\), got 1 \(missing: x\)"),
+    ({"x": _x(), "y": _x(), "w": _x()}, "no input named `w`"),
+])
+def test_bad_keyword_arguments_are_diagnostics(models, kwargs, message):
+    with pytest.raises(DiagnosticError, match=message):
+        models["addscale"](**kwargs)
+    with pytest.raises(DiagnosticError, match="input `x` given twice"):
+        models["addscale"](_x(), x=_x(), y=_x())
+
+
 def test_python_floats_for_integer_inputs_are_refused(models):
     with pytest.raises(DiagnosticError, match="float64 values cannot be converted to int32"):
         models["tuples"]([1.0, 2.0, 3.0, 4.0], 1)

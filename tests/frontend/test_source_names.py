@@ -96,3 +96,24 @@ def test_a_node_span_names_the_node_in_diagnostics():
     assert str(span) == "net.onnx: node 'conv1'"
     assert Diagnostic("bad weights", span).render() == "net.onnx: node 'conv1': error: bad weights"
     assert span.merge(node_span("net.onnx", "relu1")) == span
+
+
+def test_a_loaded_model_takes_inputs_by_the_models_own_names(tmp_path):
+    """An ONNX graph input whose name is not a C identifier (``input.1``,
+    as torch's exporter writes them) is the C parameter ``input_1``; the
+    loaded model takes it by either name, and metadata.json keeps both."""
+    graph = helper.make_graph(
+        [helper.make_node("Sub", ["input.1", "bias-2"], ["y"])], "g",
+        [helper.make_tensor_value_info("input.1", onnx.TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("bias-2", onnx.TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    mod = aot.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    art = aot.compile(mod, tmp_path / "a", name="named")
+    meta = json.loads((art.root / "metadata.json").read_text())
+    assert [(i["name"], i["source_name"]) for i in meta["inputs"]] == \
+        [("input_1", "input.1"), ("bias_2", "bias-2")]
+    run = aot.load(art)
+    x, b = np.array([3, 5], np.float32), np.array([1, 2], np.float32)
+    for got in (run(x, b), run(**{"input.1": x, "bias-2": b}), run(input_1=x, bias_2=b),
+                run(x, **{"bias-2": b})):
+        np.testing.assert_array_equal(got, [2, 3])

@@ -88,6 +88,9 @@ class _NoLock:
         return None
 
 
+_MISSING = object()   # an input no argument gave
+
+
 @dataclass(frozen=True, slots=True)
 class TensorInfo:
     """A model input or output as recorded in metadata.json."""
@@ -231,11 +234,11 @@ class CompiledModel:
 
     # -- the call ------------------------------------------------------
 
-    def __call__(self, *args: Any) -> Any:
-        if len(args) != len(self.inputs):
-            names = ", ".join(t.name for t in self.inputs) or "none"
-            raise DiagnosticError(f"model `{self.name}` takes {len(self.inputs)} input(s) "
-                                  f"({names}), got {len(args)}")
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the model on its inputs, by position or by name (the input's
+        C name or, if it differs, the model's own name for it, e.g. an ONNX
+        graph input ``input.1``: pass those as ``**{"input.1": x}``)."""
+        args = self._bind(args, kwargs)
         arrays = [self._convert(info, value) for info, value in zip(self.inputs, args)]
         pointers = [self._pointer(a, info.c_type) for a, info in zip(arrays, self.inputs)]
         results = []
@@ -254,6 +257,28 @@ class CompiledModel:
             raise DiagnosticError(f"model `{self.name}` failed with status {status} "
                                   f"({macro}: {meaning})")
         return self._shape(self.output_tree, results)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The inputs in order, from positional then keyword arguments."""
+        names = ", ".join(t.name for t in self.inputs) or "none"
+        if len(args) > len(self.inputs):
+            raise DiagnosticError(f"model `{self.name}` takes {len(self.inputs)} input(s) "
+                                  f"({names}), got {len(args) + len(kwargs)}")
+        bound: list[Any] = list(args) + [_MISSING] * (len(self.inputs) - len(args))
+        for key, value in kwargs.items():
+            found = [t.index for t in self.inputs if key in (t.name, t.source_name)]
+            if not found:
+                raise DiagnosticError(f"model `{self.name}` has no input named `{key}` "
+                                      f"(inputs: {names})")
+            if bound[found[0]] is not _MISSING:
+                raise DiagnosticError(f"model `{self.name}`: input `{key}` given twice")
+            bound[found[0]] = value
+        missing = [t.name for t in self.inputs if bound[t.index] is _MISSING]
+        if missing:
+            raise DiagnosticError(f"model `{self.name}` takes {len(self.inputs)} input(s) "
+                                  f"({names}), got {len(args) + len(kwargs)} (missing: "
+                                  f"{', '.join(missing)})")
+        return tuple(bound)
 
     def context(self) -> CompiledModel:
         """A callable like this one on a context of its own (the reentrant

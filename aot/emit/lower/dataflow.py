@@ -276,7 +276,8 @@ def _lower(main: Function, name: str) -> tuple[_Builder, list[TensorSpec],
                             "tensor parameters only")
         t = leaves[0]
         slot = _Slot(ArgKind.INPUT, f"in{len(inputs)}", t.dtype, tuple(t.shape), len(inputs))
-        inputs.append(TensorSpec(cname, tuple(t.shape), t.dtype, p.name_hint))
+        model_name = p.span.node if p.span is not None and p.span.node else p.name_hint
+        inputs.append(TensorSpec(cname, tuple(t.shape), t.dtype, model_name))
         values[id(p)] = slot
 
     order = post_order(main.body, into_functions=False)

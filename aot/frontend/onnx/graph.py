@@ -266,7 +266,7 @@ def import_graph(model: onnx.ModelProto, source: str,
     params: list[Var] = []
     names = sanitize_names(list(input_types))
     for (onnx_name, t), name in zip(input_types.items(), names):
-        v = ctx.param(name, t)
+        v = ctx.param(name, t, onnx_name)
         params.append(v)
         values[onnx_name] = v
     for item in planned:

@@ -149,7 +149,7 @@ def _params(ctx: Context, model: ModelData, source: str) -> list[Var]:
                 if t.is_dynamic else f"type {t.type_name}"
             raise file_error(source, f"input tensor '{t.name}' has {what}, which is not "
                              "supported")
-        params.append(ctx.param(name, TensorType(t.shape, t.dtype)))
+        params.append(ctx.param(name, TensorType(t.shape, t.dtype), t.name))
     return params
 
 
