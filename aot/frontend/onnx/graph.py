@@ -47,7 +47,7 @@ together.  A converter rejects a node by raising through
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import onnx
@@ -82,8 +82,14 @@ class Node(ContextUser):
     """One ONNX node as its converter sees it."""
 
     def __init__(self, ctx: Context, proto: onnx.NodeProto, label: str, version: int,
-                 opset: int, inputs: list[Expr | None]) -> None:
+                 opset: int, inputs: list[Expr | None],
+                 scope: dict[str, Expr] | None = None,
+                 domains: dict[str, int] | None = None) -> None:
         self.ctx = ctx
+        #: the values visible at the node (by ONNX name): what a subgraph
+        #: attribute (If's branches, Loop's body) may refer to
+        self.scope: dict[str, Expr] = scope if scope is not None else {}
+        self.domains: dict[str, int] = domains if domains is not None else {"": opset}
         self.proto = proto
         self.label = label
         self.op_type = proto.op_type
@@ -132,6 +138,15 @@ class Node(ContextUser):
     def rank(self, e: Expr) -> int:
         return len(self.ctx.shape(e))
 
+    def subgraph(self, attr: str, inputs: list[Expr]) -> list[Expr]:
+        """The outputs of the graph attribute ``attr`` converted with its
+        inputs bound to ``inputs`` and the node's scope visible (see
+        :func:`convert_subgraph`)."""
+        graph = self.attrs.get(attr)
+        if not isinstance(graph, onnx.GraphProto):
+            raise self.error(f"the graph attribute '{attr}' is required")
+        return convert_subgraph(self, graph, inputs)
+
 
 def _fmt_attr(v: Any) -> str:
     if isinstance(v, (list, tuple)):
@@ -172,12 +187,16 @@ def default_opset(model: onnx.ModelProto) -> int | None:
     return None
 
 
-def _plan(model: onnx.ModelProto, source: str, opset: int) -> list[_Planned]:
+def _domains(model: onnx.ModelProto) -> dict[str, int]:
+    return {normalize_domain(i.domain): int(i.version) for i in model.opset_import}
+
+
+def _plan(nodes: Sequence[onnx.NodeProto], source: str, opset: int,
+          domains: dict[str, int]) -> list[_Planned]:
     """Every node's converter and schema version; all problems at once."""
-    domains = {normalize_domain(i.domain): int(i.version) for i in model.opset_import}
     errors: list[str] = []
     planned: list[_Planned] = []
-    for index, proto in enumerate(model.graph.node):
+    for index, proto in enumerate(nodes):
         label = node_label(proto, index)
         domain = normalize_domain(proto.domain)
         if domain != "":
@@ -253,7 +272,8 @@ def import_graph(model: onnx.ModelProto, source: str,
     opset = default_opset(model)
     assert opset is not None and opset >= MIN_OPSET
     graph = model.graph
-    planned = _plan(model, source, opset)
+    domains = _domains(model)
+    planned = _plan(graph.node, source, opset, domains)
     ctx = Context(source)
     values: dict[str, Expr] = {}
     for init in graph.initializer:
@@ -270,7 +290,7 @@ def import_graph(model: onnx.ModelProto, source: str,
         params.append(v)
         values[onnx_name] = v
     for item in planned:
-        _convert_node(ctx, item, values, opset)
+        _convert_node(ctx, item, values, opset, domains)
     outputs: list[Expr] = []
     for out in graph.output:
         if out.name not in values:
@@ -285,7 +305,40 @@ def import_graph(model: onnx.ModelProto, source: str,
     return mod
 
 
-def _convert_node(ctx: Context, item: _Planned, values: dict[str, Expr], opset: int) -> None:
+def convert_subgraph(outer: Node, graph: onnx.GraphProto, inputs: list[Expr]) -> list[Expr]:
+    """The outputs of ``graph``, a graph attribute of ``outer`` (If's
+    branches, Loop's body), converted into the same context: its inputs
+    are bound to ``inputs`` (expressions the caller built, usually the
+    parameters of a function), its initializers become constants, and
+    every value of ``outer``'s scope is visible by name (ONNX's outer-scope
+    references; the subgraph's own names shadow them).  The result refers
+    to outer values directly: the caller places it (an ``if`` branch, a
+    function body), and closures capture what a function body uses."""
+    ctx = outer.ctx
+    if len(graph.input) != len(inputs):
+        raise outer.error(f"the subgraph '{graph.name}' has {len(graph.input)} inputs, "
+                          f"{len(inputs)} expected")
+    values = dict(outer.scope)
+    for init in graph.initializer:
+        values[init.name] = ctx.constant(tensor_to_array(init, f"initializer '{init.name}'"))
+    if len(graph.sparse_initializer):
+        raise outer.error("sparse initializers are not supported")
+    for inp, e in zip(graph.input, inputs):
+        values[inp.name] = e
+    planned = _plan(graph.node, ctx.source, outer.opset, outer.domains)
+    for item in planned:
+        _convert_node(ctx, item, values, outer.opset, outer.domains)
+    outputs = []
+    for out in graph.output:
+        if out.name not in values:
+            raise outer.error(f"output '{out.name}' of the subgraph '{graph.name}' is not "
+                              "computed by any node")
+        outputs.append(values[out.name])
+    return outputs
+
+
+def _convert_node(ctx: Context, item: _Planned, values: dict[str, Expr], opset: int,
+                  domains: dict[str, int]) -> None:
     proto = item.proto
     inputs: list[Expr | None] = []
     for name in proto.input:
@@ -296,14 +349,15 @@ def _convert_node(ctx: Context, item: _Planned, values: dict[str, Expr], opset: 
             raise file_error(ctx.source, f"{item.label}: input '{name}' is not defined before "
                              "the node")
         inputs.append(values[name])
-    node = Node(ctx, proto, item.label, item.version, opset, inputs)
+    node = Node(ctx, proto, item.label, item.version, opset, inputs, values, domains)
+    outer_span = ctx.span
     ctx.span = node_span(ctx.source, node_name(proto))
     try:
         results = list(item.converter.convert(node))
     except ConvertError as exc:
         raise file_error(ctx.source, f"{item.label}: {exc.message}") from None
     finally:
-        ctx.span = None
+        ctx.span = outer_span
     for i, name in enumerate(proto.output):
         if not name:
             continue

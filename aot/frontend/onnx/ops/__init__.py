@@ -2,6 +2,7 @@
 package registers them all."""
 
 from . import activation
+from . import control
 from . import conv
 from . import index
 from . import init
