@@ -55,12 +55,12 @@ CLAIMED = frozenset("""
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
     Cosh DepthToSpace DequantizeLinear Div Dropout Elu Equal Erf Exp Expand
     Flatten Floor Gather GatherElements Gelu Gemm GlobalAveragePool
-    GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If IsInf
-    IsNaN LRN LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
+    GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If IsInf
+    IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
     MatMul Max MaxPool Mean Min Mod Mul Neg Not OneHot Or PRelu Pad Pow
     QLinearConv QLinearMatMul QuantizeLinear Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
-    ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
+    RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
     Sin Sinh Size Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt
     Squeeze Sub Sum Tan Tanh Tile TopK Transpose Unsqueeze Where Xor
 """.split())

@@ -12,6 +12,7 @@ from . import norm
 from . import pad
 from . import pool
 from . import quant
+from . import recurrent
 from . import reduce
 from . import resize
 from . import shape
