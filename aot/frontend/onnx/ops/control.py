@@ -40,7 +40,8 @@ whole accumulator each step (O(n) per step): simple, type-generic, and
 made of operators the backends already have; a dynamic slice update
 operator would make it O(1).
 
-Versions (opsets 11 to 21): If 11, 13, 16, 19, 21; Loop 11, 13, 16, 19, 21.
+Versions: 11, 13, 16, 19, 21 (opsets 11 to 21) and 23, 24, 25, which only widen
+the element types, for both.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def pack(node: Node, fields: list[Expr]) -> Expr:
 
 # ==================================================================== If
 
-@converter("If", (11, 13, 16, 19, 21))
+@converter("If", (11, 13, 16, 19, 21, 23, 24, 25))
 def convert_if(node: Node) -> list[Expr]:
     cond = scalar_bool(node, node.input(0), "the condition")
     known = node.ctx.const_value(cond)
@@ -181,7 +182,7 @@ def _trip_count(node: Node) -> Expr | None:
     return node.call("reshape", [m], newshape=()) if node.shape(m) else m
 
 
-@converter("Loop", (11, 13, 16, 19, 21))
+@converter("Loop", (11, 13, 16, 19, 21, 23, 24, 25))
 def convert_loop(node: Node) -> list[Expr]:
     import onnx
     ctx = node.ctx
