@@ -1,0 +1,438 @@
+"""Gradient rules: the ``grad`` column of the operator records.
+
+Design note
+-----------
+As Relay's ``python/tvm/relay/op/_tensor_grad.py`` (``register_gradient``),
+each rule maps a typed call and the gradient of its result (``g``, same
+type as the result) to the adjoint of each argument: expressions built
+from operator calls of the catalogue, so the gradient program is an
+ordinary program that type inference, the optimizer and the C backend
+handle like any other.  :func:`~aot.ir.ops.common.defop` fills the column
+from :data:`RULES`, so the operator records need no change.
+
+Conventions, where we differ from Relay (same values, fewer kernels):
+
+* ``call`` itself stands for the call's result; automatic differentiation
+  binds the result once and substitutes it (so ``exp``'s rule is
+  ``g * exp(x)`` computed as ``g * call``, not a second ``exp``).
+* A broadcasting operand's adjoint is summed back to its shape with
+  ``collapse_sum_like`` only when the shapes differ.
+* ``None`` is a zero adjoint that costs nothing (an index, a condition,
+  the shape source of ``*_like``): Relay's LazyGradientInit idea at the
+  rule level.
+* Shapes are static (the rules read ``checked_type``), so reshapes back
+  to an operand's shape use ``reshape`` with the known shape.
+
+:data:`NOT_DIFFERENTIABLE` says, for every other operator of the catalogue,
+why it has no rule; ``tests/test_gradient_rules.py`` checks that the two
+tables cover the catalogue exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..expr import Call, Constant, Expr, op
+from ..types import TensorType
+
+__all__ = ["RULES", "NOT_DIFFERENTIABLE", "why_not_differentiable", "call", "tensor_type"]
+
+Adjoints = list[Optional[Expr]]
+Rule = Callable[[Call, Expr], Sequence[Optional[Expr]]]
+
+
+# ------------------------------------------------------------ building blocks
+
+def call(name: str, *args: Expr, **attrs: Any) -> Call:
+    """A call of operator ``name``; ``attrs`` converted by its attrs class
+    (the C++ defaults of Relay for omitted ones)."""
+    from ..registry import lookup
+    op_def = lookup(name)
+    assert op_def is not None, name
+    return Call(op(name), tuple(args), op_def.attrs_type.from_raw(attrs))
+
+
+def tensor_type(e: Expr) -> TensorType:
+    t = e.checked_type
+    assert isinstance(t, TensorType), f"gradient rule on an untyped or non-tensor value: {t}"
+    return t
+
+
+def _shape(e: Expr) -> tuple[int, ...]:
+    shape = tensor_type(e).shape
+    assert all(isinstance(d, int) for d in shape), "gradient rules need static shapes"
+    return tuple(int(d) for d in shape)  # type: ignore[arg-type]
+
+
+def _scalar(value: float, like: Expr) -> Constant:
+    dt = tensor_type(like).dtype
+    return Constant(np.asarray(value, dtype=dt.np))
+
+
+def _add(a: Expr, b: Expr) -> Expr:
+    return call("add", a, b)
+
+
+def _sub(a: Expr, b: Expr) -> Expr:
+    return call("subtract", a, b)
+
+
+def _mul(a: Expr, b: Expr) -> Expr:
+    return call("multiply", a, b)
+
+
+def _div(a: Expr, b: Expr) -> Expr:
+    return call("divide", a, b)
+
+
+def _neg(a: Expr) -> Expr:
+    return call("negative", a)
+
+
+def _collapse(g: Expr, out: Call, x: Expr) -> Expr:
+    """``g`` (of ``out``'s shape) summed back to ``x``'s shape."""
+    if _shape(out) == _shape(x):
+        return g
+    return call("collapse_sum_like", g, x)
+
+
+def _attr(c: Call, name: str) -> Any:
+    """Attribute ``name`` of the call (each operator has its own attrs class)."""
+    return getattr(c.attrs, name)
+
+
+def _reduce_axes(c: Call) -> list[int]:
+    """The axes a reduction ``c`` reduces, nonnegative and sorted."""
+    rank = len(_shape(c.args[0]))
+    attrs = c.attrs
+    axis = getattr(attrs, "axis", None)
+    if axis is None:
+        return list(range(rank))
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    norm = sorted({a + rank if a < 0 else a for a in axes})
+    if getattr(attrs, "exclude", False):
+        norm = [a for a in range(rank) if a not in norm]
+    return norm
+
+
+def _unreduce(g: Expr, c: Call) -> Expr:
+    """``g`` (a reduction's result gradient) with the reduced axes put back
+    as size 1, so it broadcasts against the reduction's input."""
+    if getattr(c.attrs, "keepdims", False):
+        return g
+    shape = list(_shape(c.args[0]))
+    for a in _reduce_axes(c):
+        shape[a] = 1
+    return call("reshape", g, newshape=shape)
+
+
+# ------------------------------------------------------------ the rules
+
+def _add_grad(c: Call, g: Expr) -> Adjoints:
+    x, y = c.args
+    return [_collapse(g, c, x), _collapse(g, c, y)]
+
+
+def _subtract_grad(c: Call, g: Expr) -> Adjoints:
+    x, y = c.args
+    return [_collapse(g, c, x), _collapse(_neg(g), c, y)]
+
+
+def _multiply_grad(c: Call, g: Expr) -> Adjoints:
+    x, y = c.args
+    return [_collapse(_mul(g, y), c, x), _collapse(_mul(g, x), c, y)]
+
+
+def _divide_grad(c: Call, g: Expr) -> Adjoints:
+    x, y = c.args
+    return [_collapse(_div(g, y), c, x), _collapse(_neg(_div(_mul(g, c), y)), c, y)]
+
+
+def _power_grad(c: Call, g: Expr) -> Adjoints:
+    """d x^y = y x^(y-1) dx + x^y log(x) dy."""
+    x, y = c.args
+    one = _scalar(1.0, x)
+    dx = _mul(g, _mul(y, call("power", x, _sub(y, one))))
+    dy = _mul(g, _mul(c, call("log", x)))
+    return [_collapse(dx, c, x), _collapse(dy, c, y)]
+
+
+def _select_grad(pick_first: Callable[[Expr, Expr], Expr]) -> Rule:
+    """maximum / minimum: the gradient goes to the operand picked (to the
+    first on ties, as the comparison ``pick_first`` decides)."""
+    def rule(c: Call, g: Expr) -> Adjoints:
+        x, y = c.args
+        first = pick_first(x, y)
+        zero = _scalar(0.0, c)
+        return [_collapse(call("where", first, g, zero), c, x),
+                _collapse(call("where", first, zero, g), c, y)]
+    return rule
+
+
+def _unary(dfdx: Callable[[Call, Expr], Expr]) -> Rule:
+    """A rule ``[g * dfdx(call, x)]`` for an elementwise function of one argument."""
+    def rule(c: Call, g: Expr) -> Adjoints:
+        return [_mul(g, dfdx(c, c.args[0]))]
+    return rule
+
+
+def _relu_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    return [call("where", call("less", x, _scalar(0.0, x)), _scalar(0.0, x), g)]
+
+
+def _leaky_relu_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    alpha = _scalar(float(_attr(c, "alpha")), x)
+    return [call("where", call("less", x, _scalar(0.0, x)), _mul(g, alpha), g)]
+
+
+def _abs_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    return [call("where", call("less", x, _scalar(0.0, x)), _neg(g), g)]
+
+
+def _clip_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    lo = _scalar(float(_attr(c, "a_min")), x)
+    hi = _scalar(float(_attr(c, "a_max")), x)
+    outside = call("logical_or", call("less", x, lo), call("less", hi, x))
+    return [call("where", outside, _scalar(0.0, x), g)]
+
+
+def _identity_grad(c: Call, g: Expr) -> Adjoints:
+    return [g]
+
+
+def _negative_grad(c: Call, g: Expr) -> Adjoints:
+    return [_neg(g)]
+
+
+def _cast_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    if not tensor_type(x).dtype.is_float:
+        return [None]
+    return [call("cast", g, dtype=tensor_type(x).dtype.value)]
+
+
+def _reshape_grad(c: Call, g: Expr) -> Adjoints:
+    """reshape, reshape_like, batch_flatten, squeeze, expand_dims: the
+    gradient reshaped back (a ``*_like`` shape source gets none)."""
+    return [call("reshape", g, newshape=list(_shape(c.args[0])))] + [None] * (len(c.args) - 1)
+
+
+def _transpose_grad(c: Call, g: Expr) -> Adjoints:
+    axes = _attr(c, "axes")
+    if not axes:
+        return [call("transpose", g)]
+    rank = len(axes)
+    inverse = [0] * rank
+    for i, a in enumerate(axes):
+        inverse[a + rank if a < 0 else a] = i
+    return [call("transpose", g, axes=inverse)]
+
+
+def _sum_grad(c: Call, g: Expr) -> Adjoints:
+    return [call("broadcast_to_like", _unreduce(g, c), c.args[0])]
+
+
+def _mean_grad(c: Call, g: Expr) -> Adjoints:
+    shape = _shape(c.args[0])
+    count = 1
+    for a in _reduce_axes(c):
+        count *= shape[a]
+    scaled = _mul(_unreduce(g, c), _scalar(1.0 / count, c.args[0]))
+    return [call("broadcast_to_like", scaled, c.args[0])]
+
+
+def _softmax_grad(c: Call, g: Expr) -> Adjoints:
+    axis = _attr(c, "axis")
+    return [_mul(_sub(g, call("sum", _mul(g, c), axis=[axis], keepdims=True)), c)]
+
+
+def _log_softmax_grad(c: Call, g: Expr) -> Adjoints:
+    axis = _attr(c, "axis")
+    return [_sub(g, _mul(call("sum", g, axis=[axis], keepdims=True), call("exp", c)))]
+
+
+def _bias_add_grad(c: Call, g: Expr) -> Adjoints:
+    data = c.args[0]
+    rank = len(_shape(data))
+    axis = _attr(c, "axis")
+    axis = axis + rank if axis < 0 else axis
+    return [g, call("sum", g, axis=[axis], exclude=True)]
+
+
+def _dense_grad(c: Call, g: Expr) -> Adjoints:
+    """``y = x W^T``: ``dx = g W``, ``dW = g^T x`` (leading axes of ``x``
+    flattened into one batch axis first)."""
+    x, w = c.args
+    xs, ws = _shape(x), _shape(w)
+    units, k = ws
+    x2: Expr = x
+    g2: Expr = g
+    if len(xs) != 2:
+        x2 = call("reshape", x, newshape=[-1, k])
+        g2 = call("reshape", g, newshape=[-1, units])
+    dx: Expr = call("nn.dense", g2, call("transpose", w), units=k)
+    if len(xs) != 2:
+        dx = call("reshape", dx, newshape=list(xs))
+    dw = call("nn.dense", call("transpose", g2), call("transpose", x2), units=k)
+    return [dx, dw]
+
+
+def _global_avg_pool_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    layout = _attr(c, "layout")
+    shape = _shape(x)
+    h, w = shape[layout.index("H")], shape[layout.index("W")]
+    return [call("broadcast_to_like", _mul(g, _scalar(1.0 / (h * w), x)), x)]
+
+
+def _where_grad(c: Call, g: Expr) -> Adjoints:
+    cond, x, y = c.args
+    zero = _scalar(0.0, c)
+    return [None, _collapse(call("where", cond, g, zero), c, x),
+            _collapse(call("where", cond, zero, g), c, y)]
+
+
+def _broadcast_grad(c: Call, g: Expr) -> Adjoints:
+    """broadcast_to, broadcast_to_like: sum back (the shape source gets none)."""
+    return [_collapse(g, c, c.args[0])] + [None] * (len(c.args) - 1)
+
+
+def _collapse_grad(c: Call, g: Expr) -> Adjoints:
+    """collapse_sum_like / collapse_sum_to: broadcast back."""
+    return [call("broadcast_to_like", g, c.args[0])] + [None] * (len(c.args) - 1)
+
+
+def _constant_grad(c: Call, g: Expr) -> Adjoints:
+    """zeros, ones, zeros_like, ones_like: the result does not depend on the values."""
+    return [None] * len(c.args)
+
+
+def _full_grad(c: Call, g: Expr) -> Adjoints:
+    """full(v) / full_like(x, v): every element is the fill value ``v``."""
+    return [None] * (len(c.args) - 1) + [call("sum", g)]
+
+
+def _concatenate_grad(c: Call, g: Expr) -> Adjoints:
+    from ..types import TupleType
+    t = c.args[0].checked_type
+    assert isinstance(t, TupleType)
+    axis = _attr(c, "axis")
+    rank = len(_shape(c))
+    axis = axis + rank if axis < 0 else axis
+    cuts, at = [], 0
+    for f in t.fields[:-1]:
+        assert isinstance(f, TensorType)
+        at += int(f.shape[axis])  # type: ignore[call-overload]
+        cuts.append(at)
+    return [call("split", g, indices_or_sections=cuts, axis=axis)]
+
+
+def _sqrt(c: Call, x: Expr) -> Expr:
+    return _div(_scalar(0.5, x), c)
+
+
+def _rsqrt(c: Call, x: Expr) -> Expr:
+    return _mul(_scalar(-0.5, x), _mul(c, _mul(c, c)))
+
+
+RULES: dict[str, Rule] = {
+    "add": _add_grad,
+    "subtract": _subtract_grad,
+    "multiply": _multiply_grad,
+    "divide": _divide_grad,
+    "power": _power_grad,
+    "maximum": _select_grad(lambda x, y: call("greater_equal", x, y)),
+    "minimum": _select_grad(lambda x, y: call("less_equal", x, y)),
+    "negative": _negative_grad,
+    "copy": _identity_grad,
+    "exp": _unary(lambda c, x: c),
+    "log": _unary(lambda c, x: _div(_scalar(1.0, x), x)),
+    "log2": _unary(lambda c, x: _div(_scalar(1.0 / np.log(2.0), x), x)),
+    "log10": _unary(lambda c, x: _div(_scalar(1.0 / np.log(10.0), x), x)),
+    "sqrt": _unary(_sqrt),
+    "rsqrt": _unary(_rsqrt),
+    "tanh": _unary(lambda c, x: _sub(_scalar(1.0, x), _mul(c, c))),
+    "sigmoid": _unary(lambda c, x: _mul(c, _sub(_scalar(1.0, x), c))),
+    "sin": _unary(lambda c, x: call("cos", x)),
+    "cos": _unary(lambda c, x: _neg(call("sin", x))),
+    "tan": _unary(lambda c, x: _add(_scalar(1.0, x), _mul(c, c))),
+    "sinh": _unary(lambda c, x: call("cosh", x)),
+    "cosh": _unary(lambda c, x: call("sinh", x)),
+    "asin": _unary(lambda c, x: call("rsqrt", _sub(_scalar(1.0, x), _mul(x, x)))),
+    "acos": _unary(lambda c, x: _neg(call("rsqrt", _sub(_scalar(1.0, x), _mul(x, x))))),
+    "atan": _unary(lambda c, x: _div(_scalar(1.0, x), _add(_scalar(1.0, x), _mul(x, x)))),
+    "erf": _unary(lambda c, x: _mul(_scalar(2.0 / np.sqrt(np.pi), x),
+                                    call("exp", _neg(_mul(x, x))))),
+    "abs": _abs_grad,
+    "clip": _clip_grad,
+    "cast": _cast_grad,
+    "nn.relu": _relu_grad,
+    "nn.leaky_relu": _leaky_relu_grad,
+    "nn.dense": _dense_grad,
+    "nn.bias_add": _bias_add_grad,
+    "nn.softmax": _softmax_grad,
+    "nn.log_softmax": _log_softmax_grad,
+    "nn.global_avg_pool2d": _global_avg_pool_grad,
+    "nn.batch_flatten": _reshape_grad,
+    "sum": _sum_grad,
+    "mean": _mean_grad,
+    "reshape": _reshape_grad,
+    "reshape_like": _reshape_grad,
+    "squeeze": _reshape_grad,
+    "expand_dims": _reshape_grad,
+    "transpose": _transpose_grad,
+    "where": _where_grad,
+    "broadcast_to": _broadcast_grad,
+    "broadcast_to_like": _broadcast_grad,
+    "collapse_sum_like": _collapse_grad,
+    "collapse_sum_to": _collapse_grad,
+    "concatenate": _concatenate_grad,
+    "zeros": _constant_grad,
+    "ones": _constant_grad,
+    "full": _full_grad,
+    "zeros_like": _constant_grad,
+    "ones_like": _constant_grad,
+    "full_like": _full_grad,
+}
+
+
+_INTEGER_RESULT = "its result is an integer or boolean tensor (no gradient flows through it)"
+_PIECEWISE_CONSTANT = "piecewise constant: its derivative is zero almost everywhere"
+_QUANTIZED = "quantized integer arithmetic: differentiate the float model before quantizing"
+_TODO = "differentiable, no rule yet"
+
+#: why each operator without a rule has none
+NOT_DIFFERENTIABLE: dict[str, str] = {
+    **{name: _INTEGER_RESULT for name in (
+        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+        "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_xor", "logical_not",
+        "all", "any", "argmax", "argmin", "argsort", "arange", "one_hot",
+        "floor_divide", "floor_mod", "mod")},
+    **{name: _PIECEWISE_CONSTANT for name in ("ceil", "floor", "round", "sign", "trunc")},
+    **{name: _QUANTIZED for name in (
+        "fixed_point_multiply", "qnn.add", "qnn.avg_pool2d", "qnn.batch_matmul",
+        "qnn.concatenate", "qnn.conv2d", "qnn.conv2d_transpose", "qnn.dense", "qnn.dequantize",
+        "qnn.hardswish", "qnn.leaky_relu", "qnn.mean", "qnn.mul", "qnn.quantize",
+        "qnn.requantize", "qnn.sigmoid", "qnn.softmax", "qnn.subtract", "qnn.tanh")},
+    "nn.dropout": "training-mode randomness; inference dropout is the identity "
+                  "(SimplifyInference removes it before differentiating)",
+    "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
+                     "differentiable arithmetic first",
+    **{name: _TODO for name in (
+        "cast_like", "gather", "layout_transform", "logsumexp", "max", "min", "prod", "std",
+        "variance", "repeat", "reverse", "split", "stack", "strided_slice", "take", "tile",
+        "sort", "topk", "image.resize2d", "nn.avg_pool2d", "nn.max_pool2d",
+        "nn.global_max_pool2d", "nn.batch_matmul", "nn.matmul", "nn.conv1d", "nn.conv2d",
+        "nn.conv2d_transpose", "nn.layer_norm", "nn.pad", "nn.prelu", "nn.upsampling")},
+}
+
+
+def why_not_differentiable(name: str) -> str:
+    """Why operator ``name`` has no gradient rule (for diagnostics)."""
+    return NOT_DIFFERENTIABLE.get(name, _TODO)
