@@ -151,6 +151,9 @@ class _Forward(ExprFunctor[Expr]):
     def _unhandled(self, node: Any) -> Any:
         raise _refuse(_kind(node), self.o.entry, node)
 
+    visit_global_var = visit_op = visit_constructor = visit_function = _unhandled
+    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = _unhandled
+
 
 def _kind(node: Expr) -> str:
     names = {"If": "`if`", "Match": "`match`", "RefCreate": "a reference (ref)",
