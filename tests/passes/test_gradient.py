@@ -4,6 +4,7 @@ differences, the refusals, and the gradient compiled to C."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +220,15 @@ def test_gradient_compiles_to_dataflow_c(tmp_path: Path) -> None:
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
     for g, w in zip(got[1], want[1]):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_readme_gradient_block_runs() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.findall(r"```python gradient\n(.*?)```", readme, flags=re.S)[0]
+    env: dict[str, object] = {}
+    exec(block, env)  # noqa: S102 - our own README
+    x, w = env["x"], env["w"]
+    t = np.tanh(np.asarray(x, np.float64) @ np.asarray(w, np.float64).T)
+    np.testing.assert_allclose(env["loss"], t.mean(), rtol=1e-6)
+    d0 = (1 - t * t) / t.size
+    np.testing.assert_allclose(env["dw"], d0.T @ np.asarray(x, np.float64), rtol=1e-5)
