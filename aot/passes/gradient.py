@@ -46,7 +46,7 @@ from typing import Any, Union
 from ..diagnostics import DiagnosticError
 from ..ir.expr import (Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var)
 from ..ir.module import IRModule
-from ..ir.ops.gradients import call, why_not_differentiable
+from ..ir.ops.gradients import NoGradient, call, why_not_differentiable
 from ..ir.registry import lookup
 from ..ir.type_infer import infer_types
 from ..ir.types import TensorType, TupleType, Type
@@ -271,7 +271,11 @@ class _Differentiate:
             raise DiagnosticError(f"gradient of @{self.entry}: operator {name} has no gradient "
                                   f"rule ({why_not_differentiable(name)})", c.span)
         g_expr = self.materialize(g, v, self.types[v])
-        contributions = op_def.grad(c, g_expr)
+        try:
+            contributions = op_def.grad(c, g_expr)
+        except NoGradient as exc:
+            raise DiagnosticError(f"gradient of @{self.entry}: operator {name}: {exc}",
+                                  c.span) from None
         assert len(contributions) == len(c.args), \
             f"{name}: gradient rule gave {len(contributions)} adjoints for {len(c.args)} arguments"
         for arg, contribution in zip(c.args, contributions):

@@ -37,7 +37,14 @@ import numpy as np
 from ..expr import Call, Constant, Expr, op
 from ..types import TensorType
 
-__all__ = ["RULES", "NOT_DIFFERENTIABLE", "why_not_differentiable", "call", "tensor_type"]
+__all__ = ["RULES", "NOT_DIFFERENTIABLE", "NoGradient", "why_not_differentiable", "call",
+           "tensor_type"]
+
+
+class NoGradient(Exception):
+    """A rule cannot differentiate this particular call (a layout or an
+    attribute it does not handle); automatic differentiation reports it
+    as a diagnostic naming the operator."""
 
 Adjoints = list[Optional[Expr]]
 Rule = Callable[[Call, Expr], Sequence[Optional[Expr]]]
@@ -333,6 +340,61 @@ def _concatenate_grad(c: Call, g: Expr) -> Adjoints:
     return [call("split", g, indices_or_sections=cuts, axis=axis)]
 
 
+def _conv2d_grad(c: Call, g: Expr) -> Adjoints:
+    """Relay's rule: the data gradient is the transposed convolution of
+    ``g`` with the same weight; the weight gradient correlates the data
+    with ``g`` -- itself a convolution with strides and dilation swapped,
+    batch and channel axes exchanged (``groups=1``) or folded together
+    (depthwise), cut to the kernel size.  NCHW / OIHW only."""
+    from .nn_util import pair, padding_2d
+    x, w = c.args
+    if (_attr(c, "data_layout"), _attr(c, "kernel_layout")) != ("NCHW", "OIHW") \
+            or _attr(c, "out_layout") not in ("", "NCHW"):
+        raise NoGradient("the gradient rule handles NCHW data and OIHW kernels only "
+                         "(ConvertLayout can convert the program first)")
+    n, ch, h, wd = _shape(x)
+    o, ig, kh, kw = _shape(w)
+    _, _, oh, ow = _shape(c)
+    sh, sw = pair(_attr(c, "strides"))
+    dh, dw = pair(_attr(c, "dilation"))
+    pads = list(padding_2d(_attr(c, "padding")))
+    groups = _attr(c, "groups")
+    out_dtype = _attr(c, "out_dtype")
+    if out_dtype is not None and out_dtype != tensor_type(x).dtype:
+        raise NoGradient("the gradient rule needs out_dtype equal to the data's dtype")
+    full_h = (oh - 1) * sh - pads[0] - pads[2] + dh * (kh - 1) + 1
+    full_w = (ow - 1) * sw - pads[1] - pads[3] + dw * (kw - 1) + 1
+    dx = call("nn.conv2d_transpose", g, w, channels=ch, kernel_size=[kh, kw],
+              strides=[sh, sw], padding=pads, output_padding=[h - full_h, wd - full_w],
+              dilation=[dh, dw], groups=groups)
+    reach = ((h + pads[0] + pads[2] - sh * (oh - 1) - 1) // dh + 1,
+             (wd + pads[1] + pads[3] - sw * (ow - 1) - 1) // dw + 1)
+    swapped = {"strides": [dh, dw], "padding": pads, "dilation": [sh, sw],
+               "kernel_size": [oh, ow]}
+    if groups == 1:
+        corr = call("nn.conv2d", call("transpose", x, axes=[1, 0, 2, 3]),
+                    call("transpose", g, axes=[1, 0, 2, 3]), channels=o, **swapped)
+        dw_full = call("transpose", _cut(corr, kh, kw, reach), axes=[1, 0, 2, 3])
+    elif groups == ch == o and ig == 1:
+        corr = call("nn.conv2d", call("reshape", x, newshape=[1, n * ch, h, wd]),
+                    call("reshape", g, newshape=[n * ch, 1, oh, ow]), channels=n * ch,
+                    groups=n * ch, **swapped)
+        per_image = call("reshape", _cut(corr, kh, kw, reach), newshape=[n, ch, kh, kw])
+        dw_full = call("reshape", call("sum", per_image, axis=[0]), newshape=[o, 1, kh, kw])
+    else:
+        raise NoGradient(f"the gradient rule handles groups=1 and depthwise convolutions, "
+                         f"not groups={groups} with {ig} input channels per group")
+    return [dx, dw_full]
+
+
+def _cut(e: Expr, kh: int, kw: int, reach: tuple[int, int]) -> Expr:
+    """``e[:, :, :kh, :kw]``: the correlation reaches ``reach`` taps, past
+    the kernel when the stride does not divide the padded extent."""
+    if reach == (kh, kw):
+        return e
+    return call("strided_slice", e, begin=[0, 0], end=[kh, kw], strides=[1, 1], axes=[2, 3])
+
+
 def _sqrt(c: Call, x: Expr) -> Expr:
     return _div(_scalar(0.5, x), c)
 
@@ -379,6 +441,7 @@ RULES: dict[str, Rule] = {
     "nn.softmax": _softmax_grad,
     "nn.log_softmax": _log_softmax_grad,
     "nn.global_avg_pool2d": _global_avg_pool_grad,
+    "nn.conv2d": _conv2d_grad,
     "nn.batch_flatten": _reshape_grad,
     "sum": _sum_grad,
     "mean": _mean_grad,
@@ -428,7 +491,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
         "cast_like", "gather", "layout_transform", "logsumexp", "max", "min", "prod", "std",
         "variance", "repeat", "reverse", "split", "stack", "strided_slice", "take", "tile",
         "sort", "topk", "image.resize2d", "nn.avg_pool2d", "nn.max_pool2d",
-        "nn.global_max_pool2d", "nn.batch_matmul", "nn.matmul", "nn.conv1d", "nn.conv2d",
+        "nn.global_max_pool2d", "nn.batch_matmul", "nn.matmul", "nn.conv1d",
         "nn.conv2d_transpose", "nn.layer_norm", "nn.pad", "nn.prelu", "nn.upsampling")},
 }
 
