@@ -36,6 +36,37 @@ literals, calls of globals, closures or constructors, and polymorphic
 entries; an operator without a gradient rule is refused naming it and
 saying why (from :data:`~aot.ir.ops.gradients.NOT_DIFFERENTIABLE`).  Other
 globals of the module are kept as they are.
+
+Higher-order mode: design (not implemented yet)
+-----------------------------------------------
+Relay's ``higher_order_gradient.cc`` (``ReverseAD``) is a type-directed
+program transformation rather than a tape built at compile time, because
+with ``if``, ``match`` and recursion the order of the backward steps is
+known only at run time:
+
+* Types: a tensor ``T`` becomes ``(T, Ref[T])`` (value, adjoint cell); a
+  function ``(A...) -> R`` becomes ``(A'..., bp) -> R'`` with an extra
+  parameter ``bp: Ref[fn() -> ()]``, the backpropagator, threaded through
+  every call (globals are transformed once, memoised, so recursion and
+  mutual recursion work); ADTs and tuples map their fields.
+* An operator call pushes the forward call, allocates its adjoint cell
+  (``ref(zeros_like(y))``) and *prepends* to the backpropagator:
+  ``bp := fn() { adj(x_i) += rule_i(y, read(adj(y))); old_bp() }``; ``if``
+  and ``match`` test the forward half of the condition, each branch
+  extends ``bp`` as it runs.  The entry seeds ``adj(result) := ones`` and
+  calls ``read(bp)()``; the gradients are the parameters' cells.
+* Our pieces for it: references, closures and ADTs already compile to C
+  with the object pool; the rules are the same ``grad`` column (a rule's
+  ``call`` becomes the forward value of the call).
+* Relay's ``LazyGradientInit`` replaces ``zeros_like`` / ``ones_like``
+  cells by a ``GradCell`` ADT (``Raw(t) | One(fn) | Zero(fn)``) so adding
+  into an untouched cell costs nothing; we would do the same with an ADT
+  in the prelude, and rely on PartialEvaluate (which handles references
+  and closures) + DeadCodeElimination + FoldConstant to turn the gradient
+  of a dataflow program back into dataflow (no refs, no closures), which
+  the tests would check against first-order mode and by pool_bytes == 0.
+* First and higher order must agree on dataflow programs (a test), and
+  the random program generator should emit differentiable programs.
 """
 
 from __future__ import annotations
