@@ -198,3 +198,30 @@ def test_differentiable_operators() -> None:
                  "tanh", "sigmoid", "nn.relu", "nn.dense", "nn.bias_add", "sum", "mean",
                  "reshape", "transpose", "nn.softmax", "nn.log_softmax"]:
         assert lookup(name).grad is not None, name
+
+
+def test_every_rule_in_c_equals_the_interpreter(tmp_path) -> None:
+    """All cases at once in float32: one program whose loss is the sum of
+    every case's loss, its gradient compiled to C (one build) against the
+    interpreter, parameter by parameter."""
+    rng = np.random.default_rng(7)
+    params, args, losses = [], [], []
+    for k, case in enumerate(CASES):
+        ps = [B.var(f"c{k}_{i}", B.tensor(s, "float32")) for i, s in enumerate(case.shapes)]
+        f32 = [B.cast(p, dtype="float64") for p in ps]
+        out = case.build(*f32) if case.build is not None else B.call(case.op, *f32, **case.attrs)
+        typed = aot.infer_types(B.module(main=B.function(ps, out)))
+        weights = B.const(rng.standard_normal(typed["main"].body.type.shape))
+        losses.append(B.cast(B.sum(B.multiply(out, weights)), dtype="float32"))
+        params += ps
+        args += [case.domain(rng, s).astype(np.float32) for s in case.shapes]
+    total = losses[0]
+    for loss in losses[1:]:
+        total = B.add(total, loss)
+    grad = aot.gradient(B.module(main=B.function(params, total)))
+    art = aot.compile(grad, tmp_path / "art", name="rules")
+    got = aot.load(art)(*args)
+    want = aot.interpret(grad, *args)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for p, g, w in zip(params, got[1], want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=p.name_hint)
