@@ -274,3 +274,17 @@ def test_conv2d_layouts_and_groups_the_rule_does_not_handle() -> None:
                nn.conv2d(%x, %w, groups=2) }"""
     with pytest.raises(DiagnosticError, match="operator nn.conv2d: .*not groups=2"):
         aot.gradient(aot.parse(src))
+
+
+def test_rules_refuse_attributes_they_do_not_handle() -> None:
+    cases = [
+        ("""def @main(%x: Tensor[(1, 1, 4, 4), float32]) {
+              nn.avg_pool2d(%x, pool_size=[3, 3], padding=[1, 1]) }""",
+         "operator nn.avg_pool2d: .*count_include_pad=True"),
+        ("""def @main(%x: Tensor[(2, 3), float32]) {
+              nn.pad(%x, 0f, pad_width=[[1, 1], [0, 0]], pad_mode="edge") }""",
+         "operator nn.pad: .*constant padding"),
+    ]
+    for src, message in cases:
+        with pytest.raises(DiagnosticError, match=message):
+            aot.gradient(aot.parse(src))

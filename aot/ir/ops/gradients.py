@@ -395,6 +395,162 @@ def _cut(e: Expr, kh: int, kw: int, reach: tuple[int, int]) -> Expr:
     return call("strided_slice", e, begin=[0, 0], end=[kh, kw], strides=[1, 1], axes=[2, 3])
 
 
+def _matmul_table(mm: str, c: Call, g: Expr) -> Adjoints:
+    """``y = op(a) @ op(b)`` (``op`` a transpose when its flag is set), as
+    Relay's ``matmul_grad`` / ``batch_matmul_grad``: both adjoints are
+    products of ``g`` with the other operand, flags chosen so no explicit
+    transpose is needed; a broadcast batch of 1 is summed back."""
+    a, b = c.args
+    ta, tb = bool(_attr(c, "transpose_a")), bool(_attr(c, "transpose_b"))
+    if not ta:
+        da: Expr = call(mm, g, b, transpose_a=False, transpose_b=not tb)
+    else:
+        da = call(mm, b, g, transpose_a=tb, transpose_b=True)
+    if not tb:
+        db: Expr = call(mm, a, g, transpose_a=not ta, transpose_b=False)
+    else:
+        db = call(mm, g, a, transpose_a=True, transpose_b=ta)
+    if mm == "nn.batch_matmul":
+        da = _collapse_to(da, _shape(c)[0], a)
+        db = _collapse_to(db, _shape(c)[0], b)
+    return [da, db]
+
+
+def _collapse_to(d: Expr, batch: int, x: Expr) -> Expr:
+    return d if _shape(x)[0] == batch else call("sum", d, axis=[0], keepdims=True)
+
+
+def _matmul_grad(c: Call, g: Expr) -> Adjoints:
+    if len(_shape(c.args[0])) != 2 or len(_shape(c.args[1])) != 2:
+        raise NoGradient("the gradient rule handles 2-d operands only")
+    return _matmul_table("nn.matmul", c, g)
+
+
+def _batch_matmul_grad(c: Call, g: Expr) -> Adjoints:
+    return _matmul_table("nn.batch_matmul", c, g)
+
+
+def _reverse_grad(c: Call, g: Expr) -> Adjoints:
+    return [call("reverse", g, axis=_attr(c, "axis"))]
+
+
+def _extremum_grad(c: Call, g: Expr) -> Adjoints:
+    """max / min: the gradient is shared equally by the elements equal to
+    the extremum (Relay's rule)."""
+    x = c.args[0]
+    dtype = tensor_type(x).dtype.value
+    hit = call("cast", call("equal", x, _unreduce(c, c)), dtype=dtype)
+    count = call("sum", hit, axis=_reduce_axes(c), keepdims=True)
+    return [_div(_mul(hit, _unreduce(g, c)), count)]
+
+
+def _logsumexp_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    return [_mul(call("exp", _sub(x, _unreduce(c, c))), _unreduce(g, c))]
+
+
+def _split_grad(c: Call, g: Expr) -> Adjoints:
+    axis = _attr(c, "axis")
+    rank = len(_shape(c.args[0]))
+    return [call("concatenate", g, axis=axis + rank if axis < 0 else axis)]
+
+
+def _stack_grad(c: Call, g: Expr) -> Adjoints:
+    from ..expr import Tuple, TupleGetItem
+    from ..types import TupleType
+    t = c.args[0].checked_type
+    assert isinstance(t, TupleType)
+    rank = len(_shape(c))
+    axis = _attr(c, "axis")
+    axis = axis + rank if axis < 0 else axis
+    n = len(t.fields)
+    parts = call("split", g, indices_or_sections=n, axis=axis)
+    fields = []
+    for i, f in enumerate(t.fields):
+        assert isinstance(f, TensorType)
+        fields.append(call("reshape", TupleGetItem(parts, i),
+                           newshape=[int(d) for d in f.shape]))  # type: ignore[call-overload]
+    return [Tuple(tuple(fields))]
+
+
+def _tile_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    shape = list(_shape(x))
+    reps = list(_attr(c, "reps")) or [1]
+    m = max(len(shape), len(reps))
+    shape_m = [1] * (m - len(shape)) + shape
+    reps_m = [1] * (m - len(reps)) + reps
+    split = [d for pair in zip(reps_m, shape_m) for d in pair]
+    summed = call("sum", call("reshape", g, newshape=split), axis=list(range(0, 2 * m, 2)))
+    return [call("reshape", summed, newshape=shape)]
+
+
+def _repeat_grad(c: Call, g: Expr) -> Adjoints:
+    x = c.args[0]
+    shape = list(_shape(x))
+    axis = _attr(c, "axis")
+    axis = axis + len(shape) if axis < 0 else axis
+    split = shape[:axis + 1] + [_attr(c, "repeats")] + shape[axis + 1:]
+    return [call("sum", call("reshape", g, newshape=split), axis=[axis + 1])]
+
+
+def _cast_like_grad(c: Call, g: Expr) -> Adjoints:
+    return [_cast_grad(c, g)[0], None]
+
+
+def _prelu_grad(c: Call, g: Expr) -> Adjoints:
+    """``x > 0 ? x : alpha[c] * x``."""
+    x, alpha = c.args
+    shape = _shape(x)
+    axis = _attr(c, "axis") % len(shape)
+    channel = [1] * len(shape)
+    channel[axis] = shape[axis]
+    positive = call("greater", x, _scalar(0.0, x))
+    dx = call("where", positive, g, _mul(g, call("reshape", alpha, newshape=channel)))
+    dalpha = call("sum", call("where", positive, _scalar(0.0, x), _mul(g, x)),
+                  axis=[axis], exclude=True)
+    return [dx, dalpha]
+
+
+def _pad_grad(c: Call, g: Expr) -> Adjoints:
+    """Constant padding: the data gets the inner window of ``g``, the pad
+    value the sum of the rest."""
+    widths = [tuple(w) for w in _attr(c, "pad_width")]
+    if _attr(c, "pad_mode").value != "constant" or any(w < 0 for p in widths for w in p):
+        raise NoGradient("the gradient rule handles constant padding with nonnegative widths "
+                         "only")
+    shape = _shape(c.args[0])
+    inner = call("strided_slice", g, begin=[p[0] for p in widths],
+                 end=[p[0] + n for p, n in zip(widths, shape)], strides=[1] * len(shape))
+    return [inner, _sub(call("sum", g), call("sum", inner))]
+
+
+def _avg_pool_grad(c: Call, g: Expr) -> Adjoints:
+    """An average over windows that always count ``kh * kw`` elements is a
+    depthwise convolution with a constant kernel, so its gradient is that
+    kernel's transposed convolution."""
+    from .nn_util import pair, padding_2d
+    x = c.args[0]
+    pads = list(padding_2d(_attr(c, "padding")))
+    if _attr(c, "layout") != "NCHW" or _attr(c, "out_layout") not in ("", "NCHW"):
+        raise NoGradient("the gradient rule handles NCHW only")
+    if any(pads) and not _attr(c, "count_include_pad"):
+        raise NoGradient("the gradient rule needs count_include_pad=True when padding")
+    n, ch, h, wd = _shape(x)
+    _, _, oh, ow = _shape(c)
+    kh, kw = pair(_attr(c, "pool_size"))
+    sh, sw = pair(_attr(c, "strides"))
+    dh, dw = pair(_attr(c, "dilation"))
+    full_h = (oh - 1) * sh - pads[0] - pads[2] + dh * (kh - 1) + 1
+    full_w = (ow - 1) * sw - pads[1] - pads[3] + dw * (kw - 1) + 1
+    if not (0 <= h - full_h < max(sh, dh) and 0 <= wd - full_w < max(sw, dw)):
+        raise NoGradient("the gradient rule does not handle ceil_mode windows past the edge")
+    kernel = Constant(np.full((ch, 1, kh, kw), 1.0 / (kh * kw), dtype=tensor_type(x).dtype.np))
+    return [call("nn.conv2d_transpose", g, kernel, channels=ch, kernel_size=[kh, kw],
+                 strides=[sh, sw], padding=pads, output_padding=[h - full_h, wd - full_w],
+                 dilation=[dh, dw], groups=ch)]
+
+
 def _sqrt(c: Call, x: Expr) -> Expr:
     return _div(_scalar(0.5, x), c)
 
@@ -442,6 +598,20 @@ RULES: dict[str, Rule] = {
     "nn.log_softmax": _log_softmax_grad,
     "nn.global_avg_pool2d": _global_avg_pool_grad,
     "nn.conv2d": _conv2d_grad,
+    "nn.avg_pool2d": _avg_pool_grad,
+    "nn.matmul": _matmul_grad,
+    "nn.batch_matmul": _batch_matmul_grad,
+    "nn.prelu": _prelu_grad,
+    "nn.pad": _pad_grad,
+    "reverse": _reverse_grad,
+    "max": _extremum_grad,
+    "min": _extremum_grad,
+    "logsumexp": _logsumexp_grad,
+    "split": _split_grad,
+    "stack": _stack_grad,
+    "tile": _tile_grad,
+    "repeat": _repeat_grad,
+    "cast_like": _cast_like_grad,
     "nn.batch_flatten": _reshape_grad,
     "sum": _sum_grad,
     "mean": _mean_grad,
@@ -488,11 +658,9 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "cast_like", "gather", "layout_transform", "logsumexp", "max", "min", "prod", "std",
-        "variance", "repeat", "reverse", "split", "stack", "strided_slice", "take", "tile",
-        "sort", "topk", "image.resize2d", "nn.avg_pool2d", "nn.max_pool2d",
-        "nn.global_max_pool2d", "nn.batch_matmul", "nn.matmul", "nn.conv1d",
-        "nn.conv2d_transpose", "nn.layer_norm", "nn.pad", "nn.prelu", "nn.upsampling")},
+        "gather", "layout_transform", "prod", "std", "variance", "strided_slice", "take",
+        "sort", "topk", "image.resize2d", "nn.max_pool2d", "nn.global_max_pool2d",
+        "nn.conv1d", "nn.conv2d_transpose", "nn.layer_norm", "nn.upsampling")},
 }
 
 
