@@ -162,9 +162,9 @@ def test_refuses_what_first_order_cannot_differentiate(src: str, what: str) -> N
 
 def test_refuses_an_operator_without_a_rule_naming_it() -> None:
     src = """def @main(%x: Tensor[(1, 1, 4, 4), float32]) {
-               nn.max_pool2d(%x, pool_size=[2, 2]) }"""
-    with pytest.raises(DiagnosticError, match="operator nn.max_pool2d has no gradient rule "
-                                              r"\(differentiable, no rule yet\)"):
+               nn.global_max_pool2d(%x) }"""
+    with pytest.raises(DiagnosticError, match="operator nn.global_max_pool2d has no gradient "
+                                              r"rule \(differentiable, no rule yet\)"):
         aot.gradient(aot.parse(src))
     src = """def @main(%x: Tensor[(4,), float32]) { round(%x) }"""
     with pytest.raises(DiagnosticError, match="operator round has no gradient rule "
@@ -284,6 +284,12 @@ def test_rules_refuse_attributes_they_do_not_handle() -> None:
         ("""def @main(%x: Tensor[(2, 3), float32]) {
               nn.pad(%x, 0f, pad_width=[[1, 1], [0, 0]], pad_mode="edge") }""",
          "operator nn.pad: .*constant padding"),
+        ("""def @main(%x: Tensor[(1, 1, 5, 5), float32]) {
+              nn.max_pool2d(%x, pool_size=[2, 2]) }""",
+         "operator nn.max_pool2d: .*tile the input"),
+        ("""def @main(%x: Tensor[(6,), float32]) {
+              strided_slice(%x, begin=[4], end=[0], strides=[-2]) }""",
+         "operator strided_slice: .*positive strides"),
     ]
     for src, message in cases:
         with pytest.raises(DiagnosticError, match=message):

@@ -551,6 +551,63 @@ def _avg_pool_grad(c: Call, g: Expr) -> Adjoints:
                  dilation=[dh, dw], groups=ch)]
 
 
+def _strided_slice_grad(c: Call, g: Expr) -> Adjoints:
+    """The slice's gradient put back in place, zeros elsewhere: a stride
+    ``s`` interleaves ``s - 1`` zeros after each element (pad a new axis of
+    size 1 to ``s``, merge it), then ``nn.pad`` puts the block at ``begin``
+    (cutting first where the last stride overruns the axis)."""
+    from .transform_index import resolve_slice, slice_spec
+    x = c.args[0]
+    shape = list(_shape(x))
+    rank = len(shape)
+    widths = [[0, 0] for _ in range(rank)]
+    cut = list(_shape(c))
+    for sl in slice_spec(rank, c.attrs):  # type: ignore[arg-type]
+        if sl.stride < 0:
+            raise NoGradient("the gradient rule handles positive strides only")
+        begin, _, length = resolve_slice(sl, shape[sl.axis])
+        if sl.stride > 1 and length > 0:
+            spread = [[0, 0] for _ in range(rank + 1)]
+            spread[sl.axis + 1] = [0, sl.stride - 1]
+            cur = list(cut)
+            g = call("nn.pad", call("expand_dims", g, axis=sl.axis + 1), _scalar(0.0, x),
+                     pad_width=spread)
+            cur[sl.axis] = length * sl.stride
+            g = call("reshape", g, newshape=cur)
+            cut[sl.axis] = min(length * sl.stride, shape[sl.axis] - begin)
+            if cut[sl.axis] != cur[sl.axis]:
+                g = call("strided_slice", g, begin=[0], end=[cut[sl.axis]], strides=[1],
+                         axes=[sl.axis])
+        widths[sl.axis] = [begin, shape[sl.axis] - begin - cut[sl.axis]]
+    if not any(w for pair in widths for w in pair):
+        return [g]
+    return [call("nn.pad", g, _scalar(0.0, x), pad_width=widths)]
+
+
+def _max_pool_grad(c: Call, g: Expr) -> Adjoints:
+    """Non-overlapping windows that tile the input (strides = pool size, no
+    padding, no dilation): each window's gradient goes to its maximum,
+    shared equally among ties (as ``max``)."""
+    from .nn_util import pair, padding_2d
+    x = c.args[0]
+    n, ch, h, wd = _shape(x)
+    _, _, oh, ow = _shape(c)
+    kh, kw = pair(_attr(c, "pool_size"))
+    if _attr(c, "layout") != "NCHW" or _attr(c, "out_layout") not in ("", "NCHW") \
+            or pair(_attr(c, "strides")) != (kh, kw) or any(padding_2d(_attr(c, "padding"))) \
+            or pair(_attr(c, "dilation")) != (1, 1) or (h, wd) != (oh * kh, ow * kw):
+        raise NoGradient("the gradient rule handles NCHW windows that tile the input "
+                         "(strides = pool_size, no padding or dilation)")
+    windows = [n, ch, oh, kh, ow, kw]
+    corner = [n, ch, oh, 1, ow, 1]
+    xr = call("reshape", x, newshape=windows)
+    hit = call("cast", call("equal", xr, call("reshape", c, newshape=corner)),
+               dtype=tensor_type(x).dtype.value)
+    count = call("sum", hit, axis=[3, 5], keepdims=True)
+    share = _div(_mul(hit, call("reshape", g, newshape=corner)), count)
+    return [call("reshape", share, newshape=[n, ch, h, wd])]
+
+
 def _sqrt(c: Call, x: Expr) -> Expr:
     return _div(_scalar(0.5, x), c)
 
@@ -599,6 +656,8 @@ RULES: dict[str, Rule] = {
     "nn.global_avg_pool2d": _global_avg_pool_grad,
     "nn.conv2d": _conv2d_grad,
     "nn.avg_pool2d": _avg_pool_grad,
+    "nn.max_pool2d": _max_pool_grad,
+    "strided_slice": _strided_slice_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
     "nn.prelu": _prelu_grad,
@@ -658,8 +717,8 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "layout_transform", "prod", "std", "variance", "strided_slice", "take",
-        "sort", "topk", "image.resize2d", "nn.max_pool2d", "nn.global_max_pool2d",
+        "gather", "layout_transform", "prod", "std", "variance", "take",
+        "sort", "topk", "image.resize2d", "nn.global_max_pool2d",
         "nn.conv1d", "nn.conv2d_transpose", "nn.layer_norm", "nn.upsampling")},
 }
 
