@@ -294,3 +294,26 @@ def test_rules_refuse_attributes_they_do_not_handle() -> None:
     for src, message in cases:
         with pytest.raises(DiagnosticError, match=message):
             aot.gradient(aot.parse(src))
+
+
+@pytest.mark.parametrize("src, args, want", [
+    ("def @main(%x: Tensor[(2,), float32]) { %x }", [np.ones(2, "float32")],
+     (np.ones(2),)),
+    ("def @main(%x: Tensor[(2,), float32]) { 1f }", [np.ones(2, "float32")],
+     (np.zeros(2),)),
+    ("def @main(%x: Tensor[(2,), float32]) { (%x, %x) }", [np.ones(2, "float32")],
+     (np.full(2, 2.0),)),
+    ("def @main(%t: (Tensor[(2,), float32], Tensor[(3,), float32])) { exp(%t.0) }",
+     [(np.zeros(2, "float32"), np.ones(3, "float32"))], ((np.ones(2), np.zeros(3)),)),
+])
+def test_edge_cases(src: str, args: list, want: tuple) -> None:
+    """The result a parameter or a constant, a parameter returned twice, a
+    tuple parameter (its untouched field gets zeros)."""
+    _, grads = aot.interpret(aot.gradient(aot.parse(src)), *args)
+    assert len(grads) == len(want)
+    for g, w in zip(grads, want):
+        if isinstance(w, tuple):
+            for gf, wf in zip(g, w):
+                np.testing.assert_array_equal(gf, wf)
+        else:
+            np.testing.assert_array_equal(g, w)
