@@ -103,6 +103,12 @@ CASES = [
                                         "axes": [0, 1]}, id="strided_slice-strides"),
     Case("strided_slice", [(6, 4)], {"begin": [1, 1], "end": [2, 3], "slice_mode": "size"},
          id="strided_slice-size"),
+    Case("take", [(5, 3)], build=lambda a: B.call(
+        "take", a, B.const(np.array([[4, 0], [4, 2]], "int32")), axis=0)),
+    Case("take", [(2, 4, 3)], id="take-middle-clip", build=lambda a: B.call(
+        "take", a, B.const(np.array([3, -1, 7, 1], "int32")), axis=1)),
+    Case("take", [(2, 3)], id="take-flat-wrap", build=lambda a: B.call(
+        "take", a, B.const(np.array([5, -1, 2, 5], "int64")), mode="wrap")),
     Case("nn.matmul", [(2, 3), (3, 4)]),
     Case("nn.matmul", [(3, 2), (3, 4)], {"transpose_a": True}, id="matmul-ta"),
     Case("nn.matmul", [(2, 3), (4, 3)], {"transpose_b": True}, id="matmul-tb"),

@@ -608,6 +608,37 @@ def _max_pool_grad(c: Call, g: Expr) -> Adjoints:
     return [call("reshape", share, newshape=[n, ch, h, wd])]
 
 
+def _take_grad(c: Call, g: Expr) -> Adjoints:
+    """An embedding lookup's gradient: each selected row's gradient is
+    added back into its row, as a product with the one-hot matrix of the
+    (clipped or wrapped) indices: ``dx[a, j, b] = sum_k [idx_k = j] g[a, k, b]``."""
+    x, idx = c.args
+    if _attr(c, "batch_dims") != 0:
+        raise NoGradient("the gradient rule handles batch_dims=0 only")
+    shape = list(_shape(x))
+    axis = _attr(c, "axis")
+    if axis is None:
+        pre, n, post = 1, int(np.prod(shape)), 1
+    else:
+        axis = axis + len(shape) if axis < 0 else axis
+        pre, n, post = int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:]))
+    k = int(np.prod(_shape(idx)))
+    idt = tensor_type(idx).dtype.np
+    flat = call("reshape", idx, newshape=[k])
+    if _attr(c, "mode").value == "wrap":
+        fixed = call("floor_mod", flat, Constant(np.asarray(n, idt)))
+    else:
+        fixed = call("minimum", call("maximum", flat, Constant(np.asarray(0, idt))),
+                     Constant(np.asarray(n - 1, idt)))
+    hot = call("one_hot", fixed, _scalar(1.0, x), _scalar(0.0, x), depth=n, axis=-1,
+               dtype=tensor_type(x).dtype.value)
+    rows = call("reshape", call("transpose", call("reshape", g, newshape=[pre, k, post]),
+                                axes=[1, 0, 2]), newshape=[k, pre * post])
+    summed = call("nn.matmul", hot, rows, transpose_a=True, transpose_b=False)
+    back = call("transpose", call("reshape", summed, newshape=[n, pre, post]), axes=[1, 0, 2])
+    return [call("reshape", back, newshape=shape), None]
+
+
 def _sqrt(c: Call, x: Expr) -> Expr:
     return _div(_scalar(0.5, x), c)
 
@@ -658,6 +689,7 @@ RULES: dict[str, Rule] = {
     "nn.avg_pool2d": _avg_pool_grad,
     "nn.max_pool2d": _max_pool_grad,
     "strided_slice": _strided_slice_grad,
+    "take": _take_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
     "nn.prelu": _prelu_grad,
@@ -717,7 +749,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "layout_transform", "prod", "std", "variance", "take",
+        "gather", "layout_transform", "prod", "std", "variance",
         "sort", "topk", "image.resize2d", "nn.global_max_pool2d",
         "nn.conv1d", "nn.conv2d_transpose", "nn.layer_norm", "nn.upsampling")},
 }
