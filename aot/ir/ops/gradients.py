@@ -639,6 +639,55 @@ def _take_grad(c: Call, g: Expr) -> Adjoints:
     return [call("reshape", back, newshape=shape), None]
 
 
+def _variance_grad(std: bool) -> Rule:
+    """``v = sum((x - m)^2) / (N - unbiased)`` with the mean ``m`` an
+    argument (broadcast against ``x``): ``dx = 2 (x - m) / (N - u) * g``,
+    ``dm = -sum(dx)`` down to ``m``'s shape; ``std = sqrt(v)`` divides by
+    ``2 std`` first."""
+    def rule(c: Call, g: Expr) -> Adjoints:
+        x, m = c.args
+        shape = _shape(x)
+        count = 1
+        for a in _reduce_axes(c):
+            count *= shape[a]
+        count -= 1 if _attr(c, "unbiased") else 0
+        scale: Expr = _unreduce(g, c)
+        if std:
+            scale = _div(scale, _unreduce(c, c))
+        else:
+            scale = _mul(scale, _scalar(2.0, x))
+        dx = _mul(_sub(x, m), _mul(scale, _scalar(1.0 / count, x)))
+        dm: Expr = _neg(dx)
+        if _shape(m) != shape:
+            dm = call("collapse_sum_like", dm, m)
+        return [dx, dm]
+    return rule
+
+
+def _layer_norm_grad(c: Call, g: Expr) -> Adjoints:
+    """``y = xhat * gamma + beta`` with ``xhat = (x - mean) * rstd`` along
+    one axis: ``dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat))``
+    with ``dxhat = g * gamma``; ``dgamma = sum(g xhat)``, ``dbeta = sum(g)``
+    over the other axes."""
+    x, gamma, _ = c.args
+    shape = _shape(x)
+    axis = _attr(c, "axis") % len(shape)
+    channel = [1] * len(shape)
+    channel[axis] = shape[axis]
+    mean = call("mean", x, axis=[axis], keepdims=True)
+    centered = _sub(x, mean)
+    var = call("mean", _mul(centered, centered), axis=[axis], keepdims=True)
+    rstd = call("rsqrt", _add(var, _scalar(float(_attr(c, "epsilon")), x)))
+    xhat = _mul(centered, rstd)
+    dxhat = _mul(g, call("reshape", gamma, newshape=channel)) if _attr(c, "scale") else g
+    mean_d = call("mean", dxhat, axis=[axis], keepdims=True)
+    mean_dx = call("mean", _mul(dxhat, xhat), axis=[axis], keepdims=True)
+    dx = _mul(rstd, _sub(_sub(dxhat, mean_d), _mul(xhat, mean_dx)))
+    dgamma = call("sum", _mul(g, xhat), axis=[axis], exclude=True) if _attr(c, "scale") else None
+    dbeta = call("sum", g, axis=[axis], exclude=True) if _attr(c, "center") else None
+    return [dx, dgamma, dbeta]
+
+
 def _sqrt(c: Call, x: Expr) -> Expr:
     return _div(_scalar(0.5, x), c)
 
@@ -690,6 +739,9 @@ RULES: dict[str, Rule] = {
     "nn.max_pool2d": _max_pool_grad,
     "strided_slice": _strided_slice_grad,
     "take": _take_grad,
+    "variance": _variance_grad(std=False),
+    "std": _variance_grad(std=True),
+    "nn.layer_norm": _layer_norm_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
     "nn.prelu": _prelu_grad,
@@ -749,9 +801,9 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "layout_transform", "prod", "std", "variance",
+        "gather", "layout_transform", "prod",
         "sort", "topk", "image.resize2d", "nn.global_max_pool2d",
-        "nn.conv1d", "nn.conv2d_transpose", "nn.layer_norm", "nn.upsampling")},
+        "nn.conv1d", "nn.conv2d_transpose", "nn.upsampling")},
 }
 
 
