@@ -688,6 +688,43 @@ def _layer_norm_grad(c: Call, g: Expr) -> Adjoints:
     return [dx, dgamma, dbeta]
 
 
+def _global_max_pool_grad(c: Call, g: Expr) -> Adjoints:
+    """Each channel's gradient goes to its maximum, shared among ties; the
+    result keeps H and W as size 1, so it broadcasts against the data."""
+    x = c.args[0]
+    if _attr(c, "out_layout") not in ("", _attr(c, "layout")):
+        raise NoGradient("the gradient rule needs out_layout equal to layout")
+    layout = _attr(c, "layout")
+    hit = call("cast", call("equal", x, c), dtype=tensor_type(x).dtype.value)
+    count = call("sum", hit, axis=[layout.index("H"), layout.index("W")], keepdims=True)
+    return [_div(_mul(hit, g), count)]
+
+
+def _layout_transform_grad(c: Call, g: Expr) -> Adjoints:
+    """The inverse transform, when the forward one pads nothing."""
+    back = call("layout_transform", g, src_layout=_attr(c, "dst_layout"),
+                dst_layout=_attr(c, "src_layout"))
+    if int(np.prod(_shape(c))) != int(np.prod(_shape(c.args[0]))):
+        raise NoGradient("the gradient rule handles transforms that pad nothing")
+    return [back]
+
+
+def _upsampling_grad(c: Call, g: Expr) -> Adjoints:
+    """Nearest neighbour by integer factors: each input pixel is copied
+    into a ``sh x sw`` block, so its gradient is the block's sum."""
+    from .image import UpsamplingMethod
+    x = c.args[0]
+    sh, sw = _attr(c, "scale_h"), _attr(c, "scale_w")
+    if _attr(c, "method") is not UpsamplingMethod.NEAREST_NEIGHBOR \
+            or _attr(c, "layout") != "NCHW" or not (float(sh).is_integer()
+                                                     and float(sw).is_integer()):
+        raise NoGradient("the gradient rule handles NCHW nearest-neighbour upsampling by "
+                         "integer factors only")
+    n, ch, h, wd = _shape(x)
+    blocks = call("reshape", g, newshape=[n, ch, h, int(sh), wd, int(sw)])
+    return [call("sum", blocks, axis=[3, 5])]
+
+
 def _sqrt(c: Call, x: Expr) -> Expr:
     return _div(_scalar(0.5, x), c)
 
@@ -739,6 +776,9 @@ RULES: dict[str, Rule] = {
     "nn.max_pool2d": _max_pool_grad,
     "strided_slice": _strided_slice_grad,
     "take": _take_grad,
+    "nn.global_max_pool2d": _global_max_pool_grad,
+    "layout_transform": _layout_transform_grad,
+    "nn.upsampling": _upsampling_grad,
     "variance": _variance_grad(std=False),
     "std": _variance_grad(std=True),
     "nn.layer_norm": _layer_norm_grad,
@@ -801,9 +841,9 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "layout_transform", "prod",
-        "sort", "topk", "image.resize2d", "nn.global_max_pool2d",
-        "nn.conv1d", "nn.conv2d_transpose", "nn.upsampling")},
+        "gather", "prod",
+        "sort", "topk", "image.resize2d",
+        "nn.conv1d", "nn.conv2d_transpose")},
 }
 
 
