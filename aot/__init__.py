@@ -58,6 +58,14 @@ def infer_types(mod: IRModule) -> IRModule:
     return _infer(mod)
 
 
+def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> IRModule:
+    """``mod`` with ``@entry`` returning ``(result, (d result / d p for each
+    parameter p))``, seeded with ones as Relay's gradient (the
+    ``FirstOrderGradient`` pass); see the README's "Gradients" section."""
+    from .passes.gradient import gradient as _gradient
+    return _gradient(mod, entry, mode)
+
+
 def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
     """Evaluate ``@entry`` of ``mod`` on ``args`` with the reference
     interpreter (type-checking the module first)."""
@@ -125,6 +133,6 @@ def prelude() -> IRModule:
     return load_prelude()
 
 
-__all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "compile",
+__all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "gradient", "compile",
            "quantize", "load", "prelude", "IRModule", "PassContext", "Diagnostic",
            "DiagnosticError", "Span", "__version__"]

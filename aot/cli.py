@@ -8,8 +8,9 @@
                 [--pool-bytes N] [--max-depth N] [--stack-bytes N] [--quantized integer|float]
                 [--disable-pass NAME ...] [--enable-pass NAME ...]
                 [--dump-ir DIR] [--pass-timing]
-                     [--param NAME=FILE.npy ...] [--no-build]
+                     [--param NAME=FILE.npy ...] [--no-build] [--grad]
                                    write the C artifact and build lib<NAME>.a
+                                   (--grad: of @main's gradient, aot.gradient)
     check, run and compile also take --quantize int8 --calibration FILE.npz
     [--quantize-config KEY=VALUE ...]: the float program is quantized first
     (aot.quantize; FILE.npz holds one array per parameter of @main, named as
@@ -335,6 +336,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     with stage("start-up", since=started):
         _load_compiler()
     mod = _maybe_quantize(args, _load_module(args.file, args.input_shape))
+    if args.grad:
+        from .passes.gradient import gradient
+        mod = gradient(mod, "main", "first_order")
     params = _parse_params(args.param)
     _check_param_dtypes(mod, params)
     ctx, timing = _pass_context(args)
@@ -553,6 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "-mfloat-abi and -mfpu (link the firmware with the same flags; the "
                         "summary line prints them)")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
+    p.add_argument("--grad", action="store_true",
+                   help="compile the gradient of @main instead (aot.gradient, first order): "
+                        "@main returns (result, (d result / d p for each parameter p))")
     p.add_argument("--disable-pass", action="append", default=[], metavar="NAME[,NAME]",
                    help="do not run this pass (repeatable; 'aot passes' lists them)")
     p.add_argument("--enable-pass", action="append", default=[], metavar="NAME[,NAME]",

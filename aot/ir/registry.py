@@ -21,7 +21,16 @@ An :class:`OpDef` holds every column the compiler needs about an operator:
   parser fills in for an omitted attribute (Relay's C++ attrs defaults);
   Relay's Python API sometimes defaults differently (``image.resize2d``'s
   ``rounding_method`` is ``""`` there, ``"round"`` in C++), and the
-  builder mirrors the Python API.
+  builder mirrors the Python API,
+* ``grad``: the gradient rule (optional), as Relay's ``FPrimalGradient``:
+  ``grad(call, out_grad)`` -> one expression per argument, the adjoint
+  of that argument (already reduced to its shape where the operator
+  broadcasts), or ``None`` for an argument that gets no gradient
+  (an integer index, a condition).  ``call`` is the typed call (its
+  arguments carry ``checked_type``); an expression may use ``call``
+  itself for the call's result (AD binds it once).  The rules live in
+  :mod:`aot.ir.ops.gradients`; an operator without one is not
+  differentiable (that module says why).
 
 Operator families register themselves from ``aot/ir/ops/<family>.py`` into
 :data:`OPS` (a :class:`~aot.registry.Registry`), which imports them on first use.
@@ -31,13 +40,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from ..registry import Registry
 from .attrs import Attrs
 from .types import Type
+
+if TYPE_CHECKING:
+    from .expr import Call, Expr
 
 
 class PatternKind(enum.IntEnum):
@@ -72,6 +84,8 @@ RelResult = Union[Type, Solved, None]
 # Attrs base would refuse (parameters are contravariant).
 Relation = Callable[[Sequence[Type], Any], RelResult]
 Compute = Callable[[Sequence[np.ndarray], Any, Type], object]
+#: ``grad(call, out_grad)`` -> the adjoint of each argument (None: none)
+GradRule = Callable[["Call", "Expr"], Sequence[Optional["Expr"]]]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -92,6 +106,8 @@ class OpDef:
     #: the builder's defaults where Relay's Python API differs from the
     #: C++ attrs defaults (see the module docstring)
     api_defaults: Attrs | None = None
+    #: the gradient rule (see the module docstring); None: not differentiable
+    grad: GradRule | None = None
 
     def __post_init__(self) -> None:
         assert self.api_defaults is None or type(self.api_defaults) is self.attrs_type, \

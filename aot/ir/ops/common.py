@@ -14,7 +14,8 @@ import numpy as np
 
 from ..attrs import NO_ATTRS, Attrs
 from ..dtype import DType
-from ..registry import Compute, OpDef, PatternKind, Relation, RelationError, RelResult, register
+from ..registry import (Compute, GradRule, OpDef, PatternKind, Relation, RelationError,
+                        RelResult, register)
 from ..types import ANY, Dim, TensorType, TupleType, Type
 
 __all__ = ["defop", "tensor_arg", "tensor_args", "broadcast_shapes", "broadcast_rel",
@@ -31,16 +32,23 @@ def ordinal(i: int) -> str:
 
 def defop(name: str, *, arity: int, rel: Relation, pattern: PatternKind, compute: Compute,
           doc: str, attrs: type[Attrs] = Attrs, family: str = "",
-          contraction: bool = False, api_defaults: Attrs | None = None) -> OpDef:
+          contraction: bool = False, api_defaults: Attrs | None = None,
+          grad: GradRule | None = None) -> OpDef:
     """Register the operator ``name``; every column is named at the call
     (see :class:`~aot.ir.registry.OpDef` for their meaning)::
 
         defop("nn.relu", arity=1, rel=identity_rel, pattern=EW, compute=_relu,
               doc="max(x, 0), element-wise", family=FAMILY)
+
+    ``grad`` defaults to the operator's rule in :data:`aot.ir.ops.gradients.RULES`
+    (kept together there, as Relay keeps them in ``_tensor_grad.py``).
     """
+    if grad is None:
+        from .gradients import RULES
+        grad = RULES.get(name)
     return register(OpDef(name=name, arity=arity, attrs_type=attrs, rel=rel,
                           pattern=pattern, compute=compute, doc=doc, family=family,
-                          contraction=contraction, api_defaults=api_defaults))
+                          contraction=contraction, api_defaults=api_defaults, grad=grad))
 
 
 def tensor_arg(args: Sequence[Type], i: int, what: str | None = None) -> TensorType | None:
