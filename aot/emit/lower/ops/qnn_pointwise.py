@@ -1,0 +1,208 @@
+"""The int8 pointwise convolution of ``qnn.conv2d`` with the dual 16-bit
+multiply-accumulate of the Arm DSP extension (``SMLAD``).
+
+Design note
+-----------
+Scope: a 1x1 convolution, stride 1, no padding, one group, channels-first
+data (``NCHW`` / ``OIHW``, the ONNX layout), int8 data read from a buffer,
+a constant int8 weight with zero points 0 (symmetric, per channel or per
+tensor), a literal input zero point, int32 accumulation.  Anything else
+takes the general lowering (:mod:`.qnn_linear`).  Over the flattened
+positions ``p`` of the ``H*W`` map the convolution is a matrix product
+``acc[o][p] = sum_c (x[c][p] - zx) * w[o][c]``.
+
+**Register tile**: 2 output channels x 4 positions (8 int32 accumulators),
+the reduction over input channels two at a time.  One step loads
+
+* ``a = x[c][p..p+3]`` and ``b = x[c+1][p..p+3]``: two words (4 bytes
+  each, contiguous in channels-first data);
+* one word of the repacked weight: ``w[o][c], w[o+1][c], w[o][c+1],
+  w[o+1][c+1]`` (bytes 0..3; the table is built here at compile time).
+
+``SXTAB16(z, v)`` adds the sign-extended bytes 0 and 2 of ``v`` to the two
+halfwords of ``z``.  With ``z = (-zx, -zx)`` and the halves
+``lo = a0 a1 b0 b1`` (``PKHBT``) and ``hi = a2 a3 b2 b3`` (``PKHTB``) of
+the two input words, ``SXTAB16(z, lo)`` is the pair ``(x[c][p] - zx,
+x[c+1][p] - zx)`` and ``SXTAB16(z, ror8(lo))`` the pair of position
+``p+1``; ``hi`` gives ``p+2`` and ``p+3``.  The weight word gives the
+pairs ``(w[o][c], w[o][c+1])`` (``SXTAB16(0, w)``) and ``(w[o+1][c],
+w[o+1][c+1])`` (of ``ror8(w)``).  Then 8 ``SMLAD`` do 16
+multiply-accumulates.  All values fit their halfwords (``x - zx`` is in
+``[-255, 255]``), and the sums wrap modulo 2^32 exactly like the
+reference's int32 accumulation, so the result is bit-identical.
+
+The kernel IR spells these as the runtime helpers ``aot_load4_i8``
+(a ``memcpy`` word load), ``aot_sxtab16`` and ``aot_smlad``: ACLE
+intrinsics when the C compiler defines ``__ARM_FEATURE_DSP``, a portable
+C99 computation of the same integers otherwise
+(``runtime_c/aot_kernel_helpers.h``).  Rotations and the halfword packing
+are plain shifts and masks, which gcc turns into ``ror`` / ``pkhbt`` /
+``pkhtb``.
+
+Remainders (an odd channel count, positions past the last full tile, an
+odd output channel) are scalar multiply-accumulates of the same tile
+shape.  Requantization and the rest of the fused epilogue are the sink's.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ....ir.dtype import DType
+from ....ir.ops.qnn_linear import QnnConv2DAttrs
+from ....ir.types import Type
+from ...kernel import ir as K
+from ..registry import INDEX, LowerContext, Sink, TensorValue, out_tensor
+
+__all__ = ["pointwise_int8"]
+
+I32 = DType.INT32
+U32 = DType.UINT32
+#: output channels and positions of a register tile
+TILE_O, TILE_P = 2, 4
+
+
+def _u(v: int) -> K.Const:
+    return K.Const(v, U32)
+
+
+def _i(v: int) -> K.Const:
+    return K.Const(v, INDEX)
+
+
+def _ror8(v: K.Expr) -> K.Expr:
+    return K.bit_or(K.shr(v, _u(8)), K.shl(v, _u(24)))
+
+
+def _applies(data: TensorValue, weight: TensorValue, in_zp: TensorValue, k_zp: TensorValue,
+             attrs: QnnConv2DAttrs, out_dtype: DType) -> bool:
+    if (attrs.groups != 1 or attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW"
+            or attrs.out_layout not in ("", "NCHW") or out_dtype is not I32):
+        return False
+    if tuple(attrs.strides) != (1, 1) or tuple(attrs.dilation) != (1, 1) \
+            or any(int(p) for p in attrs.padding):
+        return False
+    if data.dtype is not DType.INT8 or weight.dtype is not DType.INT8 or data.buffer is None:
+        return False
+    if weight.constant is None or k_zp.constant is None or in_zp.constant is None:
+        return False
+    if tuple(weight.shape[2:]) != (1, 1) or data.shape[1] < 2 or in_zp.size != 1:
+        return False
+    return bool(np.all(np.asarray(k_zp.constant) == 0))
+
+
+def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
+                   in_zp: TensorValue, k_zp: TensorValue, attrs: QnnConv2DAttrs,
+                   out_type: Type, sinks: Sequence[Sink]) -> K.Stmt | None:
+    """The kernel of the design note, or None when it does not apply."""
+    out = out_tensor(out_type)
+    if not _applies(data, weight, in_zp, k_zp, attrs, out.dtype):
+        return None
+    n_batch, chans, height, width = (int(d) for d in data.shape)
+    outs = int(weight.shape[0])
+    positions = height * width
+    zx = int(np.asarray(in_zp.constant).reshape(-1)[0])
+    w = np.asarray(weight.constant).astype(np.int64).reshape(outs, chans)
+    pairs, odd_c = divmod(chans, 2)
+    o_tiles, odd_o = divmod(outs, TILE_O)
+    p_tiles, rest_p = divmod(positions, TILE_P)
+    if not o_tiles or not p_tiles:
+        return None
+    # the repacked weight: word (ot, cp) = w[o][c], w[o+1][c], w[o][c+1], w[o+1][c+1]
+    quads = np.stack([w[0:2 * o_tiles:2, 0:2 * pairs:2], w[1:2 * o_tiles:2, 0:2 * pairs:2],
+                      w[0:2 * o_tiles:2, 1:2 * pairs:2], w[1:2 * o_tiles:2, 1:2 * pairs:2]],
+                     axis=-1) & 0xFF
+    words = (quads[..., 0] | quads[..., 1] << 8 | quads[..., 2] << 16 | quads[..., 3] << 24)
+    table = ctx.constant_table(words.astype(np.uint32).reshape(-1), U32)
+    if table is None or table.buffer is None:
+        return None
+    xbuf, wbuf = data.buffer, table.buffer
+    offset = _u(((-zx) & 0xFFFF) * 0x10001)
+    n = ctx.index_var("n")
+
+    def x_flat(c: K.Expr, p: K.Expr) -> K.Expr:
+        base = K.mul(K.add(K.mul(n, _i(chans), no_wrap=True), c, no_wrap=True),
+                     _i(positions), no_wrap=True)
+        return K.add(base, p, no_wrap=True)
+
+    def shifted_x(c: K.Expr, p: K.Expr) -> K.Expr:
+        v = K.cast(I32, K.load(xbuf, x_flat(c, p)))
+        return v if zx == 0 else K.sub(v, K.Const(zx, I32))
+
+    def w_at(o: K.Expr, c: K.Expr) -> K.Expr:
+        return K.cast(I32, weight.read((o, c, _i(0), _i(0))))
+
+    def emit(accs: list[list[K.Var]], os_: list[K.Expr], ps: list[K.Expr]) -> list[K.Stmt]:
+        stmts: list[K.Stmt] = []
+        for i, o in enumerate(os_):
+            for j, p in enumerate(ps):
+                idx = (n, o, K.div(p, _i(width)), K.mod(p, _i(width)))
+                stmts.append(sinks[0](idx, accs[i][j]))
+        return stmts
+
+    def scalar_steps(accs: list[list[K.Var]], os_: list[K.Expr], ps: list[K.Expr],
+                     c: K.Expr) -> list[K.Stmt]:
+        xs = [ctx.scalar("x", I32) for _ in ps]
+        body: list[K.Stmt] = [K.Decl(v, shifted_x(c, p)) for v, p in zip(xs, ps)]
+        for i, o in enumerate(os_):
+            wv = ctx.scalar("w", I32)
+            body.append(K.Decl(wv, w_at(o, c)))
+            for j in range(len(ps)):
+                body.append(K.Assign(accs[i][j], K.add(accs[i][j], K.mul(xs[j], wv))))
+        return body
+
+    def scalar_tile(os_: list[K.Expr], ps: list[K.Expr]) -> K.Stmt:
+        accs = [[ctx.scalar("acc", I32) for _ in ps] for _ in os_]
+        c = ctx.index_var("c")
+        return K.block([K.Decl(a, K.Const(0, I32)) for row in accs for a in row],
+                       K.for_range(c, chans, K.block(*scalar_steps(accs, os_, ps, c))),
+                       *emit(accs, os_, ps))
+
+    def dsp_tile(ot: K.Var, p0: K.Expr) -> K.Stmt:
+        os_ = [K.mul(ot, _i(2), no_wrap=True), K.add(K.mul(ot, _i(2), no_wrap=True), _i(1),
+                                                     no_wrap=True)]
+        ps = [p0 if j == 0 else K.add(p0, _i(j), no_wrap=True) for j in range(TILE_P)]
+        accs = [[ctx.scalar("acc", I32) for _ in ps] for _ in os_]
+        cp = ctx.index_var("cp")
+        c = K.mul(cp, _i(2), no_wrap=True)
+        a, b, lo, hi, w0, w1, ww = (ctx.scalar(s, U32) for s in
+                                    ("xa", "xb", "lo", "hi", "wa", "wb", "ww"))
+        xp = [ctx.scalar("xp", U32) for _ in ps]
+        wrow = K.mul(ot, _i(pairs), no_wrap=True)
+        body: list[K.Stmt] = [
+            K.Decl(a, K.load(xbuf, x_flat(c, p0), 4)),
+            K.Decl(b, K.load(xbuf, x_flat(K.add(c, _i(1), no_wrap=True), p0), 4)),
+            K.Decl(lo, K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16)))),
+            K.Decl(hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)), K.shr(a, _u(16)))),
+            K.Decl(xp[0], K.call("aot_sxtab16", [offset, lo], U32)),
+            K.Decl(xp[1], K.call("aot_sxtab16", [offset, _ror8(lo)], U32)),
+            K.Decl(xp[2], K.call("aot_sxtab16", [offset, hi], U32)),
+            K.Decl(xp[3], K.call("aot_sxtab16", [offset, _ror8(hi)], U32)),
+            K.Decl(ww, K.load(wbuf, K.add(wrow, cp, no_wrap=True))),
+            K.Decl(w0, K.call("aot_sxtab16", [_u(0), ww], U32)),
+            K.Decl(w1, K.call("aot_sxtab16", [_u(0), _ror8(ww)], U32)),
+        ]
+        for i, wv in enumerate((w0, w1)):
+            for j in range(TILE_P):
+                body.append(K.Assign(accs[i][j], K.call("aot_smlad", [xp[j], wv, accs[i][j]],
+                                                        I32)))
+        stmts: list[K.Stmt] = [K.Decl(v, K.Const(0, I32)) for row in accs for v in row]
+        stmts.append(K.for_range(cp, pairs, K.block(*body)))
+        if odd_c:
+            stmts.extend(scalar_steps(accs, os_, ps, _i(chans - 1)))
+        return K.block(*stmts, *emit(accs, os_, ps))
+
+    ot, pt = ctx.index_var("ot"), ctx.index_var("pt")
+    per_o: list[K.Stmt] = [K.for_range(pt, p_tiles, dsp_tile(ot, K.mul(pt, _i(TILE_P),
+                                                                        no_wrap=True)))]
+    o2 = [K.mul(ot, _i(2), no_wrap=True), K.add(K.mul(ot, _i(2), no_wrap=True), _i(1),
+                                                no_wrap=True)]
+    for r in range(rest_p):
+        per_o.append(scalar_tile(o2, [_i(p_tiles * TILE_P + r)]))
+    nest: list[K.Stmt] = [K.for_range(ot, o_tiles, K.block(*per_o))]
+    if odd_o:
+        pv = ctx.index_var("p")
+        nest.append(K.for_range(pv, positions, scalar_tile([_i(outs - 1)], [pv])))
+    return K.for_range(n, n_batch, K.block(*nest))
