@@ -25,7 +25,8 @@
  *   aot_f64_to_f16 aot_round_f16   round to nearest even, as NumPy)
  *   aot_load4_i8 aot_load4_u8      four bytes p[i..i+3] as one little-endian
  *                                  word (memcpy: one load on a Cortex-M)
- *   aot_sxtab16 aot_smlad          the Arm DSP extension's SXTAB16 and SMLAD
+ *   aot_sxtb16 aot_sxtab16         the Arm DSP extension's SXTB16, SXTAB16
+ *   aot_smlad                      and SMLAD
  *                                  (dual 16-bit): ACLE intrinsics when
  *                                  __ARM_FEATURE_DSP is defined, else
  *                                  portable C computing the same integers
@@ -186,6 +187,10 @@ static inline uint32_t aot_sxtab16(uint32_t a, uint32_t b)
 {
     return (uint32_t)__sxtab16((int32_t)a, (int32_t)b);
 }
+static inline uint32_t aot_sxtb16(uint32_t b)
+{
+    return (uint32_t)__sxtb16((int32_t)b);
+}
 static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
 {
     return __smlad((int32_t)a, (int32_t)b, acc);
@@ -214,6 +219,7 @@ static inline uint32_t aot_sxtab16(uint32_t a, uint32_t b)
     uint32_t hi = ((a >> 16) + aot_sext8_(b >> 16)) & 0xFFFFu;
     return lo | hi << 16;
 }
+static inline uint32_t aot_sxtb16(uint32_t b) { return aot_sxtab16(0u, b); }
 static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
 {
     uint32_t lo = (uint32_t)(aot_sext16_(a) * aot_sext16_(b));

@@ -82,6 +82,9 @@ def _build_helpers() -> dict[str, HelperSpec]:
     h["aot_sxtab16"] = HelperSpec(
         "uint32_t aot_sxtab16(uint32_t a, uint32_t b)",
         "halfwords of a plus bytes 0 and 2 of b sign-extended, each mod 2^16 (SXTAB16)")
+    h["aot_sxtb16"] = HelperSpec(
+        "uint32_t aot_sxtb16(uint32_t b)",
+        "bytes 0 and 2 of b sign-extended into the two halfwords (SXTB16)")
     h["aot_smlad"] = HelperSpec(
         "int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)",
         "acc + lo(a)*lo(b) + hi(a)*hi(b) of the signed halfwords, mod 2^32 (SMLAD)")

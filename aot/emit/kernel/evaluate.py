@@ -117,7 +117,8 @@ def _smlad(a: int, b: int, acc: int) -> int:
 
 
 #: the packed-integer helpers of the runtime (aot_kernel_helpers.h)
-_INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_smlad": _smlad}
+_INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b),
+                "aot_smlad": _smlad}
 
 
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:

@@ -119,7 +119,13 @@ def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     if table is None or table.buffer is None:
         return None
     xbuf, wbuf = data.buffer, table.buffer
-    offset = _u(((-zx) & 0xFFFF) * 0x10001)
+    init = None
+    if zx:
+        sums = -zx * w[:, :2 * pairs].sum(axis=1)
+        wrapped = (sums + 2 ** 31) % 2 ** 32 - 2 ** 31
+        init = ctx.constant_table(wrapped.astype(np.int32), I32)
+        if init is None:
+            return None
     n = ctx.index_var("n")
 
     def x_flat(c: K.Expr, p: K.Expr) -> K.Expr:
@@ -167,28 +173,36 @@ def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
         accs = [[ctx.scalar("acc", I32) for _ in ps] for _ in os_]
         cp = ctx.index_var("cp")
         c = K.mul(cp, _i(2), no_wrap=True)
-        a, b, lo, hi, w0, w1, ww = (ctx.scalar(s, U32) for s in
-                                    ("xa", "xb", "lo", "hi", "wa", "wb", "ww"))
+        a, b, ww, w0, w1, lo, hi = (ctx.scalar(s, U32) for s in
+                                    ("xa", "xb", "ww", "wa", "wb", "lo", "hi"))
         xp = [ctx.scalar("xp", U32) for _ in ps]
-        wrow = K.mul(ot, _i(pairs), no_wrap=True)
         body: list[K.Stmt] = [
             K.Decl(a, K.load(xbuf, x_flat(c, p0), 4)),
             K.Decl(b, K.load(xbuf, x_flat(K.add(c, _i(1), no_wrap=True), p0), 4)),
-            K.Decl(lo, K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16)))),
-            K.Decl(hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)), K.shr(a, _u(16)))),
-            K.Decl(xp[0], K.call("aot_sxtab16", [offset, lo], U32)),
-            K.Decl(xp[1], K.call("aot_sxtab16", [offset, _ror8(lo)], U32)),
-            K.Decl(xp[2], K.call("aot_sxtab16", [offset, hi], U32)),
-            K.Decl(xp[3], K.call("aot_sxtab16", [offset, _ror8(hi)], U32)),
-            K.Decl(ww, K.load(wbuf, K.add(wrow, cp, no_wrap=True))),
-            K.Decl(w0, K.call("aot_sxtab16", [_u(0), ww], U32)),
-            K.Decl(w1, K.call("aot_sxtab16", [_u(0), _ror8(ww)], U32)),
+            K.Decl(ww, K.load(wbuf, K.add(K.mul(ot, _i(pairs), no_wrap=True), cp,
+                                          no_wrap=True))),
+            K.Decl(w0, K.call("aot_sxtb16", [ww], U32)),
+            K.Decl(w1, K.call("aot_sxtb16", [_ror8(ww)], U32)),
         ]
-        for i, wv in enumerate((w0, w1)):
-            for j in range(TILE_P):
-                body.append(K.Assign(accs[i][j], K.call("aot_smlad", [xp[j], wv, accs[i][j]],
-                                                        I32)))
-        stmts: list[K.Stmt] = [K.Decl(v, K.Const(0, I32)) for row in accs for v in row]
+        # positions p, p+1 from the low halves of the two words, then p+2, p+3
+        for half, (h, packed) in enumerate(((lo, K.bit_or(K.bit_and(a, _u(0xFFFF)),
+                                                          K.shl(b, _u(16)))),
+                                            (hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)),
+                                                          K.shr(a, _u(16)))))):
+            j0 = 2 * half
+            body += [K.Decl(h, packed),
+                     K.Decl(xp[j0], K.call("aot_sxtb16", [h], U32)),
+                     K.Decl(xp[j0 + 1], K.call("aot_sxtb16", [_ror8(h)], U32))]
+            for i, wv in enumerate((w0, w1)):
+                for j in (j0, j0 + 1):
+                    body.append(K.Assign(accs[i][j], K.call("aot_smlad", [xp[j], wv, accs[i][j]],
+                                                            I32)))
+        # the accumulators start at -zx * sum(w) over the paired channels
+        # (the products above use x, not x - zx)
+        stmts: list[K.Stmt] = []
+        for i, o in enumerate(os_):
+            start = K.Const(0, I32) if init is None else init.read((o,))
+            stmts += [K.Decl(v, start) for v in accs[i]]
         stmts.append(K.for_range(cp, pairs, K.block(*body)))
         if odd_c:
             stmts.extend(scalar_steps(accs, os_, ps, _i(chans - 1)))
