@@ -88,6 +88,11 @@ class Multiplier:
 
     multiplier: K.Expr
     shift: K.Expr
+    #: for per-channel tables whose shifts are all <= -1 (see
+    #: :func:`multiply_single`): ``2**(30 - shift)`` as int64 and
+    #: ``-shift - 1`` as int32, read like ``shift``; None otherwise
+    rounding: K.Expr | None = None
+    high_shift: K.Expr | None = None
 
     @property
     def static(self) -> tuple[int, int] | None:
@@ -206,6 +211,15 @@ def multiply_single(x: K.Expr, q: Multiplier, to_nearest: bool) -> K.Expr:
         scaled = K.mul(K.cast(I64, x), i64(m << left))
         rounding: K.Expr = i64(1 << (total - 1))
         shift: K.Expr = i32(total)
+    elif q.rounding is not None and q.high_shift is not None:
+        # every shift s <= -1: t = 31 - s >= 32 and floor(v / 2**t) is the
+        # high word of v shifted right by t - 32 (exact: floor divisions
+        # compose); the int64 product is one SMULL on a Cortex-M
+        scaled = K.mul(K.cast(I64, x), K.cast(I64, q.multiplier))
+        summed = K.add(scaled, q.rounding)
+        if to_nearest:
+            summed = K.sub(summed, _negative(scaled))
+        return K.shr(K.cast(I32, K.shr(summed, i32(32))), q.high_shift)
     else:
         left, right = _left_right(q)
         total_e = K.add(right, i32(31))
