@@ -88,10 +88,9 @@ class Multiplier:
 
     multiplier: K.Expr
     shift: K.Expr
-    #: for per-channel tables whose shifts are all <= -1 (see
-    #: :func:`multiply_single`): ``2**(30 - shift)`` as int64 and
-    #: ``-shift - 1`` as int32, read like ``shift``; None otherwise
-    rounding: K.Expr | None = None
+    #: for per-channel tables whose shifts are all <= -2 (see
+    #: :func:`multiply_single`): ``-shift - 2``, read like ``shift``;
+    #: None otherwise
     high_shift: K.Expr | None = None
 
     @property
@@ -211,15 +210,19 @@ def multiply_single(x: K.Expr, q: Multiplier, to_nearest: bool) -> K.Expr:
         scaled = K.mul(K.cast(I64, x), i64(m << left))
         rounding: K.Expr = i64(1 << (total - 1))
         shift: K.Expr = i32(total)
-    elif q.rounding is not None and q.high_shift is not None:
-        # every shift s <= -1: t = 31 - s >= 32 and floor(v / 2**t) is the
-        # high word of v shifted right by t - 32 (exact: floor divisions
-        # compose); the int64 product is one SMULL on a Cortex-M
+    elif q.high_shift is not None:
+        # every shift s <= -2, e = -s - 2 >= 0: the total shift is
+        # t = 33 + e and the rounding term 2**(t-1) = 2**e * 2**32, so with
+        # h = floor(v / 2**32) (the high word of the product, minus the
+        # nudge) the result is floor((h + 2**e) / 2**(e+1)) -- exact,
+        # floor divisions compose; |h| < 2**30, so the int32 sum cannot
+        # overflow.  On a Cortex-M: SMULL, then 32-bit arithmetic.
         scaled = K.mul(K.cast(I64, x), K.cast(I64, q.multiplier))
-        summed = K.add(scaled, q.rounding)
         if to_nearest:
-            summed = K.sub(summed, _negative(scaled))
-        return K.shr(K.cast(I32, K.shr(summed, i32(32))), q.high_shift)
+            scaled = K.sub(scaled, _negative(scaled))
+        high = K.cast(I32, K.shr(scaled, i32(32)))
+        e = q.high_shift
+        return K.shr(K.shr(K.add(high, K.shl(i32(1), e)), e), i32(1))
     else:
         left, right = _left_right(q)
         total_e = K.add(right, i32(31))

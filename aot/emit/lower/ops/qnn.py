@@ -133,22 +133,22 @@ def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Calla
     """Multipliers given per channel: literals when all equal, else tables
     (or the run-time computation when tables are unavailable).  ``single``:
     the multipliers feed TVM's single-rounding multiply; when every shift
-    is at most -1 two more tables let it use the high word of the product
+    is at most -2 the shift table holds ``-shift - 2`` instead, and the
+    multiply uses the high word of the product
     (:func:`.fixed_point.multiply_single`)."""
     if len(set(pairs)) == 1:
         q = Multiplier(i32(pairs[0][0]), i32(pairs[0][1]))
         return lambda idx: q
     mult = _table(ctx, [m for m, _ in pairs], I32)
+    if single and all(s <= -2 for _, s in pairs):
+        high = _table(ctx, [-s - 2 for _, s in pairs], I32)
+        if mult is not None and high is not None:
+            return lambda idx: Multiplier(mult.read((channel(idx),)),
+                                          K.neg(K.add(high.read((channel(idx),)), i32(2))),
+                                          high.read((channel(idx),)))
     shift = _table(ctx, [s for _, s in pairs], I32)
     if mult is None or shift is None:
         return runtime
-    if single and all(s <= -1 for _, s in pairs):
-        rounding = _table(ctx, [1 << (30 - s) for _, s in pairs], I64)
-        high = _table(ctx, [-s - 1 for _, s in pairs], I32)
-        if rounding is not None and high is not None:
-            return lambda idx: Multiplier(mult.read((channel(idx),)), shift.read((channel(idx),)),
-                                          rounding.read((channel(idx),)),
-                                          high.read((channel(idx),)))
     return lambda idx: Multiplier(mult.read((channel(idx),)), shift.read((channel(idx),)))
 
 

@@ -17,31 +17,38 @@ the reduction over input channels two at a time.  One step loads
 * ``a = x[c][p..p+3]`` and ``b = x[c+1][p..p+3]``: two words (4 bytes
   each, contiguous in channels-first data);
 * one word of the repacked weight: ``w[o][c], w[o+1][c], w[o][c+1],
-  w[o+1][c+1]`` (bytes 0..3; the table is built here at compile time).
+  w[o+1][c+1]`` (bytes 0..3).
 
-``SXTAB16(z, v)`` adds the sign-extended bytes 0 and 2 of ``v`` to the two
-halfwords of ``z``.  With ``z = (-zx, -zx)`` and the halves
-``lo = a0 a1 b0 b1`` (``PKHBT``) and ``hi = a2 a3 b2 b3`` (``PKHTB``) of
-the two input words, ``SXTAB16(z, lo)`` is the pair ``(x[c][p] - zx,
-x[c+1][p] - zx)`` and ``SXTAB16(z, ror8(lo))`` the pair of position
-``p+1``; ``hi`` gives ``p+2`` and ``p+3``.  The weight word gives the
-pairs ``(w[o][c], w[o][c+1])`` (``SXTAB16(0, w)``) and ``(w[o+1][c],
-w[o+1][c+1])`` (of ``ror8(w)``).  Then 8 ``SMLAD`` do 16
-multiply-accumulates.  All values fit their halfwords (``x - zx`` is in
-``[-255, 255]``), and the sums wrap modulo 2^32 exactly like the
-reference's int32 accumulation, so the result is bit-identical.
+``SXTB16(v)`` sign-extends bytes 0 and 2 of ``v`` into two halfwords.  The
+halves ``lo = a0 a1 b0 b1`` and ``hi = a2 a3 b2 b3`` of the two input
+words (``PKHBT`` / ``PKHTB`` patterns) give the pairs ``(x[c][p],
+x[c+1][p])`` = ``SXTB16(lo)`` and, rotated by 8 bits, that of ``p+1``;
+``hi`` gives ``p+2`` and ``p+3``.  The weight word gives ``(w[o][c],
+w[o][c+1])`` and, rotated, ``(w[o+1][c], w[o+1][c+1])``.  Then 8 ``SMLAD``
+do 16 multiply-accumulates.  The positions ``p, p+1`` are finished before
+``p+2, p+3`` are unpacked, so fewer values are live at once (a Cortex-M
+has 13 usable registers; 8 hold accumulators).
 
-The kernel IR spells these as the runtime helpers ``aot_load4_i8``
-(a ``memcpy`` word load), ``aot_sxtab16`` and ``aot_smlad``: ACLE
-intrinsics when the C compiler defines ``__ARM_FEATURE_DSP``, a portable
-C99 computation of the same integers otherwise
-(``runtime_c/aot_kernel_helpers.h``).  Rotations and the halfword packing
-are plain shifts and masks, which gcc turns into ``ror`` / ``pkhbt`` /
-``pkhtb``.
+**The input zero point** is not subtracted in the loop: ``sum_c (x - zx)
+* w = sum_c x * w - zx * sum_c w``, and ``-zx * sum_c w[o][c]`` (wrapped
+to int32) is a compile-time table per output channel that the
+accumulators start from.  Every value fits its halfword and the sums wrap
+modulo 2^32 like the reference's int32 accumulation, so the result is
+bit-identical.
 
-Remainders (an odd channel count, positions past the last full tile, an
-odd output channel) are scalar multiply-accumulates of the same tile
-shape.  Requantization and the rest of the fused epilogue are the sink's.
+**Weights**: one int8 table in the order the loop reads it, the channel
+counts padded to even with zero weights; the remainders (an odd channel
+count, positions past the last full tile, an odd output channel) are
+scalar multiply-accumulates of ``x - zx`` reading the same table, so the
+original weight is not kept.  Requantization and the rest of the fused
+epilogue are the sink's.
+
+The kernel IR spells the word loads as 4-lane loads (``aot_load4_i8``, a
+``memcpy``) and the instructions as the runtime helpers ``aot_sxtb16`` and
+``aot_smlad``: ACLE intrinsics when the C compiler defines
+``__ARM_FEATURE_DSP``, a portable C99 computation of the same integers
+otherwise (``runtime_c/aot_kernel_helpers.h``; tests build both).
+Rotations and the halfword packing are plain shifts and masks.
 """
 
 from __future__ import annotations
@@ -110,12 +117,14 @@ def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     p_tiles, rest_p = divmod(positions, TILE_P)
     if not o_tiles or not p_tiles:
         return None
-    # the repacked weight: word (ot, cp) = w[o][c], w[o+1][c], w[o][c+1], w[o+1][c+1]
-    quads = np.stack([w[0:2 * o_tiles:2, 0:2 * pairs:2], w[1:2 * o_tiles:2, 0:2 * pairs:2],
-                      w[0:2 * o_tiles:2, 1:2 * pairs:2], w[1:2 * o_tiles:2, 1:2 * pairs:2]],
-                     axis=-1) & 0xFF
-    words = (quads[..., 0] | quads[..., 1] << 8 | quads[..., 2] << 16 | quads[..., 3] << 24)
-    table = ctx.constant_table(words.astype(np.uint32).reshape(-1), U32)
+    # the repacked weight, channel counts padded to even with zeros: the
+    # word (ot, cp) holds w[o][c], w[o+1][c], w[o][c+1], w[o+1][c+1]
+    # (o = 2*ot, c = 2*cp); every read of the weight goes to this table
+    o_pad, c_pad = o_tiles + odd_o, pairs + odd_c
+    padded = np.zeros((2 * o_pad, 2 * c_pad), dtype=np.int64)
+    padded[:outs, :chans] = w
+    quads = padded.reshape(o_pad, 2, c_pad, 2).transpose(0, 2, 3, 1)
+    table = ctx.constant_table(quads.astype(np.int8).reshape(-1), DType.INT8)
     if table is None or table.buffer is None:
         return None
     xbuf, wbuf = data.buffer, table.buffer
@@ -138,7 +147,15 @@ def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
         return v if zx == 0 else K.sub(v, K.Const(zx, I32))
 
     def w_at(o: K.Expr, c: K.Expr) -> K.Expr:
-        return K.cast(I32, weight.read((o, c, _i(0), _i(0))))
+        def split(v: K.Expr) -> tuple[K.Expr, K.Expr]:
+            if isinstance(v, K.Const):
+                return _i(int(v.value) // 2), _i(int(v.value) % 2)
+            return K.div(v, _i(2)), K.mod(v, _i(2))
+        (ot, oi), (cp, ci) = split(o), split(c)
+        flat = K.add(K.mul(K.add(K.mul(ot, _i(c_pad), no_wrap=True), cp, no_wrap=True), _i(4),
+                           no_wrap=True),
+                     K.add(oi, K.mul(ci, _i(2), no_wrap=True), no_wrap=True), no_wrap=True)
+        return K.cast(I32, K.load(wbuf, flat))
 
     def emit(accs: list[list[K.Var]], os_: list[K.Expr], ps: list[K.Expr]) -> list[K.Stmt]:
         stmts: list[K.Stmt] = []
@@ -179,8 +196,8 @@ def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
         body: list[K.Stmt] = [
             K.Decl(a, K.load(xbuf, x_flat(c, p0), 4)),
             K.Decl(b, K.load(xbuf, x_flat(K.add(c, _i(1), no_wrap=True), p0), 4)),
-            K.Decl(ww, K.load(wbuf, K.add(K.mul(ot, _i(pairs), no_wrap=True), cp,
-                                          no_wrap=True))),
+            K.Decl(ww, K.load(wbuf, K.mul(K.add(K.mul(ot, _i(c_pad), no_wrap=True), cp,
+                                                no_wrap=True), _i(4), no_wrap=True), 4)),
             K.Decl(w0, K.call("aot_sxtb16", [ww], U32)),
             K.Decl(w1, K.call("aot_sxtb16", [_ror8(ww)], U32)),
         ]
