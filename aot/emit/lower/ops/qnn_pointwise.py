@@ -100,140 +100,152 @@ def _applies(data: TensorValue, weight: TensorValue, in_zp: TensorValue, k_zp: T
     return bool(np.all(np.asarray(k_zp.constant) == 0))
 
 
+def _packed_weight(w: np.ndarray) -> np.ndarray:
+    """The weight ``(O, C)`` in the loop's order, channel counts padded to
+    even with zeros: the word ``(ot, cp)`` holds ``w[o][c], w[o+1][c],
+    w[o][c+1], w[o+1][c+1]`` (``o = 2*ot``, ``c = 2*cp``)."""
+    outs, chans = w.shape
+    o_pad, c_pad = (outs + 1) // 2, (chans + 1) // 2
+    padded = np.zeros((2 * o_pad, 2 * c_pad), dtype=np.int64)
+    padded[:outs, :chans] = w
+    return padded.reshape(o_pad, 2, c_pad, 2).transpose(0, 2, 3, 1).astype(np.int8).reshape(-1)
+
+
 def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
                    in_zp: TensorValue, k_zp: TensorValue, attrs: QnnConv2DAttrs,
                    out_type: Type, sinks: Sequence[Sink]) -> K.Stmt | None:
     """The kernel of the design note, or None when it does not apply."""
-    out = out_tensor(out_type)
-    if not _applies(data, weight, in_zp, k_zp, attrs, out.dtype):
+    if not _applies(data, weight, in_zp, k_zp, attrs, out_tensor(out_type).dtype):
         return None
-    n_batch, chans, height, width = (int(d) for d in data.shape)
-    outs = int(weight.shape[0])
-    positions = height * width
-    zx = int(np.asarray(in_zp.constant).reshape(-1)[0])
+    outs, chans = int(weight.shape[0]), int(data.shape[1])
+    if outs < TILE_O or int(data.shape[2]) * int(data.shape[3]) < TILE_P:
+        return None
     w = np.asarray(weight.constant).astype(np.int64).reshape(outs, chans)
-    pairs, odd_c = divmod(chans, 2)
-    o_tiles, odd_o = divmod(outs, TILE_O)
-    p_tiles, rest_p = divmod(positions, TILE_P)
-    if not o_tiles or not p_tiles:
-        return None
-    # the repacked weight, channel counts padded to even with zeros: the
-    # word (ot, cp) holds w[o][c], w[o+1][c], w[o][c+1], w[o+1][c+1]
-    # (o = 2*ot, c = 2*cp); every read of the weight goes to this table
-    o_pad, c_pad = o_tiles + odd_o, pairs + odd_c
-    padded = np.zeros((2 * o_pad, 2 * c_pad), dtype=np.int64)
-    padded[:outs, :chans] = w
-    quads = padded.reshape(o_pad, 2, c_pad, 2).transpose(0, 2, 3, 1)
-    table = ctx.constant_table(quads.astype(np.int8).reshape(-1), DType.INT8)
-    if table is None or table.buffer is None:
-        return None
-    xbuf, wbuf = data.buffer, table.buffer
+    zx = int(np.asarray(in_zp.constant).reshape(-1)[0])
+    table = ctx.constant_table(_packed_weight(w), DType.INT8)
     init = None
     if zx:
-        sums = -zx * w[:, :2 * pairs].sum(axis=1)
-        wrapped = (sums + 2 ** 31) % 2 ** 32 - 2 ** 31
-        init = ctx.constant_table(wrapped.astype(np.int32), I32)
+        sums = -zx * w[:, :chans - chans % 2].sum(axis=1)
+        init = ctx.constant_table(((sums + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32), I32)
         if init is None:
             return None
-    n = ctx.index_var("n")
+    if table is None or table.buffer is None or data.buffer is None:
+        return None
+    return _Pointwise(ctx, data, data.buffer, table.buffer, init, zx, outs, sinks[0]).nest()
 
-    def x_flat(c: K.Expr, p: K.Expr) -> K.Expr:
-        base = K.mul(K.add(K.mul(n, _i(chans), no_wrap=True), c, no_wrap=True),
-                     _i(positions), no_wrap=True)
+
+Exprs = Sequence[K.Expr]
+Accs = list[list[K.Var]]
+
+
+class _Pointwise:
+    def __init__(self, ctx: LowerContext, data: TensorValue, xbuf: K.Buffer, wbuf: K.Buffer,
+                 init: TensorValue | None, zx: int, outs: int, sink: Sink) -> None:
+        self.ctx, self.xbuf, self.wbuf, self.init, self.zx = ctx, xbuf, wbuf, init, zx
+        self.n_batch, self.chans, height, self.width = (int(d) for d in data.shape)
+        self.outs, self.positions = outs, height * self.width
+        self.c_pad = (self.chans + 1) // 2
+        self.sink = sink
+        self.n = ctx.index_var("n")
+
+    def x_flat(self, c: K.Expr, p: K.Expr) -> K.Expr:
+        base = K.mul(K.add(K.mul(self.n, _i(self.chans), no_wrap=True), c, no_wrap=True),
+                     _i(self.positions), no_wrap=True)
         return K.add(base, p, no_wrap=True)
 
-    def shifted_x(c: K.Expr, p: K.Expr) -> K.Expr:
-        v = K.cast(I32, K.load(xbuf, x_flat(c, p)))
-        return v if zx == 0 else K.sub(v, K.Const(zx, I32))
+    def shifted_x(self, c: K.Expr, p: K.Expr) -> K.Expr:
+        v = K.cast(I32, K.load(self.xbuf, self.x_flat(c, p)))
+        return v if self.zx == 0 else K.sub(v, K.Const(self.zx, I32))
 
-    def w_at(o: K.Expr, c: K.Expr) -> K.Expr:
+    def w_at(self, o: K.Expr, c: K.Expr) -> K.Expr:
         def split(v: K.Expr) -> tuple[K.Expr, K.Expr]:
             if isinstance(v, K.Const):
                 return _i(int(v.value) // 2), _i(int(v.value) % 2)
             return K.div(v, _i(2)), K.mod(v, _i(2))
         (ot, oi), (cp, ci) = split(o), split(c)
-        flat = K.add(K.mul(K.add(K.mul(ot, _i(c_pad), no_wrap=True), cp, no_wrap=True), _i(4),
-                           no_wrap=True),
-                     K.add(oi, K.mul(ci, _i(2), no_wrap=True), no_wrap=True), no_wrap=True)
-        return K.cast(I32, K.load(wbuf, flat))
+        word = K.mul(K.add(K.mul(ot, _i(self.c_pad), no_wrap=True), cp, no_wrap=True), _i(4),
+                     no_wrap=True)
+        flat = K.add(word, K.add(oi, K.mul(ci, _i(2), no_wrap=True), no_wrap=True),
+                     no_wrap=True)
+        return K.cast(I32, K.load(self.wbuf, flat))
 
-    def emit(accs: list[list[K.Var]], os_: list[K.Expr], ps: list[K.Expr]) -> list[K.Stmt]:
-        stmts: list[K.Stmt] = []
-        for i, o in enumerate(os_):
-            for j, p in enumerate(ps):
-                idx = (n, o, K.div(p, _i(width)), K.mod(p, _i(width)))
-                stmts.append(sinks[0](idx, accs[i][j]))
-        return stmts
+    def emit(self, accs: Accs, os_: Exprs, ps: Exprs) -> list[K.Stmt]:
+        return [self.sink((self.n, o, K.div(p, _i(self.width)), K.mod(p, _i(self.width))),
+                          accs[i][j]) for i, o in enumerate(os_) for j, p in enumerate(ps)]
 
-    def scalar_steps(accs: list[list[K.Var]], os_: list[K.Expr], ps: list[K.Expr],
-                     c: K.Expr) -> list[K.Stmt]:
-        xs = [ctx.scalar("x", I32) for _ in ps]
-        body: list[K.Stmt] = [K.Decl(v, shifted_x(c, p)) for v, p in zip(xs, ps)]
+    def scalar_steps(self, accs: Accs, os_: Exprs, ps: Exprs, c: K.Expr) -> list[K.Stmt]:
+        xs = [self.ctx.scalar("x", I32) for _ in ps]
+        body: list[K.Stmt] = [K.Decl(v, self.shifted_x(c, p)) for v, p in zip(xs, ps)]
         for i, o in enumerate(os_):
-            wv = ctx.scalar("w", I32)
-            body.append(K.Decl(wv, w_at(o, c)))
-            for j in range(len(ps)):
-                body.append(K.Assign(accs[i][j], K.add(accs[i][j], K.mul(xs[j], wv))))
+            wv = self.ctx.scalar("w", I32)
+            body.append(K.Decl(wv, self.w_at(o, c)))
+            body += [K.Assign(accs[i][j], K.add(accs[i][j], K.mul(xs[j], wv)))
+                     for j in range(len(ps))]
         return body
 
-    def scalar_tile(os_: list[K.Expr], ps: list[K.Expr]) -> K.Stmt:
-        accs = [[ctx.scalar("acc", I32) for _ in ps] for _ in os_]
-        c = ctx.index_var("c")
+    def scalar_tile(self, os_: Exprs, ps: Exprs) -> K.Stmt:
+        accs = [[self.ctx.scalar("acc", I32) for _ in ps] for _ in os_]
+        c = self.ctx.index_var("c")
         return K.block([K.Decl(a, K.Const(0, I32)) for row in accs for a in row],
-                       K.for_range(c, chans, K.block(*scalar_steps(accs, os_, ps, c))),
-                       *emit(accs, os_, ps))
+                       K.for_range(c, self.chans, K.block(*self.scalar_steps(accs, os_, ps, c))),
+                       *self.emit(accs, os_, ps))
 
-    def dsp_tile(ot: K.Var, p0: K.Expr) -> K.Stmt:
-        os_ = [K.mul(ot, _i(2), no_wrap=True), K.add(K.mul(ot, _i(2), no_wrap=True), _i(1),
-                                                     no_wrap=True)]
-        ps = [p0 if j == 0 else K.add(p0, _i(j), no_wrap=True) for j in range(TILE_P)]
-        accs = [[ctx.scalar("acc", I32) for _ in ps] for _ in os_]
-        cp = ctx.index_var("cp")
+    def dsp_step(self, accs: Accs, ot: K.Var, p0: K.Expr, cp: K.Var) -> list[K.Stmt]:
+        """Two input channels of the tile: 16 multiply-accumulates."""
         c = K.mul(cp, _i(2), no_wrap=True)
-        a, b, ww, w0, w1, lo, hi = (ctx.scalar(s, U32) for s in
+        a, b, ww, w0, w1, lo, hi = (self.ctx.scalar(s, U32) for s in
                                     ("xa", "xb", "ww", "wa", "wb", "lo", "hi"))
-        xp = [ctx.scalar("xp", U32) for _ in ps]
+        xp = [self.ctx.scalar("xp", U32) for _ in range(TILE_P)]
+        word = K.mul(K.add(K.mul(ot, _i(self.c_pad), no_wrap=True), cp, no_wrap=True), _i(4),
+                     no_wrap=True)
         body: list[K.Stmt] = [
-            K.Decl(a, K.load(xbuf, x_flat(c, p0), 4)),
-            K.Decl(b, K.load(xbuf, x_flat(K.add(c, _i(1), no_wrap=True), p0), 4)),
-            K.Decl(ww, K.load(wbuf, K.mul(K.add(K.mul(ot, _i(c_pad), no_wrap=True), cp,
-                                                no_wrap=True), _i(4), no_wrap=True), 4)),
+            K.Decl(a, K.load(self.xbuf, self.x_flat(c, p0), 4)),
+            K.Decl(b, K.load(self.xbuf, self.x_flat(K.add(c, _i(1), no_wrap=True), p0), 4)),
+            K.Decl(ww, K.load(self.wbuf, word, 4)),
             K.Decl(w0, K.call("aot_sxtb16", [ww], U32)),
             K.Decl(w1, K.call("aot_sxtb16", [_ror8(ww)], U32)),
         ]
         # positions p, p+1 from the low halves of the two words, then p+2, p+3
-        for half, (h, packed) in enumerate(((lo, K.bit_or(K.bit_and(a, _u(0xFFFF)),
-                                                          K.shl(b, _u(16)))),
-                                            (hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)),
-                                                          K.shr(a, _u(16)))))):
+        halves = ((lo, K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16)))),
+                  (hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)), K.shr(a, _u(16)))))
+        for half, (h, packed) in enumerate(halves):
             j0 = 2 * half
             body += [K.Decl(h, packed),
                      K.Decl(xp[j0], K.call("aot_sxtb16", [h], U32)),
                      K.Decl(xp[j0 + 1], K.call("aot_sxtb16", [_ror8(h)], U32))]
-            for i, wv in enumerate((w0, w1)):
-                for j in (j0, j0 + 1):
-                    body.append(K.Assign(accs[i][j], K.call("aot_smlad", [xp[j], wv, accs[i][j]],
-                                                            I32)))
+            body += [K.Assign(accs[i][j], K.call("aot_smlad", [xp[j], wv, accs[i][j]], I32))
+                     for i, wv in enumerate((w0, w1)) for j in (j0, j0 + 1)]
+        return body
+
+    def dsp_tile(self, ot: K.Var, p0: K.Expr) -> K.Stmt:
+        os_ = [K.mul(ot, _i(2), no_wrap=True),
+               K.add(K.mul(ot, _i(2), no_wrap=True), _i(1), no_wrap=True)]
+        ps = [p0 if j == 0 else K.add(p0, _i(j), no_wrap=True) for j in range(TILE_P)]
+        accs = [[self.ctx.scalar("acc", I32) for _ in ps] for _ in os_]
+        cp = self.ctx.index_var("cp")
         # the accumulators start at -zx * sum(w) over the paired channels
-        # (the products above use x, not x - zx)
+        # (the products of dsp_step use x, not x - zx)
         stmts: list[K.Stmt] = []
         for i, o in enumerate(os_):
-            start = K.Const(0, I32) if init is None else init.read((o,))
+            start = K.Const(0, I32) if self.init is None else self.init.read((o,))
             stmts += [K.Decl(v, start) for v in accs[i]]
-        stmts.append(K.for_range(cp, pairs, K.block(*body)))
-        if odd_c:
-            stmts.extend(scalar_steps(accs, os_, ps, _i(chans - 1)))
-        return K.block(*stmts, *emit(accs, os_, ps))
+        stmts.append(K.for_range(cp, self.chans // 2,
+                                 K.block(*self.dsp_step(accs, ot, p0, cp))))
+        if self.chans % 2:
+            stmts += self.scalar_steps(accs, os_, ps, _i(self.chans - 1))
+        return K.block(*stmts, *self.emit(accs, os_, ps))
 
-    ot, pt = ctx.index_var("ot"), ctx.index_var("pt")
-    per_o: list[K.Stmt] = [K.for_range(pt, p_tiles, dsp_tile(ot, K.mul(pt, _i(TILE_P),
-                                                                        no_wrap=True)))]
-    o2 = [K.mul(ot, _i(2), no_wrap=True), K.add(K.mul(ot, _i(2), no_wrap=True), _i(1),
-                                                no_wrap=True)]
-    for r in range(rest_p):
-        per_o.append(scalar_tile(o2, [_i(p_tiles * TILE_P + r)]))
-    nest: list[K.Stmt] = [K.for_range(ot, o_tiles, K.block(*per_o))]
-    if odd_o:
-        pv = ctx.index_var("p")
-        nest.append(K.for_range(pv, positions, scalar_tile([_i(outs - 1)], [pv])))
-    return K.for_range(n, n_batch, K.block(*nest))
+    def nest(self) -> K.Stmt:
+        p_tiles, rest_p = divmod(self.positions, TILE_P)
+        ot, pt = self.ctx.index_var("ot"), self.ctx.index_var("pt")
+        per_o: list[K.Stmt] = [K.for_range(pt, p_tiles, self.dsp_tile(
+            ot, K.mul(pt, _i(TILE_P), no_wrap=True)))]
+        pair = [K.mul(ot, _i(2), no_wrap=True),
+                K.add(K.mul(ot, _i(2), no_wrap=True), _i(1), no_wrap=True)]
+        per_o += [self.scalar_tile(pair, [_i(p_tiles * TILE_P + r)]) for r in range(rest_p)]
+        nest: list[K.Stmt] = [K.for_range(ot, self.outs // TILE_O, K.block(*per_o))]
+        if self.outs % 2:
+            pv = self.ctx.index_var("p")
+            nest.append(K.for_range(pv, self.positions,
+                                    self.scalar_tile([_i(self.outs - 1)], [pv])))
+        return K.for_range(self.n, self.n_batch, K.block(*nest))
