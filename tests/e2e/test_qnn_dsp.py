@@ -76,6 +76,10 @@ def test_pointwise_kernel_is_selected(tmp_path):
     source = (art.root / "src" / "pw.c").read_text()
     for name in ("aot_load4_i8", "aot_sxtb16", "aot_smlad"):
         assert name in source, name
+    # the host's fast configuration keeps plain multiply-accumulates
+    art = aot.compile(aot.parse(MODEL), tmp_path / "simd", name="pw", build=False,
+                      tuning="simd")
+    assert "aot_smlad" not in (art.root / "src" / "pw.c").read_text()
 
 
 # ------------------------------------------------------------- the helpers

@@ -7,7 +7,9 @@ Scope: a 1x1 convolution, stride 1, no padding, one group, channels-first
 data (``NCHW`` / ``OIHW``, the ONNX layout), int8 data read from a buffer,
 a constant int8 weight with zero points 0 (symmetric, per channel or per
 tensor), a literal input zero point, int32 accumulation.  Anything else
-takes the general lowering (:mod:`.qnn_linear`).  Over the flattened
+takes the general lowering (:mod:`.qnn_linear`), and so does the ``simd``
+tuning (a host: there the portable helpers cost more than plain
+multiply-accumulates).  Over the flattened
 positions ``p`` of the ``H*W`` map the convolution is a matrix product
 ``acc[o][p] = sum_c (x[c][p] - zx) * w[o][c]``.
 
@@ -62,6 +64,7 @@ from ....ir.ops.qnn_linear import QnnConv2DAttrs
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import INDEX, LowerContext, Sink, TensorValue, out_tensor
+from .tuning import current as current_tuning
 
 __all__ = ["pointwise_int8"]
 
@@ -115,7 +118,8 @@ def pointwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
                    in_zp: TensorValue, k_zp: TensorValue, attrs: QnnConv2DAttrs,
                    out_type: Type, sinks: Sequence[Sink]) -> K.Stmt | None:
     """The kernel of the design note, or None when it does not apply."""
-    if not _applies(data, weight, in_zp, k_zp, attrs, out_tensor(out_type).dtype):
+    if current_tuning().simd or not _applies(data, weight, in_zp, k_zp, attrs,
+                                             out_tensor(out_type).dtype):
         return None
     outs, chans = int(weight.shape[0]), int(data.shape[1])
     if outs < TILE_O or int(data.shape[2]) * int(data.shape[3]) < TILE_P:
