@@ -233,3 +233,13 @@ def test_network_portable_path(model_file):
 def test_network_dsp_path_under_qemu(model_file):
     _assert(_make(model_file, "qemu"), True)
     _assert(_make(model_file, "qemu", corrupt=1), False)
+
+
+def test_four_lane_loads_only_of_bytes():
+    ok = K.Buffer("p", DType.UINT8, (8,), K.BufferScope.CONST)
+    assert K.load(ok, 4, 4).dtype is U32
+    with pytest.raises(K.KernelIRError):
+        K.load(K.Buffer("q", DType.INT32, (8,), K.BufferScope.CONST), 0, 4)
+    with pytest.raises(K.KernelIRError):       # reads p[6..9] of 8
+        evaluate(K.load(ok, 6, 4), {}, {"p": np.arange(8, dtype=np.uint8)})
+    assert int(evaluate(K.load(ok, 4, 4), {}, {"p": np.arange(8, dtype=np.uint8)})) == 0x07060504
