@@ -8,8 +8,8 @@ data (``NCHW`` / ``OIHW``, the ONNX layout), int8 data read from a buffer,
 a constant int8 weight with zero points 0 (symmetric, per channel or per
 tensor), a literal input zero point, int32 accumulation.  Anything else
 takes the general lowering (:mod:`.qnn_linear`), and so does the ``simd``
-tuning (a host: there the portable helpers cost more than plain
-multiply-accumulates).  Over the flattened
+tuning (a host's fast configuration: its generic nests are written for the
+host compiler's vectorizer).  Over the flattened
 positions ``p`` of the ``H*W`` map the convolution is a matrix product
 ``acc[o][p] = sum_c (x[c][p] - zx) * w[o][c]``.
 
