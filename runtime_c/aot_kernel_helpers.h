@@ -23,6 +23,13 @@
  *                                  saturate at the type's limits, NaN -> 0
  *   aot_f16_to_f32 aot_f32_to_f16  IEEE binary16 bits <-> float (exact /
  *   aot_f64_to_f16 aot_round_f16   round to nearest even, as NumPy)
+ *   aot_load4_i8 aot_load4_u8      four bytes p[i..i+3] as one little-endian
+ *                                  word (memcpy: one load on a Cortex-M)
+ *   aot_sxtb16 aot_sxtab16         the Arm DSP extension's SXTB16, SXTAB16
+ *   aot_smlad                      and SMLAD
+ *                                  (dual 16-bit): ACLE intrinsics when
+ *                                  __ARM_FEATURE_DSP is defined, else
+ *                                  portable C computing the same integers
  *
  * S names the operand type: i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 (bool is
  * a uint8_t, float16 is computed as float).  The semantics are the
@@ -154,6 +161,73 @@ AOT_DEFINE_FLOAT_HELPERS(f64, double, fmod, floor, copysign)
  * the first operand when the two compare equal (so min(0.0, -0.0) is 0.0). */
 static inline float aot_min_f16(float a, float b) { return (a <= b || a != a) ? a : b; }
 static inline float aot_max_f16(float a, float b) { return (a >= b || a != a) ? a : b; }
+
+/* ---- packed 8/16-bit integers (int8 kernels) ------------------------------ */
+
+/* Two halfwords in a word: lo = bits 0..15, hi = bits 16..31.  With the
+ * Arm DSP extension (Cortex-M4/M7/M33 ..., little-endian) these are one
+ * instruction each, through the ACLE intrinsics of <arm_acle.h>; elsewhere
+ * the portable C below computes the same integers (tests build both). */
+#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+#include <arm_acle.h>
+#define AOT_DSP 1
+static inline uint32_t aot_load4_i8(const int8_t *p, int32_t i)
+{
+    uint32_t v;
+    memcpy(&v, p + i, sizeof v);
+    return v;
+}
+static inline uint32_t aot_load4_u8(const uint8_t *p, int32_t i)
+{
+    uint32_t v;
+    memcpy(&v, p + i, sizeof v);
+    return v;
+}
+static inline uint32_t aot_sxtab16(uint32_t a, uint32_t b)
+{
+    return (uint32_t)__sxtab16((int32_t)a, (int32_t)b);
+}
+static inline uint32_t aot_sxtb16(uint32_t b)
+{
+    return (uint32_t)__sxtb16((int32_t)b);
+}
+static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+    return __smlad((int32_t)a, (int32_t)b, acc);
+}
+#else
+static inline uint32_t aot_load4_u8(const uint8_t *p, int32_t i)
+{
+    return (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16
+        | (uint32_t)p[i + 3] << 24;
+}
+static inline uint32_t aot_load4_i8(const int8_t *p, int32_t i)
+{
+    return (uint32_t)(uint8_t)p[i] | (uint32_t)(uint8_t)p[i + 1] << 8
+        | (uint32_t)(uint8_t)p[i + 2] << 16 | (uint32_t)(uint8_t)p[i + 3] << 24;
+}
+/* sign extension of the low 8 / 16 bits, without implementation-defined
+ * conversions */
+static inline uint32_t aot_sext8_(uint32_t v) { return ((v & 0xFFu) ^ 0x80u) - 0x80u; }
+static inline int32_t aot_sext16_(uint32_t v)
+{
+    return (int32_t)((v & 0xFFFFu) ^ 0x8000u) - 0x8000;
+}
+static inline uint32_t aot_sxtab16(uint32_t a, uint32_t b)
+{
+    uint32_t lo = (a + aot_sext8_(b)) & 0xFFFFu;
+    uint32_t hi = ((a >> 16) + aot_sext8_(b >> 16)) & 0xFFFFu;
+    return lo | hi << 16;
+}
+static inline uint32_t aot_sxtb16(uint32_t b) { return aot_sxtab16(0u, b); }
+static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+    uint32_t lo = (uint32_t)(aot_sext16_(a) * aot_sext16_(b));
+    uint32_t hi = (uint32_t)(aot_sext16_(a >> 16) * aot_sext16_(b >> 16));
+    uint32_t sum = (uint32_t)acc + lo + hi;
+    return sum > 0x7FFFFFFFu ? -(int32_t)(0xFFFFFFFFu - sum) - 1 : (int32_t)sum;
+}
+#endif
 
 /* ---- saturating float -> integer ----------------------------------------- */
 

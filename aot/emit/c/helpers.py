@@ -74,6 +74,20 @@ def _build_helpers() -> dict[str, HelperSpec]:
                                      "double -> binary16 bits, round to nearest even (once)")
     h["aot_round_f16"] = HelperSpec("float aot_round_f16(float x)",
                                     "x rounded to the nearest binary16 value, as a float")
+    for d in (DType.INT8, DType.UINT8):
+        s, t = helper_suffix(d), c_storage_type(d)
+        h[f"aot_load4_{s}"] = HelperSpec(
+            f"uint32_t aot_load4_{s}(const {t} *p, int32_t i)",
+            "p[i..i+3] as one little-endian word (byte k in bits 8k..8k+7)")
+    h["aot_sxtab16"] = HelperSpec(
+        "uint32_t aot_sxtab16(uint32_t a, uint32_t b)",
+        "halfwords of a plus bytes 0 and 2 of b sign-extended, each mod 2^16 (SXTAB16)")
+    h["aot_sxtb16"] = HelperSpec(
+        "uint32_t aot_sxtb16(uint32_t b)",
+        "bytes 0 and 2 of b sign-extended into the two halfwords (SXTB16)")
+    h["aot_smlad"] = HelperSpec(
+        "int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)",
+        "acc + lo(a)*lo(b) + hi(a)*hi(b) of the signed halfwords, mod 2^32 (SMLAD)")
     return dict(sorted(h.items()))
 
 

@@ -276,6 +276,9 @@ class _Spell:
         if isinstance(e, Var):
             return _Spelled(CAtom(e.name))
         if isinstance(e, Load):
+            if e.lanes == 4:
+                return _Spelled(self.call(f"aot_load4_{helper_suffix(e.buffer.dtype)}",
+                                          CAtom(e.buffer.name), kids[0].c))
             element: CExpr = CIndex(e.buffer.name, kids[0].c)
             if e.buffer.dtype is DType.FLOAT16:
                 element = self.call("aot_f16_to_f32", element)

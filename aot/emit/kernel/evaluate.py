@@ -100,7 +100,30 @@ def _cast_value(x: np.generic, to: DType) -> np.generic:
         return np.asarray(cast_array(np.array(x), to)).astype(to.np)[()]
 
 
+def _sext(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _sxtab16(a: int, b: int) -> int:
+    lo = (a + _sext(b, 8)) & 0xFFFF
+    hi = ((a >> 16) + _sext(b >> 16, 8)) & 0xFFFF
+    return lo | hi << 16
+
+
+def _smlad(a: int, b: int, acc: int) -> int:
+    total = acc + _sext(a, 16) * _sext(b, 16) + _sext(a >> 16, 16) * _sext(b >> 16, 16)
+    return _sext(total, 32)
+
+
+#: the packed-integer helpers of the runtime (aot_kernel_helpers.h)
+_INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b),
+                "aot_smlad": _smlad}
+
+
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
+    if name in _INT_HELPERS:
+        return np.array(_INT_HELPERS[name](*(int(a) for a in args))).astype(dtype.np)[()]
     base = math_base(name)
     check(base is not None, f"no reference semantics for function {name}")
     _, fn = MATH_FUNCTIONS[base]  # type: ignore[index]
@@ -124,7 +147,12 @@ def evaluate(root: Expr, env: Mapping[str, np.generic | int | float],
         if isinstance(e, Load):
             arr = memory[e.buffer.name]
             i = int(vals[0])
-            check(0 <= i < arr.size, f"{e.buffer.name}[{i}] out of bounds ({arr.size})")
+            check(0 <= i <= arr.size - e.lanes,
+                   f"{e.buffer.name}[{i}] out of bounds ({arr.size})")
+            if e.lanes == 4:
+                word = arr.reshape(-1)[i:i + 4].astype(np.uint8).astype(np.uint32)
+                return np.uint32(int(word[0]) | int(word[1]) << 8 | int(word[2]) << 16
+                                 | int(word[3]) << 24)
             return arr.reshape(-1)[i]
         if isinstance(e, BinOp):
             return _apply_binop(e.op, vals[0], vals[1], e.a.dtype)

@@ -329,20 +329,31 @@ class Buffer:
         return self.scope in (BufferScope.INPUT, BufferScope.CONST)
 
 
+#: element types of buffers a 4-lane :class:`Load` reads
+PACKABLE = (DType.INT8, DType.UINT8)
+
+
 @_node
 class Load(Expr):
+    """``buffer[index]``; with ``lanes=4`` (8-bit integer buffers only) the
+    four elements ``buffer[index .. index+3]`` as one ``uint32`` word,
+    element ``index + k`` in bits ``8k .. 8k+7`` (printed as a ``memcpy``
+    load: one ``ldr`` on a Cortex-M, no alignment or aliasing assumed)."""
     buffer: Buffer
     index: Expr
+    lanes: int = 1
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check(self.index.dtype in INDEX_DTYPES,
                f"index into {self.buffer.name} must be int32/int64, got {self.index.dtype}")
+        check(self.lanes == 1 or (self.lanes == 4 and self.buffer.dtype in PACKABLE),
+               f"a {self.lanes}-lane load of a {self.buffer.dtype} buffer")
         _seal(self)
 
     @property
     def dtype(self) -> DType:
-        return self.buffer.dtype
+        return DType.UINT32 if self.lanes == 4 else self.buffer.dtype
 
 
 @_node
@@ -598,8 +609,8 @@ def index_var(name: str, dtype: DType = DType.INT32) -> Var:
     return Var(name, dtype)
 
 
-def load(buffer: Buffer, index: Operand) -> Load:
-    return Load(buffer, as_expr(index, DType.INT32))
+def load(buffer: Buffer, index: Operand, lanes: int = 1) -> Load:
+    return Load(buffer, as_expr(index, DType.INT32), lanes)
 
 
 def store(buffer: Buffer, index: Operand, value: Operand) -> Store:

@@ -124,7 +124,7 @@ class _Verifier:
                     self.problems.append(f"{e.name} used as {e.dtype}, declared {bound.var.dtype}")
                 bound.read = True
             elif isinstance(e, Load):
-                self.access(e.buffer, e.index)
+                self.access(e.buffer, e.index, e.lanes)
             elif isinstance(e, Call):
                 self.functions.add(e.name)
             hazard = _warning_hazard(e)
@@ -132,8 +132,8 @@ class _Verifier:
                 self.problems.append(f"{hazard}: compilers warn about it "
                                      f"(run aot.emit.kernel.simplify first)")
 
-    def access(self, buffer: Buffer, index: Expr) -> None:
-        if isinstance(index, Const) and not 0 <= int(index.value) < buffer.size:
+    def access(self, buffer: Buffer, index: Expr, lanes: int = 1) -> None:
+        if isinstance(index, Const) and not 0 <= int(index.value) <= buffer.size - lanes:
             self.problems.append(f"constant index {index.value} outside {buffer.name}"
                                  f"[{buffer.size}]")
 

@@ -44,7 +44,7 @@ def with_children(e: Expr, new: Sequence[Expr]) -> Expr:
     if len(old) == len(new) and all(x is y for x, y in zip(old, new)):
         return e
     if isinstance(e, Load):
-        return Load(e.buffer, new[0])
+        return Load(e.buffer, new[0], e.lanes)
     if isinstance(e, BinOp):
         return BinOp(e.op, new[0], new[1], e.no_wrap)
     if isinstance(e, UnaryOp):

@@ -88,6 +88,10 @@ class Multiplier:
 
     multiplier: K.Expr
     shift: K.Expr
+    #: for per-channel tables whose shifts are all <= -2 (see
+    #: :func:`multiply_single`): ``-shift - 2``, read like ``shift``;
+    #: None otherwise
+    high_shift: K.Expr | None = None
 
     @property
     def static(self) -> tuple[int, int] | None:
@@ -206,6 +210,19 @@ def multiply_single(x: K.Expr, q: Multiplier, to_nearest: bool) -> K.Expr:
         scaled = K.mul(K.cast(I64, x), i64(m << left))
         rounding: K.Expr = i64(1 << (total - 1))
         shift: K.Expr = i32(total)
+    elif q.high_shift is not None:
+        # every shift s <= -2, e = -s - 2 >= 0: the total shift is
+        # t = 33 + e and the rounding term 2**(t-1) = 2**e * 2**32, so with
+        # h = floor(v / 2**32) (the high word of the product, minus the
+        # nudge) the result is floor((h + 2**e) / 2**(e+1)) -- exact,
+        # floor divisions compose; |h| < 2**30, so the int32 sum cannot
+        # overflow.  On a Cortex-M: SMULL, then 32-bit arithmetic.
+        scaled = K.mul(K.cast(I64, x), K.cast(I64, q.multiplier))
+        if to_nearest:
+            scaled = K.sub(scaled, _negative(scaled))
+        high = K.cast(I32, K.shr(scaled, i32(32)))
+        e = q.high_shift
+        return K.shr(K.shr(K.add(high, K.shl(i32(1), e)), e), i32(1))
     else:
         left, right = _left_right(q)
         total_e = K.add(right, i32(31))

@@ -129,13 +129,23 @@ def _table(ctx: LowerContext, values: Sequence[int], dtype: DType) -> TensorValu
 
 
 def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Callable[[Index],
-                 K.Expr], runtime: MultiplierAt) -> MultiplierAt:
+                 K.Expr], runtime: MultiplierAt, single: bool = False) -> MultiplierAt:
     """Multipliers given per channel: literals when all equal, else tables
-    (or the run-time computation when tables are unavailable)."""
+    (or the run-time computation when tables are unavailable).  ``single``:
+    the multipliers feed TVM's single-rounding multiply; when every shift
+    is at most -2 the shift table holds ``-shift - 2`` instead, and the
+    multiply uses the high word of the product
+    (:func:`.fixed_point.multiply_single`)."""
     if len(set(pairs)) == 1:
         q = Multiplier(i32(pairs[0][0]), i32(pairs[0][1]))
         return lambda idx: q
     mult = _table(ctx, [m for m, _ in pairs], I32)
+    if single and all(s <= -2 for _, s in pairs):
+        high = _table(ctx, [-s - 2 for _, s in pairs], I32)
+        if mult is not None and high is not None:
+            return lambda idx: Multiplier(mult.read((channel(idx),)),
+                                          K.neg(K.add(high.read((channel(idx),)), i32(2))),
+                                          high.read((channel(idx),)))
     shift = _table(ctx, [s for _, s in pairs], I32)
     if mult is None or shift is None:
         return runtime
@@ -143,7 +153,7 @@ def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Calla
 
 
 def rescale_at(ctx: LowerContext, op: str, in_scale: TensorValue, out_scale: TensorValue,
-               ndim: int, axis: int) -> MultiplierAt:
+               ndim: int, axis: int, single: bool = False) -> MultiplierAt:
     """The multiplier of ``input_scale / output_scale`` at each element of
     a rank-``ndim`` tensor quantized along ``axis``."""
     def runtime(idx: Index) -> Multiplier:
@@ -159,7 +169,7 @@ def rescale_at(ctx: LowerContext, op: str, in_scale: TensorValue, out_scale: Ten
         reals = (scales(s_in, "input_scale").reshape(-1)
                  / scales(s_out, "output_scale").reshape(()))
         return [(qm.multiplier, qm.shift) for qm in map(quantize_multiplier, reals.tolist())]
-    return _per_channel(ctx, checked(op, pairs), lambda idx: idx[axis], runtime)
+    return _per_channel(ctx, checked(op, pairs), lambda idx: idx[axis], runtime, single)
 
 
 def check_scales(op: str, ctx: LowerContext, p: TensorValue, what: str) -> None:
@@ -255,7 +265,8 @@ def _requantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: RequantizeAt
     data, in_scale, in_zp, out_scale, out_zp = vals
     ndim = data.ndim
     axis = quant_axis(attrs.axis, ndim)
-    mult = rescale_at(ctx, "qnn.requantize", in_scale, out_scale, ndim, axis)
+    single = attrs.effective_rounding in (Rounding.UPWARD, Rounding.TONEAREST)
+    mult = rescale_at(ctx, "qnn.requantize", in_scale, out_scale, ndim, axis, single)
     if attrs.effective_rounding is Rounding.TFLITE_INT64:
         _check_int64_shifts(ctx, in_scale, out_scale)
     return requantize_value(data, lambda idx: param_at(in_zp, idx, ndim, axis), mult,

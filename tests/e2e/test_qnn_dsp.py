@@ -1,0 +1,245 @@
+"""The int8 pointwise kernel with the Arm DSP extension
+(aot/emit/lower/ops/qnn_pointwise.py) and the packed-integer runtime
+helpers (aot_load4_i8, aot_sxtb16, aot_sxtab16, aot_smlad in
+runtime_c/aot_kernel_helpers.h) on both of their paths: the portable C
+that a host compiler takes and the ACLE intrinsics that arm-none-eabi-gcc
+takes for a Cortex-M4 (``__ARM_FEATURE_DSP``), run under QEMU.
+
+* the helpers, on edge and random words, against the kernel interpreter's
+  reference semantics (aot.emit.kernel.evaluate), built for the host and
+  for the Cortex-M4;
+* a two-layer int8 network of pointwise convolutions (odd channel counts,
+  batch 2, positions not a multiple of the tile, per-channel
+  requantization with both single roundings) through examples/embedded,
+  on the host and under QEMU, bit-exact against the interpreter, with a
+  corrupted expected value that must FAIL.
+
+The Cortex-M tests need arm-none-eabi-gcc and qemu-system-arm and are
+skipped, saying so, without them."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aot
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.evaluate import evaluate
+from aot.emit.resources import runtime_dir
+from aot.ir.dtype import DType
+
+REPO = Path(__file__).resolve().parents[2]
+EMBEDDED = REPO / "examples" / "embedded"
+
+needs_cc = pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None,
+                              reason="needs make and a host C compiler")
+needs_arm = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+    reason="needs arm-none-eabi-gcc and qemu-system-arm "
+           "(scripts/install-ci-deps.sh --embedded)")
+
+U32 = DType.UINT32
+I32 = DType.INT32
+
+
+def _weights(o: int, c: int) -> str:
+    """A constant int8 weight (O, C, 1, 1) covering -128..127, folded at
+    compile time into a table."""
+    n = o * c
+    return (f'reshape(cast(subtract(mod(multiply(arange(0f, {n}f, 1f, start=0f, stop={n}f, '
+            f'step=1f, dtype="float32"), 37f), 256f), 128f), dtype="int8"), '
+            f'newshape=[{o}, {c}, 1, 1])')
+
+
+def _vec(n: int, first: float, step: float) -> str:
+    return (f'add(multiply(arange(0f, {n}f, 1f, start=0f, stop={n}f, step=1f, '
+            f'dtype="float32"), {step!r}f), {first!r}f)')
+
+
+MODEL = f'''def @main(%x: Tensor[(2, 7, 3, 5), int8]) {{
+  %0 = qnn.conv2d(%x, {_weights(5, 7)}, -128, 0, 0.5f, 0.25f);
+  %1 = qnn.requantize(%0, {_vec(5, 0.01, 0.003)}, 0, 0.5f, 3, axis=1, out_dtype="int8",
+                      rounding="TONEAREST");
+  %2 = qnn.conv2d(%1, {_weights(6, 5)}, 3, 0, 0.5f, 0.25f);
+  qnn.requantize(%2, {_vec(6, 0.02, 0.001)}, 5, 0.7f, -1, axis=1, out_dtype="int8")
+}}
+'''
+
+
+def test_pointwise_kernel_is_selected(tmp_path):
+    art = aot.compile(aot.parse(MODEL), tmp_path / "art", name="pw", build=False)
+    source = (art.root / "src" / "pw.c").read_text()
+    for name in ("aot_load4_i8", "aot_sxtb16", "aot_smlad"):
+        assert name in source, name
+    # the host's fast configuration keeps plain multiply-accumulates
+    art = aot.compile(aot.parse(MODEL), tmp_path / "simd", name="pw", build=False,
+                      tuning="simd")
+    assert "aot_smlad" not in (art.root / "src" / "pw.c").read_text()
+
+
+# ------------------------------------------------------------- the helpers
+
+WORDS = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x00800080, 0x7F7F7F7F, 0x80808080,
+         0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0x01FF80FE, 0x12345678, 0xFEDCBA98]
+ACCS = [0, 1, -1, 2 ** 31 - 1, -2 ** 31, 123456789, -987654321]
+
+
+def _cases() -> list[tuple[int, int, int]]:
+    rng = np.random.default_rng(16)
+    out = [(a, b, ACCS[(i + j) % len(ACCS)]) for i, a in enumerate(WORDS)
+           for j, b in enumerate(WORDS)]
+    rnd = rng.integers(0, 2 ** 32, size=(200, 2), dtype=np.uint64)
+    accs = rng.integers(-2 ** 31, 2 ** 31, size=200, dtype=np.int64)
+    out += [(int(a), int(b), int(c)) for (a, b), c in zip(rnd, accs)]
+    return out
+
+
+def _expected(cases: list[tuple[int, int, int]]) -> list[str]:
+    lines = []
+    for a, b, acc in cases:
+        ua, ub = K.Const(a, U32), K.Const(b, U32)
+        vals = [evaluate(K.call("aot_sxtab16", [ua, ub], U32), {}, {}),
+                evaluate(K.call("aot_sxtb16", [ub], U32), {}, {}),
+                evaluate(K.call("aot_smlad", [ua, ub, K.Const(acc, I32)], I32), {}, {})]
+        buf = K.Buffer("p", DType.INT8, (4,), K.BufferScope.CONST)
+        data = np.frombuffer(np.uint32(a).tobytes(), dtype=np.int8)
+        vals.append(evaluate(K.load(buf, 0, 4), {}, {"p": data}))
+        lines.append(" ".join(f"{int(v) & 0xFFFFFFFF:08x}" for v in vals))
+    return lines
+
+
+def _program(cases: list[tuple[int, int, int]]) -> str:
+    rows = ",\n".join(f"    {{{a}u, {b}u, {acc}}}" if acc != -2 ** 31 else
+                      f"    {{{a}u, {b}u, -2147483647 - 1}}" for a, b, acc in cases)
+    return f"""#include <stdio.h>
+#include <stdint.h>
+#include "aot_kernel_helpers.h"
+
+struct row {{ uint32_t a, b; int32_t acc; }};
+static const struct row rows[] = {{
+{rows}
+}};
+
+int main(void)
+{{
+    size_t i;
+#if defined(AOT_DSP)
+    printf("dsp\\n");
+#else
+    printf("portable\\n");
+#endif
+    for (i = 0; i < sizeof rows / sizeof rows[0]; ++i) {{
+        int8_t bytes[4];
+        uint32_t a = rows[i].a;
+        int k;
+        for (k = 0; k < 4; ++k) {{
+            bytes[k] = (int8_t)(int32_t)((((a >> (8 * k)) & 0xFFu) ^ 0x80u) - 0x80u);
+        }}
+        printf("%08lx %08lx %08lx %08lx\\n",
+               (unsigned long)aot_sxtab16(rows[i].a, rows[i].b),
+               (unsigned long)aot_sxtb16(rows[i].b),
+               (unsigned long)(uint32_t)aot_smlad(rows[i].a, rows[i].b, rows[i].acc),
+               (unsigned long)aot_load4_i8(bytes, 0));
+    }}
+    return 0;
+}}
+"""
+
+
+def _check_output(out: str, path: str, cases: list[tuple[int, int, int]]) -> None:
+    lines = out.split()
+    assert lines[0] == path
+    got = [" ".join(lines[1 + 4 * i: 5 + 4 * i]) for i in range(len(cases))]
+    assert got == _expected(cases)
+
+
+FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-O2"]
+
+
+@needs_cc
+@pytest.mark.parametrize("cc", ["cc", "clang"])
+def test_helpers_portable_path(tmp_path, cc):
+    if shutil.which(cc) is None:
+        pytest.skip(f"needs {cc}")
+    cases = _cases()
+    src = tmp_path / "h.c"
+    src.write_text(_program(cases))
+    exe = tmp_path / "h"
+    subprocess.run([cc, *FLAGS, f"-I{runtime_dir()}", str(src), "-o", str(exe), "-lm"],
+                   check=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    _check_output(out, "portable", cases)
+
+
+STARTUP = EMBEDDED / "startup.c"
+LDSCRIPT = EMBEDDED / "mps2_an386.ld"
+CPU = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+
+
+@needs_arm
+def test_helpers_dsp_path_under_qemu(tmp_path):
+    cases = _cases()
+    src = tmp_path / "h.c"
+    src.write_text(_program(cases))
+    elf = tmp_path / "h.elf"
+    subprocess.run(["arm-none-eabi-gcc", *CPU, *FLAGS, f"-I{runtime_dir()}", str(src),
+                    str(STARTUP), "-T", str(LDSCRIPT), "--specs=rdimon.specs", "-nostartfiles",
+                    "-o", str(elf), "-lm"], check=True)
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    _check_output(run.stdout, "dsp", cases)
+
+
+# ------------------------------------------------- the network, both paths
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("pw")
+    (d / "pw_int8.relay").write_text(MODEL)
+    return d
+
+
+def _make(model_dir: Path, goal: str, corrupt: int = 0) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-C", str(EMBEDDED), goal, "MODEL=pw_int8",
+                           f"MODEL_FILE={model_dir / 'pw_int8.relay'}", "REFERENCE=interp",
+                           f"BUILD={model_dir / 'build'}", f"CORRUPT={corrupt}",
+                           f"PYTHON={sys.executable}"],
+                          capture_output=True, text=True, timeout=600)
+
+
+def _assert(result: subprocess.CompletedProcess, ok: bool) -> None:
+    text = result.stdout + result.stderr
+    if ok:
+        assert result.returncode == 0 and "PASS pw_int8" in text, text
+        assert "mismatches 0" in text, text
+    else:
+        assert result.returncode != 0 and "FAIL pw_int8" in text, text
+
+
+@needs_cc
+def test_network_portable_path(model_file):
+    _assert(_make(model_file, "host"), True)
+    _assert(_make(model_file, "host", corrupt=1), False)
+
+
+@needs_arm
+def test_network_dsp_path_under_qemu(model_file):
+    _assert(_make(model_file, "qemu"), True)
+    _assert(_make(model_file, "qemu", corrupt=1), False)
+
+
+def test_four_lane_loads_only_of_bytes():
+    ok = K.Buffer("p", DType.UINT8, (8,), K.BufferScope.CONST)
+    assert K.load(ok, 4, 4).dtype is U32
+    with pytest.raises(K.KernelIRError):
+        K.load(K.Buffer("q", DType.INT32, (8,), K.BufferScope.CONST), 0, 4)
+    with pytest.raises(K.KernelIRError):       # reads p[6..9] of 8
+        evaluate(K.load(ok, 6, 4), {}, {"p": np.arange(8, dtype=np.uint8)})
+    assert int(evaluate(K.load(ok, 4, 4), {}, {"p": np.arange(8, dtype=np.uint8)})) == 0x07060504
