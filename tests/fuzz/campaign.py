@@ -338,22 +338,25 @@ def run_campaign(n: int, seed: int, families: tuple[str, ...] = FAMILIES, batch:
                  deadline: float | None = None, shrink: bool = True,
                  save_dir: Path | None = None,
                  log: Callable[[str], None] = lambda s: None) -> Stats:
-    """``n`` items split evenly over ``families`` (round robin), in batches
-    of ``batch`` per C build; stops early at ``deadline`` (a
+    """``n`` items split evenly over ``families``, in batches of ``batch``
+    per C build, a batch of each family in turn; stops early at ``deadline`` (a
     ``time.monotonic()`` value).  Failures are shrunk and saved in
     ``save_dir`` if given."""
     stats = Stats()
     per = {f: n // len(families) + (1 if i < n % len(families) else 0)
            for i, f in enumerate(families)}
-    for family in families:
-        index = 0
-        while index < per[family]:
+    index = dict.fromkeys(families, 0)
+    while any(index[f] < per[f] for f in families):
+        for family in families:    # one batch per family in turn
+            if index[family] >= per[family]:
+                continue
             if deadline is not None and time.monotonic() > deadline:
                 return stats
             preps: list[Prepared] = []
-            while len(preps) < batch and index < per[family]:
-                item = make_item(family, item_seed(seed, family, index), slot=len(preps))
-                index += 1
+            while len(preps) < batch and index[family] < per[family]:
+                item = make_item(family, item_seed(seed, family, index[family]),
+                                 slot=len(preps))
+                index[family] += 1
                 if item is None:
                     stats.discarded += 1
                     continue
@@ -370,7 +373,7 @@ def run_campaign(n: int, seed: int, families: tuple[str, ...] = FAMILIES, batch:
                     stats.discarded += 1
             for f in check_batch(preps, stats):
                 _report(f, stats, shrink, save_dir, log)
-            log(f"{family}: {index}/{per[family]} items, {stats.builds} builds, "
+            log(f"{family}: {index[family]}/{per[family]} items, {stats.builds} builds, "
                 f"{len(stats.failures)} failures")
     return stats
 

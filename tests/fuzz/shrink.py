@@ -130,6 +130,13 @@ def shrink_relay(f: Failure, max_checks: int = 150, max_seconds: float = 300,
     item = f.item
     start, checks = time.monotonic(), 0
     current = item.text
+    try:  # the printer's form, which the candidates have (a fair length)
+        normal = module_text(aot.infer_types(aot.parse(current)))
+    except aot.DiagnosticError:
+        normal = current
+    if normal != current and _fails_same(Item(item.family, item.seed, normal, item.specs),
+                                         f.kind):
+        current = normal
     progress = True
     while progress and checks < max_checks and time.monotonic() - start < max_seconds:
         progress = False
