@@ -257,6 +257,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from .emit.build.library import check_model_name
     check_model_name(args.name)              # before any long import or pass
     mod = _load_module(args.file, args.input_shape)
+    if "main" not in mod:
+        raise file_error(args.file, "the module has no `@main` function to compile")
     params = _parse_params(args.param)
     _check_param_dtypes(mod, params)
     ctx, timing = _pass_context(args)

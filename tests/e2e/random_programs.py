@@ -606,6 +606,12 @@ def _match(draw: Draw, ty: Ty, env: Env, d: int) -> str:
     ctx = env.ctx
     scrut_ty = _pick(draw, DATA_TYPES)
     scrut = gen_expr(draw, scrut_ty, env, d)
+    if scrut in ("Nil", "None"):
+        # nothing else fixes the element type (a clause computing
+        # `maximum(%head, 0f)` leaves it open: broadcasting is not
+        # invertible), so it is annotated; found by scripts/fuzz.py
+        name = ctx.fresh("s")
+        scrut = f"(let {name}: {ctx.t(scrut_ty)} = {scrut}; {name})"
     clauses: list[str] = []
     full = _ctor_clauses(scrut_ty, ctx.prefix)
     if full is not None and draw(st.booleans()):
