@@ -393,8 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .gc_tuning import compiling
     try:
-        return int(args.func(args))
+        with compiling():
+            return int(args.func(args))
     except DiagnosticError as exc:
         print(exc.render(), file=sys.stderr)
         return 1
