@@ -521,7 +521,7 @@ def run_onnxruntime(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> li
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4
     sess = ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
     return sess.run(None, inputs)
