@@ -354,9 +354,14 @@ def run_campaign(n: int, seed: int, families: tuple[str, ...] = FAMILIES, batch:
                 return stats
             preps: list[Prepared] = []
             while len(preps) < batch and index[family] < per[family]:
-                item = make_item(family, item_seed(seed, family, index[family]),
-                                 slot=len(preps))
+                s = item_seed(seed, family, index[family])
                 index[family] += 1
+                try:
+                    item = make_item(family, s, slot=len(preps))
+                except Exception as e:  # noqa: BLE001 - a generator bug: reported, not fatal
+                    _report(Failure(Item(family, s), "generator", _short(e)), stats, False,
+                            None, log)
+                    continue
                 if item is None:
                     stats.discarded += 1
                     continue

@@ -102,7 +102,8 @@ class Builder:
         ok = [v for v in self.pool if (rank is None or len(v.shape) == rank)
               and len(v.shape) >= min_rank]
         if not ok:
-            shape = tuple(self.rng.randint(1, 5) for _ in range(rank or self.rng.randint(1, 4)))
+            shape = tuple(self.rng.randint(1, 5)
+                          for _ in range(rank or self.rng.randint(max(1, min_rank), 4)))
             return self.add_input(shape)
         # prefer recent values so graphs are chains more than forests
         return ok[-1] if self.rng.random() < 0.6 else self.rng.choice(ok)
@@ -235,6 +236,23 @@ def _conv(b: Builder):
     if b.rng.random() < 0.6:
         ins.append(b.weight((m,)))
     return ("Conv", ins, attrs)
+
+
+def _conv_transpose(b: Builder):
+    x = b.pick(rank=4)
+    c = x.shape[1]
+    group = b.rng.choice([g for g in (1, c) if c % g == 0])
+    m = group * b.rng.randint(1, 2)
+    kh, kw = b.rng.randint(1, 3), b.rng.randint(1, 3)
+    strides = [b.rng.randint(1, 2), b.rng.randint(1, 2)]
+    attrs = {"kernel_shape": [kh, kw], "strides": strides, "group": group,
+             "pads": [b.rng.randint(0, k - 1) for k in (kh, kw, kh, kw)]}
+    if b.rng.random() < 0.3:
+        attrs["output_padding"] = [b.rng.randint(0, s - 1) for s in strides]
+    ins = [x.name, b.weight((c, m // group, kh, kw))]
+    if b.rng.random() < 0.5:
+        ins.append(b.weight((m,)))
+    return ("ConvTranspose", ins, attrs)
 
 
 def _pool(op: str) -> Recipe:
@@ -388,7 +406,7 @@ def _reduce_sum(b: Builder):
 
 
 SPECIAL: dict[str, Recipe] = {
-    "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "MaxPool": _pool("MaxPool"),
+    "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _pool("MaxPool"),
     "AveragePool": _pool("AveragePool"), "Reshape": _reshape, "Concat": _concat,
     "Slice": _slice, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Pad": _pad,
     "Clip": _clip, "Expand": _expand, "Tile": _tile, "Split": _split,
