@@ -53,6 +53,10 @@ EXCLUDED = {
     "TopK": "ties", "ArgMax": "ties", "ArgMin": "ties",
     "Dropout": "training mode output mask", "Resize": "covered by its own tests",
     "Where": "bool condition", "GatherElements": "indices", "Gather": "indices",
+    # ill-conditioned: near its poles tan turns an ulp of difference from
+    # another libm (onnxruntime's LRN pow, say) into any difference at all
+    # (found by the fuzzer: Tan(Tan(GlobalMaxPool(LRN(x)))) off by 0.7%)
+    "Tan": "poles",
 }
 
 
