@@ -57,6 +57,9 @@ EXCLUDED = {
     # another libm (onnxruntime's LRN pow, say) into any difference at all
     # (found by the fuzzer: Tan(Tan(GlobalMaxPool(LRN(x)))) off by 0.7%)
     "Tan": "poles",
+    # ill-conditioned at +-1 (infinite slope): Acos(Tanh(x)) turns the
+    # last ulp of a saturated tanh into 3e-4 (found by the fuzzer)
+    "Acos": "slope at +-1", "Asin": "slope at +-1",
 }
 
 

@@ -161,7 +161,8 @@ def shrink_relay(f: Failure, max_checks: int = 150, max_seconds: float = 300,
 # -------------------------------------------------------------------- ONNX
 
 def _sub_graph(model: Any, outputs: list[str], feeds: dict[str, np.ndarray],
-               cut: dict[str, np.ndarray]) -> tuple[Any, dict[str, np.ndarray]]:
+               cut: dict[str, np.ndarray],
+               values: dict[str, np.ndarray]) -> tuple[Any, dict[str, np.ndarray]]:
     """The part of ``model`` computing ``outputs``, with the tensors in
     ``cut`` turned into graph inputs (fed with the given values)."""
     import onnx
@@ -183,7 +184,9 @@ def _sub_graph(model: Any, outputs: list[str], feeds: dict[str, np.ndarray],
     ins += [helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, list(v.shape))
             for name, v in cut.items() if name in used]
     new_feeds = {i.name: (cut[i.name] if i.name in cut else feeds[i.name]) for i in ins}
-    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outputs]
+    # outputs with their shapes (the checker wants them)
+    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, list(values[o].shape))
+            for o in outputs]
     graph = helper.make_graph(nodes, g.name, ins, outs, inits)
     m = helper.make_model(graph, opset_imports=list(model.opset_import),
                           producer_name="aot-fuzz")
@@ -205,7 +208,7 @@ def shrink_onnx(f: Failure, max_checks: int = 60,
     def attempt(outputs: list[str], cut: dict[str, np.ndarray]) -> Item | None:
         nonlocal checks
         checks += 1
-        m, fd = _sub_graph(model, outputs, feeds, cut)
+        m, fd = _sub_graph(model, outputs, feeds, cut, values)
         trial = Item(item.family, item.seed, graph=Graph(m, fd))
         return trial if _fails_same(trial, f.kind) else None
 
