@@ -293,11 +293,13 @@ def check_batch(preps: list[Prepared], stats: Stats, name: str = "fz") -> list[F
     family = preps[0].item.family
     stats.builds += 1
     try:
-        mod, args = (_lang_pack(preps) if family == "lang"
-                     else (pack_modules(preps), [a for p in preps for a in p.args]))
-    except Exception as e:  # noqa: BLE001 - the pack itself: check items alone
-        mod, args = None, [f"{type(e).__name__}: {e}"]
-    got, kind, message = (None, "pack", str(args[0])) if mod is None else run_c(mod, args, name)
+        if family == "lang":
+            mod, args = _lang_pack(preps)
+        else:
+            mod, args = pack_modules(preps), [a for p in preps for a in p.args]
+        got, kind, message = run_c(mod, args, name)
+    except Exception as e:  # noqa: BLE001 - packing itself failed: check items alone
+        got, kind, message = None, "pack", _short(e)
     if kind is None:
         failures = []
         for p, g in zip(preps, got):
