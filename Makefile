@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 EXAMPLE ?= examples/list_fold.relay
 EXAMPLE_ARGS ?= --input "a=[1, 2, 3]" --input "b=[0.5, 0.25, 2]"
 
-.PHONY: all install deps run lint test bench check clean
+.PHONY: all install deps run lint test bench check clean fuzz
 
 all: test
 
@@ -59,6 +59,15 @@ bench: install deps
 	$(PY) bench/onnx_models.py --json bench/onnx_models.json
 	$(PY) bench/quantized_models.py --json bench/quantized_models.json
 	$(PY) bench/compile_time.py --json bench/compile_time.json
+
+# Differential fuzzing (scripts/fuzz.py): N random programs (whole-language
+# Relay, operator chains, ONNX graphs) through C and the interpreter (and
+# onnxruntime), many per C build; failures are shrunk and saved under
+# tests/fuzz_regressions/, which `make test` replays.
+N ?= 1000
+SEED ?= 1
+fuzz: install
+	$(PY) scripts/fuzz.py -n $(N) --seed $(SEED)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis out

@@ -21,11 +21,13 @@ from __future__ import annotations
 from typing import Any
 
 from .diagnostics import Diagnostic, DiagnosticError, Span
+from .gc_tuning import gc_tuned
 from .ir import IRModule
 from .passes.manager import PassContext
 from .version import __version__
 
 
+@gc_tuned
 def parse(text: str, source_name: str = "<string>", **options: Any) -> IRModule:
     """Parse Relay text (a module, or a bare expression which becomes
     ``@main``).  Raises DiagnosticError on bad input."""
@@ -33,6 +35,7 @@ def parse(text: str, source_name: str = "<string>", **options: Any) -> IRModule:
     return parse_module(text, source_name, **options)
 
 
+@gc_tuned
 def from_onnx(model: Any, *, input_shapes: dict[str, tuple[int, ...]] | None = None,
               source_name: str | None = None) -> IRModule:
     """Import an ONNX model (a path, bytes or ``onnx.ModelProto``) as a
@@ -43,6 +46,7 @@ def from_onnx(model: Any, *, input_shapes: dict[str, tuple[int, ...]] | None = N
     return _from_onnx(model, input_shapes=input_shapes, source_name=source_name)
 
 
+@gc_tuned
 def from_tflite(model: Any, *, source_name: str | None = None) -> IRModule:
     """Import a TFLite model (a path or the file's bytes), float32 or
     quantized int8/uint8, as a typed module.  Needs the ``tflite`` package
@@ -52,6 +56,7 @@ def from_tflite(model: Any, *, source_name: str | None = None) -> IRModule:
     return _from_tflite(model, source_name=source_name)
 
 
+@gc_tuned
 def infer_types(mod: IRModule) -> IRModule:
     """A new, fully typed module; DiagnosticError on type errors."""
     from .ir.type_infer import infer_types as _infer
@@ -73,6 +78,7 @@ def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
     return run(mod, *args, entry=entry)
 
 
+@gc_tuned
 def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int | None = None,
             params: dict[str, Any] | None = None, arena: str = "caller",
             entry: str = "main", build: bool = True, pool_bytes: int | None = None,

@@ -335,7 +335,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     started = args.started if args.started is not None else time.perf_counter()
     with stage("start-up", since=started):
         _load_compiler()
-    mod = _maybe_quantize(args, _load_module(args.file, args.input_shape))
+    mod = _load_module(args.file, args.input_shape)
+    if "main" not in mod:
+        raise file_error(args.file, "the module has no `@main` function to compile")
+    mod = _maybe_quantize(args, mod)
     if args.grad:
         from .passes.gradient import gradient
         mod = gradient(mod, "main", "first_order")
@@ -661,8 +664,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.started = process_start() if argv is None else None
     progress = Progress.for_stream(sys.stderr, quiet=getattr(args, "quiet", True),
                                    verbose=getattr(args, "verbose", False))
+    from .gc_tuning import compiling
     try:
-        with progress:
+        with progress, compiling():
             return int(args.func(args))
     except DiagnosticError as exc:
         print(exc.render(), file=sys.stderr)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .diagnostics import DiagnosticError
+from .gc_tuning import gc_tuned
 from .ir.module import IRModule
 from .passes.manager import PassContext, current
 from .progress import stage
@@ -87,6 +88,7 @@ def dataflow_passes(mod: IRModule, *, opt_level: int | None = None,
     return DATAFLOW(mod, ctx or _context(opt_level, "main"))
 
 
+@gc_tuned
 def optimize_for_c(mod: IRModule, *, opt_level: int | None = None,
                    params: Mapping[str, Any] | None = None, entry: str = "main",
                    quantized: str = "integer") -> IRModule:
@@ -130,6 +132,7 @@ def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
     return True
 
 
+@gc_tuned
 def plan(mod: IRModule, name: str, *, opt_level: int | None = None,
          params: Mapping[str, Any] | None = None, arena: str = "caller",
          entry: str = "main", pool_bytes: int | None = None,

@@ -12,9 +12,17 @@ program shapes:
 * ``varied``: the same, with widths drawn from 64 sizes and an extra
   reduction, so the generated C holds many distinct kernels.
 
+* ``lets``: a straight-line chain ``let %x{i+1} = add(%x{i}, 1f); ...``
+  of ``--lets`` lets (default 8,000, 16,000, 32,000), the shape whose
+  compile time grew faster than its length (issue 18); timed as CPU
+  seconds of this process (``time.process_time``), which other jobs on
+  the machine do not inflate, through ``aot check``'s work (parse + type
+  inference) and the whole ``aot.compile`` (C build excluded: one kernel).
+
 Prints a table and writes JSON (``--json``).  Usage::
 
-    python bench/compile_time.py [--sizes 100,1000,10000] [--json out.json]
+    python bench/compile_time.py [--sizes 100,1000,10000] [--lets 8000,16000]
+                                 [--json out.json]
 """
 
 from __future__ import annotations
@@ -103,16 +111,44 @@ def measure(n_ops: int, shape: str) -> dict:
             "calls": len(plan.calls), "c_bytes": c_bytes, **t}
 
 
+def let_chain(n: int) -> str:
+    return ("def @main(%x0: Tensor[(4,), float32]) {\n"
+            + "".join(f"  let %x{i + 1} = add(%x{i}, 1f);\n" for i in range(n))
+            + f"  %x{n}\n}}\n")
+
+
+def measure_lets(n: int) -> dict:
+    """CPU seconds of checking and of compiling (without the C build) a
+    chain of ``n`` lets."""
+    text = let_chain(n)
+    start = time.process_time()
+    aot.infer_types(aot.parse(text))
+    check_s = time.process_time() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.process_time()
+        aot.compile(aot.parse(text), tmp, name="lets", build=False)
+        compile_s = time.process_time() - start
+    return {"lets": n, "shape": "lets", "check_cpu_s": check_s, "compile_cpu_s": compile_s}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--shapes", default="distinct,varied")
+    ap.add_argument("--lets", default="8000,16000,32000",
+                    help="let-chain lengths ('' for none)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     rows = []
+    for n in (int(s) for s in args.lets.split(",") if s):
+        r = measure_lets(n)
+        rows.append(r)
+        print(f"{n:>7} lets: check {r['check_cpu_s']:7.2f} s, compile (no C build) "
+              f"{r['compile_cpu_s']:7.2f} s  (CPU; {r['compile_cpu_s'] / n * 1e3:.2f} ms/let)",
+              flush=True)
     print(f"{'ops':>6} {'shape':>9} {'kernels':>7} {'C KiB':>7} {'parse':>7} {'passes':>7} "
           f"{'lower':>7} {'render':>7} {'build':>7} {'total':>7}  (seconds)")
-    for shape in args.shapes.split(","):
+    for shape in (s for s in args.shapes.split(",") if s):
         for n in (int(s) for s in args.sizes.split(",")):
             r = measure(n, shape)
             rows.append(r)

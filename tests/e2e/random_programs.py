@@ -605,7 +605,12 @@ def _ctor_clauses(ty: Ty, prefix: str) -> list[tuple[str, tuple[Ty, ...]]] | Non
 def _match(draw: Draw, ty: Ty, env: Env, d: int) -> str:
     ctx = env.ctx
     scrut_ty = _pick(draw, DATA_TYPES)
-    scrut = gen_expr(draw, scrut_ty, env, d)
+    # the scrutinee is annotated: `Nil`, `None` or `if (...) { Nil } else
+    # { Nil }` alone leave the element type open, and a clause computing
+    # `maximum(%head, 0f)` or `%head == -2` cannot fix it (broadcasting is
+    # not invertible); found by scripts/fuzz.py
+    name = ctx.fresh("s")
+    scrut = f"(let {name}: {ctx.t(scrut_ty)} = {gen_expr(draw, scrut_ty, env, d)}; {name})"
     clauses: list[str] = []
     full = _ctor_clauses(scrut_ty, ctx.prefix)
     if full is not None and draw(st.booleans()):

@@ -29,7 +29,13 @@ through the same toolchain path must die with an ASan report, another with
 a UBSan report, while the in-bounds calls succeed.
 
 Each e2e file is rerun sanitized in a process of its own (one test per
-file), so pytest-xdist spreads the sanitized run over the cores.
+file), so pytest-xdist spreads the sanitized run over the cores; so is the
+fuzzer's slice (tests/fuzz/test_fuzz.py: random whole-language programs,
+operator chains and ONNX graphs, bounded in time, and the saved
+reproducers).  That covers the corpus (tests/e2e/test_corpus_c.py and
+test_corpus_lang_c.py, without the ``slow`` tier-C networks) and the
+MLPerf Tiny models (test_mlperf_tiny.py).  The sanitized run is part of
+``make test`` (these tests are marked ``slow``, which CI runs too).
 
 ``make test-sanitize`` runs this file.
 """
@@ -59,6 +65,13 @@ SANITIZERS = ("address", "undefined")
 SELECTED_PATTERN = "tests/e2e/test_*.py"
 MARKERS = "not slow"
 
+#: also run sanitized: the fuzzer's slice (random programs of every family,
+#: bounded in time) and the replay of its saved reproducers
+EXTRA_FILES = ("tests/fuzz/test_fuzz.py",)
+
+#: e2e files that run no C (static analysis reads the C, never runs it)
+NOT_RUN = ("tests/e2e/test_static_analysis.py",)
+
 #: Seconds before the sanitized run is declared hung.
 RUN_TIMEOUT_S = 1500
 
@@ -73,8 +86,9 @@ BOOT = ("import os, runpy, sys; os.environ.pop('LD_PRELOAD', None); "
 
 def selected_files() -> list[str]:
     this = Path(__file__).resolve()
-    return sorted(p.relative_to(REPO).as_posix() for p in REPO.glob(SELECTED_PATTERN)
-                  if p.resolve() != this)
+    files = [p.relative_to(REPO).as_posix() for p in REPO.glob(SELECTED_PATTERN)
+             if p.resolve() != this]
+    return sorted(f for f in files + list(EXTRA_FILES) if f not in NOT_RUN)
 
 
 def sanitized_env() -> dict[str, str]:
@@ -242,6 +256,8 @@ def test_every_e2e_file_is_rerun_sanitized():
     files = selected_files()
     assert "tests/e2e/test_lang_c.py" in files and "tests/e2e/test_fusion_c.py" in files
     assert "tests/e2e/test_sanitizers.py" not in files
+    assert "tests/fuzz/test_fuzz.py" in files
+    assert all((REPO / f).is_file() for f in files)
 
 
 #: pytest's exit status when it ran no test (every test of a file deselected)

@@ -87,6 +87,13 @@ def load_model(model: ModelLike, source_name: str | None = None) -> tuple[onnx.M
         raise file_error(source, f"the model uses opset {opset}; the importer supports opset "
                          f"{MIN_OPSET} and later (convert it with "
                          "onnx.version_converter.convert_version)")
+    newest = onnx.defs.onnx_opset_version()
+    if opset > newest:
+        # the schemas of an opset the onnx package does not know are
+        # unknown: its operators could mean anything
+        raise file_error(source, f"the model uses opset {opset}, newer than the newest the "
+                         f"installed onnx package knows ({newest}); the meaning of its "
+                         "operators is unknown (upgrade onnx, or export at an older opset)")
     return proto, source
 
 
