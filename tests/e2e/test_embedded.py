@@ -161,6 +161,17 @@ def test_count_instructions_per_inference(build_dir):
 
 @needs_make
 @needs_arm
+def test_report_says_what_it_is_doing(build_dir):
+    """make report runs its sub-makes quietly but says on stderr which model
+    it is building and counting, then prints the table."""
+    result = make(build_dir, "report", REPORT_MODELS="tiny_cnn")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "report: tiny_cnn -O2: build, size, count under QEMU" in result.stderr
+    assert any(line.startswith("| tiny_cnn | -O2 |") for line in result.stdout.splitlines())
+
+
+@needs_make
+@needs_arm
 def test_qemu_mlperf_tiny_ds_cnn(build_dir):
     """An ONNX model end to end: examples/mlperf_tiny/models.py builds
     DS-CNN, `aot compile ds_cnn.onnx` compiles it, onnxruntime (or the
