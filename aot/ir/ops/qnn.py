@@ -120,7 +120,7 @@ from ..types import Dim, IncompleteType, Type, TypeVar
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, TupleType,
                      as_array, broadcast_shapes, defop, np, ordinal, out_tensor_type, tensor_arg)
 from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, normalize_axis,
-                         scales, zero_points)
+                         scales, with_params, zero_points)
 
 FAMILY = "qnn"
 
@@ -140,12 +140,6 @@ def _names(dtypes: Sequence[DType]) -> str:
 def _check_dtype(value: DType, allowed: Sequence[DType], what: str) -> None:
     if value not in allowed:
         raise ValueError(f"{what} must be one of {_names(allowed)}, got {value}")
-
-
-def _finish(out: Type, params: Params) -> Type | Solved:
-    if params.any_refined:
-        return Solved(out, tuple(params.refined))
-    return out
 
 
 class Rounding(enum.Enum):
@@ -309,7 +303,7 @@ def _requantize_rel(args: Sequence[Type], attrs: RequantizeAttrs) -> Type | Solv
     data, params = operands
     params.scalar(3, "output_scale", SCALE)
     params.scalar(4, "output_zero_point", ZERO_POINT)
-    return _finish(TensorType(data.shape, attrs.out_dtype), params)
+    return with_params(TensorType(data.shape, attrs.out_dtype), params)
 
 
 def _binary_rel(args: Sequence[Type], attrs: BroadcastAttrs,
@@ -332,7 +326,7 @@ def _binary_rel(args: Sequence[Type], attrs: BroadcastAttrs,
     params.scalar(6, "output_scale", SCALE)
     params.scalar(7, "output_zero_point", ZERO_POINT)
     shape = broadcast_shapes(lhs.shape, rhs.shape)
-    return _finish(TensorType(shape, lhs.dtype), params)
+    return with_params(TensorType(shape, lhs.dtype), params)
 
 
 def _add_rel(args: Sequence[Type], attrs: BroadcastAttrs) -> Type | Solved | None:
@@ -419,7 +413,7 @@ def _concatenate_rel(args: Sequence[Type], attrs: QnnConcatenateAttrs) -> Type |
     params.scalar(3, "output_scale", SCALE)
     params.scalar(4, "output_zero_point", ZERO_POINT)
     out = TensorType(_concat_shape(tensors, attrs.axis), tensors[0].dtype)
-    return _finish(out, params)
+    return with_params(out, params)
 
 
 # ---------------------------------------------------------------- computes

@@ -108,6 +108,22 @@ def with_params(out: Type, params: Params) -> Type | Solved:
     return out
 
 
+def kernel_params(args: Sequence[Type], out_channels: Dim) -> Params | None:
+    """input_zero_point (2), kernel_zero_point (3), input_scale (4) and
+    kernel_scale (5) of the contractions (dense, conv2d, conv2d_transpose):
+    scalars for the input, one per output channel (or one) for the
+    kernel; None while a per-channel count is unknown."""
+    params = Params(args)
+    params.scalar(2, "input_zero_point", ZERO_POINT)
+    params.scalar(4, "input_scale", SCALE)
+    where = f"one per output channel, {out_channels}"
+    if not params.per_axis(3, "kernel_zero_point", ZERO_POINT, out_channels, where):
+        return None
+    if not params.per_axis(5, "kernel_scale", SCALE, out_channels, where):
+        return None
+    return params
+
+
 # ------------------------------------------------------------------ computes
 
 def along_axis(value: np.ndarray, ndim: int, axis: int) -> np.ndarray:

@@ -36,7 +36,7 @@ from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, 
                      defop, np, out_tensor_type, tensor_arg)
 from .nn_util import compatible, dilated_extent, padding_2d, pair, to_canonical, window_count
 from .nn_conv import conv2d_nchw
-from .qnn_common import SCALE, ZERO_POINT, Params, scales, zero_points
+from .qnn_common import kernel_params, scales, with_params, zero_points
 
 FAMILY = "qnn"
 
@@ -143,24 +143,6 @@ def _operand(args: Sequence[Type], i: int, what: str,
     return t
 
 
-def _finish(out: Type, params: Params) -> Type | Solved:
-    return Solved(out, tuple(params.refined)) if params.any_refined else out
-
-
-def _check_quant_params(args: Sequence[Type], out_channels: Dim) -> Params | None:
-    """input_zero_point (2), kernel_zero_point (3), input_scale (4) and
-    kernel_scale (5), shared by dense and conv2d."""
-    params = Params(args)
-    params.scalar(2, "input_zero_point", ZERO_POINT)
-    params.scalar(4, "input_scale", SCALE)
-    where = f"one per output channel, {out_channels}"
-    if not params.per_axis(3, "kernel_zero_point", ZERO_POINT, out_channels, where):
-        return None
-    if not params.per_axis(5, "kernel_scale", SCALE, out_channels, where):
-        return None
-    return params
-
-
 # -------------------------------------------------------------------- dense
 
 def _dense_rel(args: Sequence[Type], attrs: QnnDenseAttrs) -> Type | Solved | None:
@@ -180,10 +162,10 @@ def _dense_rel(args: Sequence[Type], attrs: QnnDenseAttrs) -> Type | Solved | No
         raise RelationError(f"units={attrs.units} does not match the weight {weight}")
     if units is ANY and attrs.units is not None:
         units = attrs.units
-    params = _check_quant_params(args, units)
+    params = kernel_params(args, units)
     if params is None:
         return None
-    return _finish(TensorType(data.shape[:-1] + (units,), attrs.result_dtype), params)
+    return with_params(TensorType(data.shape[:-1] + (units,), attrs.result_dtype), params)
 
 
 def _per_channel(value: np.ndarray, n: int) -> np.ndarray:
@@ -249,12 +231,12 @@ def _conv2d_rel(args: Sequence[Type], attrs: QnnConv2DAttrs) -> Type | Solved | 
     top, left, bottom, right = attrs.pads
     oh = _conv_out_dim(h, top + bottom, kh, attrs.dilation[0], attrs.strides[0], "height")
     ow = _conv_out_dim(w, left + right, kw, attrs.dilation[1], attrs.strides[1], "width")
-    params = _check_quant_params(args, o)
+    params = kernel_params(args, o)
     if params is None:
         return None
     dims = {"N": n, "C": o, "H": oh, "W": ow}
     shape = tuple(dims[a] for a in attrs.result_layout)
-    return _finish(TensorType(shape, attrs.result_dtype), params)
+    return with_params(TensorType(shape, attrs.result_dtype), params)
 
 
 def conv2d_accumulate(x: np.ndarray, w: np.ndarray, strides: tuple[int, ...],

@@ -44,7 +44,8 @@ from .common import (DType, PatternKind, RelationError, TensorType, as_array, de
 from .nn import BatchMatmulAttrs
 from .nn_conv import Conv2DTransposeAttrs, conv2d_transpose_nchw
 from .nn_util import array_from_canonical, array_to_canonical, padding_2d, pair
-from .qnn_common import SCALE, ZERO_POINT, Params, scales, zero_points
+from .qnn_common import (SCALE, ZERO_POINT, Params, kernel_params, scales, with_params,
+                          zero_points)
 
 FAMILY = "qnn"
 
@@ -85,10 +86,6 @@ def _float_shape(rel_name: str, args: Sequence[TensorType], attrs: object) -> Te
     return result
 
 
-def _finish(out: Type, params: Params) -> Type | Solved:
-    return Solved(out, tuple(params.refined)) if params.any_refined else out
-
-
 # ------------------------------------------------------------ batch_matmul
 
 def _batch_matmul_rel(args: Sequence[Type], attrs: BatchMatmulAttrs) -> Type | Solved | None:
@@ -103,7 +100,7 @@ def _batch_matmul_rel(args: Sequence[Type], attrs: BatchMatmulAttrs) -> Type | S
     params.scalar(3, "y_zero_point", ZERO_POINT)
     params.scalar(4, "x_scale", SCALE)
     params.scalar(5, "y_scale", SCALE)
-    return _finish(TensorType(shape, dtype), params)
+    return with_params(TensorType(shape, dtype), params)
 
 
 def _batch_matmul(args: Sequence[np.ndarray], attrs: BatchMatmulAttrs, out: Type) -> np.ndarray:
@@ -131,15 +128,10 @@ def _conv2d_transpose_rel(args: Sequence[Type],
     out = _float_shape("nn.conv2d_transpose", [data, weight], replace(attrs, out_dtype=None))
     layout = attrs.out_layout or attrs.data_layout
     channels = out.shape[layout.index("C")]
-    params = Params(args)
-    params.scalar(2, "input_zero_point", ZERO_POINT)
-    params.scalar(4, "input_scale", SCALE)
-    where = f"one per output channel, {channels}"
-    if not params.per_axis(3, "kernel_zero_point", ZERO_POINT, channels, where):
+    params = kernel_params(args, channels)
+    if params is None:
         return None
-    if not params.per_axis(5, "kernel_scale", SCALE, channels, where):
-        return None
-    return _finish(TensorType(out.shape, dtype), params)
+    return with_params(TensorType(out.shape, dtype), params)
 
 
 def _per_output_channel(value: np.ndarray, n: int) -> np.ndarray:

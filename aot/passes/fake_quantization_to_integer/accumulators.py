@@ -19,7 +19,7 @@ from ...ir.ops.transform_init import CastAttrs
 from ...ir.pattern import is_op
 from ...ir.types import TensorType
 from .representation import (CONV_IN, DENSE_DATA, DENSE_WEIGHT, I32, SAFE, Acc, Exact,
-                             QParams, Rep, along, make_call, make_cell, param_axis,
+                             QParams, Rep, acc_scale, along, make_call, make_cell, param_axis,
                              pool_channel_axis, tensor_type)
 from .rules import W, X, Y, rule
 
@@ -42,13 +42,6 @@ def _acc_bound(an: Analysis, x: Exact, w: Exact, out_axis: int, taps: int) -> in
     sums = _weight_sums(an, w, out_axis)
     per_channel = int(np.max(sums)) if sums is not None and sums.size else taps * w.params.deviation
     return x.params.deviation * per_channel
-
-
-def _acc_scale(x: Exact, w: Exact) -> np.ndarray:
-    """The accumulator's scales ``sx * sw`` (float32, one per channel of
-    a per-channel weight)."""
-    return (x.params.scale.astype(np.float64) * w.params.scale.astype(np.float64)) \
-        .astype(np.float32)
 
 
 @rule("nn.conv2d", is_op("nn.conv2d")(X, W))
@@ -80,7 +73,7 @@ def _conv2d(an: Analysis, node: Call, nm: dict) -> Rep | None:
                      w.params.zero_point_arg(), x.params.scale_arg(), w.params.scale_arg(),
                      attrs=attrs, like=node)
     axis = None if w.params.per_tensor else (a.out_layout or a.data_layout).index("C")
-    return Acc(expr, _acc_scale(x, w), axis, bound, 0.0, t, make_cell(node, x.cell, w.cell))
+    return Acc(expr, acc_scale(x, w), axis, bound, 0.0, t, make_cell(node, x.cell, w.cell))
 
 
 def _dense_acc(an: Analysis, node: Call, x: Exact, w: Exact, w_expr: Expr,
@@ -105,7 +98,7 @@ def _dense_acc(an: Analysis, node: Call, x: Exact, w: Exact, w_expr: Expr,
                      w.params.zero_point_arg(), x.params.scale_arg(), w.params.scale_arg(),
                      attrs=QnnDenseAttrs(units=units, out_dtype=I32), like=node)
     axis = None if w.params.per_tensor else len(t.shape) - 1
-    return Acc(expr, _acc_scale(x, w), axis, bound, 0.0, t, make_cell(node, x.cell, w.cell))
+    return Acc(expr, acc_scale(x, w), axis, bound, 0.0, t, make_cell(node, x.cell, w.cell))
 
 
 @rule("nn.dense", is_op("nn.dense")(X, W))

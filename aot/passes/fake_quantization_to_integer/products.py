@@ -22,7 +22,8 @@ from ...ir.expr import Call
 from ...ir.ops.nn import BatchMatmulAttrs
 from ...ir.ops.nn_conv import Conv2DTransposeAttrs
 from ...ir.pattern import is_op
-from .representation import I32, SAFE, Acc, Exact, Rep, make_call, make_cell, tensor_type
+from .representation import (I32, SAFE, Acc, Exact, Rep, acc_scale, make_call, make_cell,
+                             tensor_type)
 from .rules import W, X, rule
 
 if TYPE_CHECKING:
@@ -30,11 +31,6 @@ if TYPE_CHECKING:
 
 _DATA = (DType.INT8, DType.UINT8, DType.INT16)
 _WEIGHT = (DType.INT8, DType.UINT8)
-
-
-def _scale(x: Exact, w: Exact) -> np.ndarray:
-    return (x.params.scale.astype(np.float64) * w.params.scale.astype(np.float64)) \
-        .astype(np.float32)
 
 
 @rule("nn.batch_matmul", is_op("nn.batch_matmul")(X, W))
@@ -56,7 +52,7 @@ def _batch_matmul(an: Analysis, node: Call, nm: dict) -> Rep | None:
     expr = make_call("qnn.batch_matmul", x.expr, y.expr, x.params.zero_point_arg(),
                      y.params.zero_point_arg(), x.params.scale_arg(), y.params.scale_arg(),
                      attrs=replace(a, out_dtype=I32), like=node)
-    return Acc(expr, _scale(x, y), None, bound, 0.0, t, make_cell(node, x.cell, y.cell))
+    return Acc(expr, acc_scale(x, y), None, bound, 0.0, t, make_cell(node, x.cell, y.cell))
 
 
 def _kernel_bound(an: Analysis, x: Exact, w: Exact, o_axis: int, taps: int) -> int:
@@ -93,4 +89,4 @@ def _conv2d_transpose(an: Analysis, node: Call, nm: dict) -> Rep | None:
                      w.params.zero_point_arg(), x.params.scale_arg(), w.params.scale_arg(),
                      attrs=replace(a, out_dtype=I32), like=node)
     axis = None if w.params.per_tensor else (a.out_layout or a.data_layout).index("C")
-    return Acc(expr, _scale(x, w), axis, bound, 0.0, t, make_cell(node, x.cell, w.cell))
+    return Acc(expr, acc_scale(x, w), axis, bound, 0.0, t, make_cell(node, x.cell, w.cell))

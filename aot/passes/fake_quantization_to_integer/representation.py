@@ -162,6 +162,13 @@ class Cell:
     parts: tuple[Cell, ...] = ()
 
 
+def acc_scale(x: Exact, w: Exact) -> np.ndarray:
+    """The accumulator's scales ``sx * sw`` of a product of two exact
+    operands (float32, one per channel of a per-channel weight)."""
+    return (x.params.scale.astype(np.float64) * w.params.scale.astype(np.float64)) \
+        .astype(np.float32)
+
+
 def make_cell(node: Expr, *parts: Cell | None) -> Cell:
     return Cell(node, tuple(p for p in parts if p is not None))
 
