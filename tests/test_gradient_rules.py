@@ -127,6 +127,10 @@ CASES = [
     Case("nn.l2_normalize", [(2, 3, 2)], {"eps": 1e-6}, id="l2_normalize-all-axes"),
     Case("nn.l2_normalize", [(2, 3)], {"eps": 100.0, "axis": [1]}, domain=unit,
          id="l2_normalize-eps-floor"),
+    Case("trilu", [(2, 3, 4)], id="trilu-upper", build=lambda a: B.call(
+        "trilu", a, B.const(np.array(1, "int64")))),
+    Case("trilu", [(4, 3)], id="trilu-lower", build=lambda a: B.call(
+        "trilu", a, B.const(np.array(-1, "int32")), upper=False)),
     Case("nn.global_max_pool2d", [(2, 3, 4, 5)]),
     Case("nn.global_max_pool2d", [(1, 4, 5, 2)], {"layout": "NHWC"}, id="gmp-nhwc"),
     Case("layout_transform", [(1, 8, 3, 2)], {"src_layout": "NCHW", "dst_layout": "NCHW4c"}),

@@ -312,6 +312,14 @@ def test_lp_normalization(p, axis):
                  atol=1e-6)
 
 
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_of_a_zero_vector_is_zero(p):
+    """Found by the fuzzer: onnxruntime (and ONNX's reference) give 0
+    where the norm is 0, not 0/0."""
+    x = np.array([[[[1.0, 1.0]], [[-0.0, 1.0]], [[-0.0, 0.0]]]], np.float32)
+    check_single("LpNormalization", {"x": x}, p=p, axis=2)
+
+
 def test_lp_normalization_other_p_is_refused():
     import aot
     from onnx_helpers import model, node

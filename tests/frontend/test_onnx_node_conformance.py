@@ -54,7 +54,7 @@ CLAIMED = frozenset("""
     Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
     Cosh DepthToSpace DequantizeLinear Div Dropout Elu Equal Erf Exp Expand
-    Flatten Floor Gather GatherElements Gelu Gemm GlobalAveragePool GroupNormalization
+    Flatten Floor Gather GatherElements GatherND Gelu Gemm GlobalAveragePool GroupNormalization
     GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If
     InstanceNormalization IsInf
     IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
@@ -64,7 +64,7 @@ CLAIMED = frozenset("""
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
     RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
     Sin Sinh Size Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt
-    Squeeze Sub Sum Tan Tanh Tile TopK Transpose Unsqueeze Where Xor
+    Squeeze Sub Sum Tan Tanh Tile TopK Transpose Trilu Unsqueeze Where Xor
 """.split())
 
 #: Node tests of claimed operators that the importer must refuse, with

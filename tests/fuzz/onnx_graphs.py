@@ -53,6 +53,7 @@ EXCLUDED = {
     "TopK": "ties", "ArgMax": "ties", "ArgMin": "ties",
     "Dropout": "training mode output mask", "Resize": "covered by its own tests",
     "Where": "bool condition", "GatherElements": "indices", "Gather": "indices",
+    "GatherND": "indices",
     # ill-conditioned: near its poles tan turns an ulp of difference from
     # another libm (onnxruntime's LRN pow, say) into any difference at all
     # (found by the fuzzer: Tan(Tan(GlobalMaxPool(LRN(x)))) off by 0.7%)
@@ -392,6 +393,14 @@ def _instancenorm(b: Builder):
     return ("InstanceNormalization", [x.name, b.weight((c,)), b.weight((c,))], {"epsilon": 1e-3})
 
 
+def _trilu(b: Builder):
+    x = b.pick(min_rank=2)
+    ins = [x.name]
+    if b.rng.random() < 0.7:
+        ins.append(b.const(np.array(b.rng.randint(-3, 3), np.int64), "k"))
+    return ("Trilu", ins, {"upper": b.rng.randint(0, 1)})
+
+
 def _d2s(op: str) -> Recipe:
     def make(b: Builder):
         x = b.pick(rank=4)
@@ -428,7 +437,7 @@ SPECIAL: dict[str, Recipe] = {
     "Slice": _slice, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Pad": _pad,
     "Clip": _clip, "Expand": _expand, "Tile": _tile, "Split": _split,
     "BatchNormalization": _batchnorm, "LayerNormalization": _layernorm,
-    "InstanceNormalization": _instancenorm, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
+    "InstanceNormalization": _instancenorm, "Trilu": _trilu, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
     "LRN": _lrn, "ReduceSum": _reduce_sum,
 }
 

@@ -21,3 +21,4 @@ from . import transform
 from . import transform_broadcast
 from . import transform_index
 from . import transform_init
+from . import transform_nd

@@ -734,6 +734,12 @@ def _l2_normalize_grad(c: Call, g: Expr) -> Adjoints:
     return [_sub(_div(g, s), _mul(x, varying))]
 
 
+def _trilu_grad(c: Call, g: Expr) -> Adjoints:
+    """The kept triangle passes the gradient, the rest none: ``trilu(g, k)``;
+    ``k`` is an integer."""
+    return [call("trilu", g, c.args[1], upper=_attr(c, "upper")), None]
+
+
 def _global_max_pool_grad(c: Call, g: Expr) -> Adjoints:
     """Each channel's gradient goes to its maximum, shared among ties; the
     result keeps H and W as size 1, so it broadcasts against the data."""
@@ -831,6 +837,7 @@ RULES: dict[str, Rule] = {
     "nn.instance_norm": _instance_norm_grad,
     "nn.group_norm": _group_norm_grad,
     "nn.l2_normalize": _l2_normalize_grad,
+    "trilu": _trilu_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
     "nn.prelu": _prelu_grad,
@@ -890,7 +897,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "prod",
+        "gather", "gather_nd", "prod",
         "sort", "topk", "image.resize2d",
         "nn.conv1d", "nn.conv2d_transpose")},
 }

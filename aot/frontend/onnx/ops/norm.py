@@ -19,9 +19,10 @@ GroupNormalization (21: scale and bias per channel) is ``nn.group_norm``
 on axis 1; version 18, whose scale and bias were per group, is deprecated
 and refused by ONNX's own checker.  A float16 input
 with ``stash_type`` 1 (float32, the default) is normalised in float32 and
-cast back.  LpNormalization with ``p`` 2 is ``nn.l2_normalize`` over its
-axis with ``eps`` 0 (a zero vector gives NaN, as the reference's
-``x / norm``); with ``p`` 1, ``x / sum(abs(x))`` over the axis.
+cast back.  LpNormalization is ``x / norm`` over its axis with ``norm``
+``sqrt(sum(x * x))`` (``p`` 2) or ``sum(abs(x))`` (``p`` 1), and 0 where the
+norm is 0 (ONNX's reference and onnxruntime; ``nn.l2_normalize`` would give
+NaN there, or change tiny vectors through its ``eps``).
 """
 
 from __future__ import annotations
@@ -179,9 +180,12 @@ def convert_lp_norm(node: Node) -> list[Expr]:
     require_float(node, x)
     axis = normalize_axis(node, int(node.attr("axis", -1)), node.rank(x))
     p = int(node.attr("p", 2))
+    if p not in (1, 2):
+        raise node.error(f"p must be 1 or 2, got {p}")
+    terms = node.call("multiply", [x, x]) if p == 2 else node.call("abs", [x])
+    norm = node.call("sum", [terms], axis=(axis,), keepdims=True)
     if p == 2:
-        return [node.call("nn.l2_normalize", [x], eps=0.0, axis=(axis,))]
-    if p == 1:
-        total = node.call("sum", [node.call("abs", [x])], axis=(axis,), keepdims=True)
-        return [node.call("divide", [x, total])]
-    raise node.error(f"p must be 1 or 2, got {p}")
+        norm = node.call("sqrt", [norm])
+    zero = node.constant(np.zeros((), node.dtype(x).np))
+    return [node.call("where", [node.call("equal", [norm, zero]), zero,
+                                node.call("divide", [x, norm])])]
