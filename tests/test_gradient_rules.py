@@ -131,6 +131,9 @@ CASES = [
         "trilu", a, B.const(np.array(1, "int64")))),
     Case("trilu", [(4, 3)], id="trilu-lower", build=lambda a: B.call(
         "trilu", a, B.const(np.array(-1, "int32")), upper=False)),
+    Case("cumsum", [(2, 3, 4)], {"axis": 1}),
+    Case("cumsum", [(2, 3)], {"exclusive": True}, id="cumsum-flat-exclusive"),
+    Case("cumsum", [(3, 4)], {"axis": -1, "exclusive": True}, id="cumsum-exclusive"),
     Case("nn.global_max_pool2d", [(2, 3, 4, 5)]),
     Case("nn.global_max_pool2d", [(1, 4, 5, 2)], {"layout": "NHWC"}, id="gmp-nhwc"),
     Case("layout_transform", [(1, 8, 3, 2)], {"src_layout": "NCHW", "dst_layout": "NCHW4c"}),

@@ -53,6 +53,7 @@ if not NODE_DIR.is_dir():
 CLAIMED = frozenset("""
     Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
+    CumSum
     Cosh DepthToSpace DequantizeLinear Div Dropout Elu Equal Erf Exp Expand
     Flatten Floor Gather GatherElements GatherND Gelu Gemm GlobalAveragePool GroupNormalization
     GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If
@@ -211,6 +212,7 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "Pad": (1, 2, 3), "TopK": (1,), "OneHot": (1,), "Range": (0, 1, 2),
     "Resize": (1, 2, 3), "Dropout": (1, 2),
     "Loop": (0,),  # the trip count fixes the length of the scan outputs
+    "CumSum": (1,),
     "ReduceMean": (1,), "ReduceSum": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
     "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),

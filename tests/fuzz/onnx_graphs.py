@@ -401,6 +401,13 @@ def _trilu(b: Builder):
     return ("Trilu", ins, {"upper": b.rng.randint(0, 1)})
 
 
+def _cumsum(b: Builder):
+    x = b.pick()
+    axis = b.const(np.array(_axis(b, len(x.shape)), np.int64), "axis")
+    return ("CumSum", [x.name, axis], {"exclusive": b.rng.randint(0, 1),
+                                       "reverse": b.rng.randint(0, 1)})
+
+
 def _d2s(op: str) -> Recipe:
     def make(b: Builder):
         x = b.pick(rank=4)
@@ -437,7 +444,8 @@ SPECIAL: dict[str, Recipe] = {
     "Slice": _slice, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Pad": _pad,
     "Clip": _clip, "Expand": _expand, "Tile": _tile, "Split": _split,
     "BatchNormalization": _batchnorm, "LayerNormalization": _layernorm,
-    "InstanceNormalization": _instancenorm, "Trilu": _trilu, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
+    "InstanceNormalization": _instancenorm, "Trilu": _trilu,
+    "CumSum": _cumsum, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
     "LRN": _lrn, "ReduceSum": _reduce_sum,
 }
 

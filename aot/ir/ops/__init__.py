@@ -17,6 +17,7 @@ from . import qnn_nonlinear
 from . import qnn_reduce
 from . import qnn_softmax
 from . import reduce
+from . import scan
 from . import transform
 from . import transform_broadcast
 from . import transform_index

@@ -734,6 +734,22 @@ def _l2_normalize_grad(c: Call, g: Expr) -> Adjoints:
     return [_sub(_div(g, s), _mul(x, varying))]
 
 
+def _cumsum_grad(c: Call, g: Expr) -> Adjoints:
+    """Element ``k`` feeds every output from ``k`` on (after ``k`` when
+    exclusive): ``dx`` is the same scan of ``g`` run backwards (reverse,
+    scan, reverse), reshaped back when the scan flattened, in the data's
+    dtype."""
+    x = c.args[0]
+    axis = _attr(c, "axis")
+    along = 0 if axis is None else axis
+    back = call("reverse", g, axis=along)
+    back = call("cumsum", back, axis=along, exclusive=_attr(c, "exclusive"))
+    dx: Expr = call("reverse", back, axis=along)
+    if axis is None:
+        dx = call("reshape", dx, newshape=list(_shape(x)))
+    return [call("cast_like", dx, x)]
+
+
 def _trilu_grad(c: Call, g: Expr) -> Adjoints:
     """The kept triangle passes the gradient, the rest none: ``trilu(g, k)``;
     ``k`` is an integer."""
@@ -838,6 +854,7 @@ RULES: dict[str, Rule] = {
     "nn.group_norm": _group_norm_grad,
     "nn.l2_normalize": _l2_normalize_grad,
     "trilu": _trilu_grad,
+    "cumsum": _cumsum_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
     "nn.prelu": _prelu_grad,
@@ -897,7 +914,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "gather_nd", "prod",
+        "gather", "gather_nd", "prod", "cumprod",
         "sort", "topk", "image.resize2d",
         "nn.conv1d", "nn.conv2d_transpose")},
 }
