@@ -2,7 +2,7 @@
 activations, bias_add and softmax over dtypes and axes; dense, matmul and
 batch_matmul over the shapes, transposes and (integer, widening, wrapping)
 out_dtypes of tests/emit/test_lower_nn.py; batch_norm, layer_norm,
-instance_norm, group_norm, l2_normalize,
+instance_norm, group_norm, l2_normalize, einsum,
 dropout, batch_flatten and every pad mode.  One build per test (see
 test_ops_c.py)."""
 
@@ -99,6 +99,28 @@ def linear_cases():
             out.append(case(f"nn.batch_matmul:{xs}-{ys}-{ta}-{tb}-{dt}",
                             [("x", xs, dt), ("y", ys, dt)],
                             f"nn.batch_matmul(%x, %y, transpose_a={ta}, transpose_b={tb}{odt})"))
+    return out
+
+
+# ---------------------------------------------------------------- einsum
+
+def einsum_cases():
+    """Contractions, diagonals, implicit results, broadcast ellipses,
+    integer wrap-around, one operand and three."""
+    out = []
+    for eq, shapes in [("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ii->i", [(4, 4)]),
+                       ("ii", [(3, 3)]), ("ij,jk", [(3, 4), (4, 2)]),
+                       ("...j,...j->...", [(2, 3, 4), (1, 3, 4)]), ("bij->jb", [(2, 3, 4)]),
+                       ("i,j->ij", [(3,), (4,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+                       ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("i,i", [(6,), (6,)]),
+                       ("Ab,bC->AC", [(2, 3), (3, 2)])]:
+        for dt in ("float32", "int8", "float16"):
+            params = [(f"x{i}", s, dt) for i, s in enumerate(shapes)]
+            operands = ", ".join(f"%x{i}" for i in range(len(shapes)))
+            out.append(case(f"einsum:{eq}-{dt}", params,
+                            f'einsum(({operands},), equation="{eq}")'))
+    out.append(case("einsum:fused", [("a", (3, 4), "float32"), ("b", (4, 2), "float32")],
+                    'nn.relu(einsum((%a, negative(%b)), equation="ij,jk->ik"))'))
     return out
 
 
@@ -215,7 +237,7 @@ def zero_variance_cases():
 
 def all_cases():
     return (activation_cases() + softmax_cases() + linear_cases() + norm_and_shape_cases()
-            + zero_variance_cases())
+            + zero_variance_cases() + einsum_cases())
 
 
 def test_activations_and_bias_add():
@@ -228,6 +250,10 @@ def test_softmax():
 
 def test_dense_matmul_batch_matmul():
     check_cases(linear_cases(), "nn_linear")
+
+
+def test_einsum():
+    check_cases(einsum_cases(), "nn_einsum")
 
 
 def test_normalisation_dropout_flatten_pad():

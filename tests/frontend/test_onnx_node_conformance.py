@@ -54,7 +54,7 @@ CLAIMED = frozenset("""
     Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
     CumSum
-    Cosh DepthToSpace DequantizeLinear Div Dropout Elu Equal Erf Exp Expand
+    Cosh DepthToSpace DequantizeLinear Div Dropout Einsum Elu Equal Erf Exp Expand
     Flatten Floor Gather GatherElements GatherND Gelu Gemm GlobalAveragePool GroupNormalization
     GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If
     InstanceNormalization IsInf

@@ -408,6 +408,18 @@ def _cumsum(b: Builder):
                                        "reverse": b.rng.randint(0, 1)})
 
 
+def _einsum(b: Builder):
+    """One operand: its axes kept in a drawn order, or summed; or two
+    operands of one shape multiplied and contracted over drawn axes."""
+    x = b.pick()
+    letters = "abcdefgh"[:len(x.shape)]
+    kept = [c for c in letters if b.rng.random() < 0.6]
+    b.rng.shuffle(kept)
+    if b.rng.random() < 0.5:
+        return ("Einsum", [x.name], {"equation": f"{letters}->{''.join(kept)}"})
+    return ("Einsum", [x.name, x.name], {"equation": f"{letters},{letters}->{''.join(kept)}"})
+
+
 def _d2s(op: str) -> Recipe:
     def make(b: Builder):
         x = b.pick(rank=4)
@@ -445,7 +457,7 @@ SPECIAL: dict[str, Recipe] = {
     "Clip": _clip, "Expand": _expand, "Tile": _tile, "Split": _split,
     "BatchNormalization": _batchnorm, "LayerNormalization": _layernorm,
     "InstanceNormalization": _instancenorm, "Trilu": _trilu,
-    "CumSum": _cumsum, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
+    "CumSum": _cumsum, "Einsum": _einsum, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
     "LRN": _lrn, "ReduceSum": _reduce_sum,
 }
 

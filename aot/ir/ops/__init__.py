@@ -3,6 +3,7 @@ each family lives in its own module and registers its records with
 :func:`aot.ir.ops.common.defop`."""
 
 from . import algorithm
+from . import einsum
 from . import elemwise
 from . import image
 from . import layout

@@ -914,7 +914,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "gather_nd", "prod", "cumprod",
+        "gather", "gather_nd", "prod", "cumprod", "einsum",
         "sort", "topk", "image.resize2d",
         "nn.conv1d", "nn.conv2d_transpose")},
 }
