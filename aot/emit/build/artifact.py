@@ -207,7 +207,9 @@ def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True,
             with stage("C build"):
                 artifact = build_and_measure(artifact, toolchain=toolchain)
         if ram_budget is not None:
-            check_ram_budget(artifact.metadata, ram_budget)
+            unbuilt = "not known: the library was not built (--no-build)"
+            check_ram_budget(artifact.metadata, ram_budget,
+                             stack_note=None if build else unbuilt)
         _replace(staging, root)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -29,8 +29,10 @@ def check_budget_value(budget: Any) -> int:
     return budget
 
 
-def ram_breakdown(metadata: Mapping[str, Any]) -> list[tuple[str, int | None, str]]:
-    """(part, bytes or None when unknown, note) of a model's RAM."""
+def ram_breakdown(metadata: Mapping[str, Any], stack_note: str | None = None,
+                  ) -> list[tuple[str, int | None, str]]:
+    """(part, bytes or None when unknown, note) of a model's RAM;
+    ``stack_note`` says why the stack is not known yet."""
     stack = (metadata.get("stack") or {}).get("library")
     if stack:
         how = {"stack budget": "bounded by the stack budget",
@@ -38,20 +40,22 @@ def ram_breakdown(metadata: Mapping[str, Any]) -> list[tuple[str, int | None, st
         stack_part: tuple[str, int | None, str] = (
             "stack", int(stack["bytes"]), f"worst case with {stack.get('compiler')}, {how}")
     else:
-        stack_part = ("stack", None, "not known: the library was not built")
+        stack_part = ("stack", None, stack_note or "not known: the library was not built")
     arena = int(metadata.get("arena_bytes", 0))
-    where = "the library's static arena" if metadata.get("arena") == "static" \
-        else "the caller's arena"
+    where = ("a program has none" if metadata.get("backend") == "program" else
+             "the library's static arena" if metadata.get("arena") == "static" else
+             "the caller's arena")
     return [("arena", arena, where),
             ("pool", int(metadata.get("pool_bytes", 0)), "the program's object pool"),
             stack_part]
 
 
-def check_ram_budget(metadata: Mapping[str, Any], budget: int) -> None:
+def check_ram_budget(metadata: Mapping[str, Any], budget: int,
+                     stack_note: str | None = None) -> None:
     """DiagnosticError when the known parts of ``metadata``'s RAM exceed
     ``budget`` bytes."""
     check_budget_value(budget)
-    parts = ram_breakdown(metadata)
+    parts = ram_breakdown(metadata, stack_note)
     total = sum(n for _, n, _ in parts if n is not None)
     if total <= budget:
         return
