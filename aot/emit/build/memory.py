@@ -46,7 +46,9 @@ def ram_breakdown(metadata: Mapping[str, Any], stack_note: str | None = None,
              "the library's static arena" if metadata.get("arena") == "static" else
              "the caller's arena")
     return [("arena", arena, where),
-            ("pool", int(metadata.get("pool_bytes", 0)), "the program's object pool"),
+            ("pool", int(metadata.get("pool_bytes", 0)),
+             "the object pool" if metadata.get("backend") == "program"
+             else "a dataflow model has none"),
             stack_part]
 
 

@@ -72,11 +72,21 @@ def arena_tensors(plan: ModelPlan) -> list[ArenaTensor]:
 
 
 def live_bytes(plan: ModelPlan, tensors: list[ArenaTensor]) -> list[int]:
-    """Bytes of the tensors live at each step."""
+    """Bytes of the arena in use at each step: the tensors live then, less
+    what an output written over an input at its last step shares with it
+    (as the planner's lower bound counts an in-place pair once)."""
     live = [0] * len(plan.calls)
     for t in tensors:
         for step in range(t.start, t.end + 1):
             live[step] += t.nbytes
+    starting: dict[int, list[ArenaTensor]] = {}
+    for t in tensors:
+        starting.setdefault(t.start, []).append(t)
+    for a in tensors:
+        for b in starting.get(a.end, ()):
+            if a is not b and a.start < a.end:
+                shared = min(a.offset + a.nbytes, b.offset + b.nbytes) - max(a.offset, b.offset)
+                live[a.end] -= max(shared, 0)
     return live
 
 
@@ -152,7 +162,8 @@ def memory_svg(plan: ModelPlan) -> str:
         out.append(
             f'<rect class="tensor" x="{_LEFT + t.start * col + 1}" '
             f'y="{y(t.offset + t.nbytes):.2f}" width="{(t.end - t.start + 1) * col - 2}" '
-            f'height="{h:.2f}" fill="{_colour(t.index)}" stroke="#333" stroke-width="0.5">'
+            f'height="{h:.2f}" fill="{_colour(t.index)}" fill-opacity="0.8" stroke="#333" '
+            'stroke-width="0.5">'
             f"<title>t{t.index}: {t.nbytes:,} bytes at offset {t.offset:,}, calls "
             f"{t.start}..{t.end}, written by {escape(t.writer)}</title></rect>")
     for value, label, dash in ((plan.arena_bytes, "arena", ""),
