@@ -41,7 +41,8 @@ the smaller of the two bounds they give:
   ``frame(f) + H``, at level ``k`` it takes its callees at level ``k-1``;
   the entry is at level ``max_depth``.  Levels are computed up one at a
   time until they stop changing (no recursion left to deepen), reach
-  ``max_depth`` or pass the budget's bound; past :data:`LEVEL_WORK`
+  ``max_depth`` or pass the budget's bound (not at all when going round
+  one cycle ``max_depth`` times already passes it); past :data:`LEVEL_WORK`
   node evaluations the rest is bounded linearly by the heaviest frame
   chain from one counted function to the next.
 * the stack budget: ``aot_enter`` refuses a call when the stack has moved
@@ -68,7 +69,7 @@ from typing import Any, Iterable, Mapping, Sequence
 __all__ = ["SuFrames", "StackFigure", "parse_su", "worst_case", "main", "LEVEL_WORK"]
 
 #: node evaluations of the levelled recursion bound before it extrapolates
-LEVEL_WORK = 2_000_000
+LEVEL_WORK = 500_000
 
 
 class StackUsageError(Exception):
@@ -208,6 +209,38 @@ class _Graph:
                 work.extend(self.calls[g])
         return seen
 
+    def _path(self, start: str, goal: str, first: list[str]) -> list[str] | None:
+        """Some path from ``start`` (through ``first``, its first steps) to
+        ``goal``, ``start`` excluded (breadth first)."""
+        parent: dict[str, str] = {g: start for g in first}
+        work = list(dict.fromkeys(first))
+        for f in work:
+            if f == goal:
+                out = [f]
+                while out[-1] in parent and parent[out[-1]] != start:
+                    out.append(parent[out[-1]])
+                return out[::-1]
+            for g in self.calls[f]:
+                if g not in parent:
+                    parent[g] = f
+                    work.append(g)
+        return None
+
+    def looping_bound(self, depth: int) -> int:
+        """A lower bound of the ``max_depth`` bound: a chain from the entry
+        to a recursive function, then round one cycle through it as often
+        as ``depth`` calls allow."""
+        best = 0
+        for f in self.recursive():
+            to_f = self._path(self.entry, f, self.calls[self.entry]) or []
+            cycle = self._path(f, f, self.calls[f]) or []
+            per_turn = sum(1 for g in cycle if g in self.counted)
+            prefix = sum(1 for g in to_f if g in self.counted)
+            if per_turn:
+                turns = max(0, depth - prefix) // per_turn
+                best = max(best, turns * sum(self.frames[g] for g in cycle))
+        return best
+
     def level(self, prev: dict[str, int] | None) -> dict[str, int]:
         """``cost`` at the next level (``prev``: the level below; None: level 0)."""
         cur: dict[str, int] = {}
@@ -279,7 +312,10 @@ def worst_case(spec: Mapping[str, Any], su: SuFrames, *, stack_bytes: int | None
     budget_bound = g.budget(int(budget), level0) if budget is not None else None
     cost = level0
     depth_bound: int | None = None
-    if g.counted and depth is not None:
+    if recursive and depth is not None and budget_bound is not None and \
+            g.looping_bound(int(depth)) > budget_bound:
+        depth_bound = None                         # the budget's bound is the smaller
+    elif g.counted and depth is not None:
         levels = int(depth)
         work = 0
         k = 0
