@@ -281,7 +281,9 @@ def build_and_measure(artifact: Artifact, *, toolchain: Toolchain | None = None,
     if not spec:
         return artifact
     figure = stack_usage.worst_case(spec, stack_usage.parse_su(texts))
-    spec["library"] = {"compiler": toolchain.label,
+    tool = Path(toolchain.command[-1]).name         # arm-none-eabi-gcc, or the host's gcc
+    spec["library"] = {"compiler": toolchain.label if tool in ("cc", toolchain.kind.value)
+                       else f"{tool}-{toolchain.version}",
                        "flags": [*toolchain.target_flags, *toolchain.opt_flags,
                                  *toolchain.sanitize_flags],
                        **figure.record()}
