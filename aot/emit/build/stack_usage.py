@@ -140,6 +140,9 @@ class _Graph:
                                   "compile the model with this version of aot")
         self.entry = entry
         self.calls: dict[str, list[str]] = {f: list(c) for f, c in calls.items()}
+        for callees in list(self.calls.values()):
+            for g in callees:
+                self.calls.setdefault(g, [])       # a callee without a record: a leaf
         self.counted = set(spec.get("counted") or ())
         self.marked = spec.get("marked")
         prefix = spec.get("helper_prefix") or "aot_"
