@@ -7,6 +7,7 @@ the figure of the library `aot compile` builds and the make fragment's
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -206,3 +207,16 @@ def test_the_tool_refuses_files_of_another_model(tmp_path):
                            str(tmp_path / "cnn"), str(other)], capture_output=True, text=True)
     assert done.returncode == 1
     assert "no frame of cnn_run in" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_recompiling_keeps_the_metadata_file_time(tmp_path):
+    """metadata.json is written once, with the figure: an unchanged compile
+    leaves its time alone (a firmware make sees no change)."""
+    mod = aot.parse(RECURSIVE)
+    aot.compile(mod, tmp_path / "a", name="rec")
+    meta = tmp_path / "a" / "metadata.json"
+    stamp = meta.stat().st_mtime_ns - 10**9
+    os.utime(meta, ns=(stamp, stamp))
+    aot.compile(mod, tmp_path / "a", name="rec")
+    assert meta.stat().st_mtime_ns == stamp
+    assert "library" in json.loads(meta.read_text())["stack"]

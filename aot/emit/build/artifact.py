@@ -164,16 +164,20 @@ def _remove_stale(root: Path, name: str, keep: set[str]) -> None:
                 (root / stale).unlink(missing_ok=True)
 
 
-def write_artifact(plan: ModelPlan, out_dir: Path | str, *,
-                   memory_report: bool = False) -> Artifact:
+def write_artifact(plan: ModelPlan, out_dir: Path | str, *, memory_report: bool = False,
+                   write_metadata: bool = True) -> Artifact:
     """Render ``plan`` into ``out_dir`` (created if needed) and return the
-    artifact.  Only files whose content changed are rewritten."""
+    artifact.  Only files whose content changed are rewritten.
+    ``write_metadata=False`` leaves metadata.json to the caller (the build
+    adds the stack figure: written once, its time kept when unchanged)."""
     root = Path(out_dir).resolve()
     files = render_artifact(plan, memory_report=memory_report)
     root.mkdir(parents=True, exist_ok=True)
     _remove_stale(root, plan.name, set(files))
-    write_sources(root, files)
     metadata = json.loads(files["metadata.json"])
+    if not write_metadata:
+        del files["metadata.json"]
+    write_sources(root, files)
     return Artifact(root, plan.name, metadata)
 
 
@@ -202,7 +206,8 @@ def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True,
         with stage("rendering"):
             if root.is_dir():
                 shutil.copytree(root, staging, dirs_exist_ok=True, symlinks=True)
-            artifact = write_artifact(plan, staging, memory_report=memory_report)
+            artifact = write_artifact(plan, staging, memory_report=memory_report,
+                                      write_metadata=not build)
         if build:
             with stage("C build"):
                 artifact = build_and_measure(artifact, toolchain=toolchain)
@@ -263,23 +268,24 @@ def build_and_measure(artifact: Artifact, *, toolchain: Toolchain | None = None,
     """Build the artifact's library, then bound its entry's stack from the
     objects' ``-fstack-usage`` files and the call graph in metadata.json
     (:mod:`.stack_usage`); the figure goes into metadata.json as
-    ``stack.library`` (with the compiler and its flags), which is rewritten.
-    Returns the artifact with the new metadata."""
+    ``stack.library`` (with the compiler and its flags), which is (re)written
+    from ``artifact.metadata``.  Returns the artifact with the new metadata."""
     from .toolchain import find_toolchain
     toolchain = toolchain or find_toolchain()
     request = LibraryRequest(artifact.root, artifact.name, extra_flags=BUILD_FLAGS)
     built = build_static_libraries([request], toolchain=toolchain, cache_dir=cache_dir)[0]
     root = cache.cache_root(cache_dir)
+    metadata = dict(artifact.metadata)
+    spec = dict(metadata.get("stack") or {})
     texts = []
     for obj in built.objects:
         try:
             texts.append((obj.source, stack_usage_path(root, obj.key).read_text()))
         except OSError:
-            return artifact         # evicted meanwhile: no figure rather than a wrong one
-    metadata = dict(artifact.metadata)
-    spec = dict(metadata.get("stack") or {})
+            spec = {}               # evicted meanwhile: no figure rather than a wrong one
     if not spec:
-        return artifact
+        write_sources(artifact.root, {"metadata.json": _metadata_text(metadata)})
+        return Artifact(artifact.root, artifact.name, metadata)
     figure = stack_usage.worst_case(spec, stack_usage.parse_su(texts))
     tool = Path(toolchain.command[-1]).name         # arm-none-eabi-gcc, or the host's gcc
     spec["library"] = {"compiler": toolchain.label if tool in ("cc", toolchain.kind.value)
