@@ -10,7 +10,8 @@ The public API (see README.md)::
     art = aot.compile(mod, "out/model", name="model", params={"w": w})
     qmod = aot.quantize(mod, [[x] for x in samples], {"calibrate_mode": "max"})
     fn = aot.load(art)
-    value = fn(*args)
+    value = fn(*args)                          # inputs also by name: fn(**{"input.1": x})
+    outs = fn.named(*args)                     # {output name: array}
 
     with aot.PassContext(opt_level=2, disabled=["FoldScaleAxis"]):
         art = aot.compile(mod, "out/model")    # the optimizer's passes, chosen by name

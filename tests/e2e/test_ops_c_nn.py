@@ -2,6 +2,7 @@
 activations, bias_add and softmax over dtypes and axes; dense, matmul and
 batch_matmul over the shapes, transposes and (integer, widening, wrapping)
 out_dtypes of tests/emit/test_lower_nn.py; batch_norm, layer_norm,
+instance_norm, group_norm, l2_normalize,
 dropout, batch_flatten and every pad mode.  One build per test (see
 test_ops_c.py)."""
 
@@ -131,6 +132,28 @@ def norm_and_shape_cases():
                                 [("x", shape, dt), ("g", (c,), dt), ("b", (c,), dt)],
                                 f"nn.layer_norm(%x, %g, %b, axis={axis}, epsilon=1e-05f, "
                                 f"center={center}, scale={scale})"))
+    for dt in FLOATS:
+        for shape, axis in [((2, 3, 4), 1), ((1, 2, 3, 3), 1), ((2, 3, 2, 4), -1)]:
+            c = shape[axis]
+            vecs = [("g", (c,), dt), ("b", (c,), dt)]
+            out.append(case(f"nn.instance_norm:{dt}-{shape}-{axis}", [("x", shape, dt), *vecs],
+                            f"nn.instance_norm(%x, %g, %b, axis={axis}, epsilon=1e-05f)"))
+        for shape, groups, center, scale in [((2, 4, 3), 2, True, True),
+                                             ((1, 6, 2, 2), 3, False, True),
+                                             ((2, 4), 4, True, False),
+                                             ((1, 4, 2, 3), 1, True, True)]:
+            vecs = [("g", (shape[1],), dt), ("b", (shape[1],), dt)]
+            out.append(case(f"nn.group_norm:{dt}-{shape}-{groups}-{center}-{scale}",
+                            [("x", shape, dt), *vecs],
+                            f"nn.group_norm(%x, %g, %b, num_groups={groups}, epsilon=1e-05f, "
+                            f"center={center}, scale={scale})"))
+        for shape, axis in [((2, 5), "[1]"), ((2, 3, 4), "[0, 2]"), ((3, 4), None)]:
+            given = "" if axis is None else f", axis={axis}"
+            out.append(case(f"nn.l2_normalize:{dt}-{shape}-{axis}", [("x", shape, dt)],
+                            f"nn.l2_normalize(%x, eps=1e-06f{given})"))
+    out.append(case("nn.l2_normalize:zero-rows", [("x", (2, 3), "float32")],
+                    "nn.l2_normalize(%x, eps=1e-06f, axis=[1])",
+                    [np.array([[0, 0, 0], [3, 0, -4]], np.float32)]))
     const = np.array([[2.0, 2.0, 2.0, 2.0], [1e4, 1e4 + 1, 1e4, 1e4 - 1],
                       [np.nan, 0, 1, 2]], np.float32)
     out.append(case("nn.layer_norm:constant-rows",

@@ -54,9 +54,11 @@ CLAIMED = frozenset("""
     Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
     Cosh DepthToSpace DequantizeLinear Div Dropout Elu Equal Erf Exp Expand
-    Flatten Floor Gather GatherElements Gelu Gemm GlobalAveragePool
-    GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If IsInf
+    Flatten Floor Gather GatherElements Gelu Gemm GlobalAveragePool GroupNormalization
+    GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If
+    InstanceNormalization IsInf
     IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
+    LpNormalization
     MatMul Max MaxPool Mean Min Mod Mul Neg Not OneHot Or PRelu Pad Pow
     QLinearConv QLinearMatMul QuantizeLinear Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd

@@ -386,6 +386,12 @@ def _layernorm(b: Builder):
             {"axis": axis, "epsilon": 1e-3})
 
 
+def _instancenorm(b: Builder):
+    x = b.pick(min_rank=3)
+    c = x.shape[1]
+    return ("InstanceNormalization", [x.name, b.weight((c,)), b.weight((c,))], {"epsilon": 1e-3})
+
+
 def _d2s(op: str) -> Recipe:
     def make(b: Builder):
         x = b.pick(rank=4)
@@ -422,7 +428,7 @@ SPECIAL: dict[str, Recipe] = {
     "Slice": _slice, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Pad": _pad,
     "Clip": _clip, "Expand": _expand, "Tile": _tile, "Split": _split,
     "BatchNormalization": _batchnorm, "LayerNormalization": _layernorm,
-    "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
+    "InstanceNormalization": _instancenorm, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
     "LRN": _lrn, "ReduceSum": _reduce_sum,
 }
 
