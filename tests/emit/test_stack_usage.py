@@ -220,3 +220,13 @@ def test_recompiling_keeps_the_metadata_file_time(tmp_path):
     aot.compile(mod, tmp_path / "a", name="rec")
     assert meta.stat().st_mtime_ns == stamp
     assert "library" in json.loads(meta.read_text())["stack"]
+
+
+def test_a_figure_that_cannot_be_made_is_a_warning_not_a_failed_compile(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise S.StackUsageError("the graph recurses through x without a counted function")
+    monkeypatch.setattr(S, "worst_case", refuse)
+    with pytest.warns(aot.diagnostics.AotWarning, match="no worst-case stack figure: the graph"):
+        art = aot.compile(aot.parse(RECURSIVE), tmp_path / "a", name="rec")
+    assert "library" not in art.metadata["stack"]
+    assert art.layout.library.is_file()

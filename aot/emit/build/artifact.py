@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import jinja2
 
-from ...diagnostics import DiagnosticError
+from ...diagnostics import DiagnosticError, warn
 from ...progress import stage
 from . import cache, stack_usage
 from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
@@ -286,7 +286,12 @@ def build_and_measure(artifact: Artifact, *, toolchain: Toolchain | None = None,
     if not spec:
         write_sources(artifact.root, {"metadata.json": _metadata_text(metadata)})
         return Artifact(artifact.root, artifact.name, metadata)
-    figure = stack_usage.worst_case(spec, stack_usage.parse_su(texts))
+    try:
+        figure = stack_usage.worst_case(spec, stack_usage.parse_su(texts))
+    except stack_usage.StackUsageError as exc:      # the compiler's .su, not the model
+        warn(str(artifact.root / "metadata.json"), f"no worst-case stack figure: {exc}")
+        write_sources(artifact.root, {"metadata.json": _metadata_text(metadata)})
+        return Artifact(artifact.root, artifact.name, metadata)
     tool = Path(toolchain.command[-1]).name         # arm-none-eabi-gcc, or the host's gcc
     spec["library"] = {"compiler": toolchain.label if tool in ("cc", toolchain.kind.value)
                        else f"{tool}-{toolchain.version}",

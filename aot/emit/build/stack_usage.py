@@ -66,7 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["SuFrames", "StackFigure", "parse_su", "worst_case", "main", "LEVEL_WORK"]
+__all__ = ["SuFrames", "StackFigure", "StackUsageError", "parse_su", "worst_case", "run", "main",
+           "LEVEL_WORK"]
 
 #: node evaluations of the levelled recursion bound before it extrapolates
 LEVEL_WORK = 500_000
