@@ -47,7 +47,8 @@ from ..resources import runtime_file, templates_dir
 from .toolchain import Toolchain
 
 __all__ = ["Artifact", "TemplateRenderError", "render_artifact", "write_artifact",
-           "write_and_build", "open_artifact", "build_artifact", "build_artifacts", "TEMPLATES"]
+           "write_and_build", "open_artifact", "build_artifact", "build_artifacts",
+           "build_and_measure", "TEMPLATES", "STACK_TOOL", "MEMORY_REPORT"]
 
 #: the artifact's copy of :mod:`aot.emit.build.stack_usage` (standard library only)
 STACK_TOOL = "tools/aot_stack.py"
