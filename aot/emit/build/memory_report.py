@@ -166,9 +166,11 @@ def memory_svg(plan: ModelPlan) -> str:
             'stroke-width="0.5">'
             f"<title>t{t.index}: {t.nbytes:,} bytes at offset {t.offset:,}, calls "
             f"{t.start}..{t.end}, written by {escape(t.writer)}</title></rect>")
-    for value, label, dash in ((plan.arena_bytes, "arena", ""),
-                               (plan.arena_lower_bound_bytes, "lower bound",
-                                ' stroke-dasharray="6,4"')):
+    lines = [(plan.arena_bytes, "arena", ""),
+             (plan.arena_lower_bound_bytes, "lower bound", ' stroke-dasharray="6,4"')]
+    if plan.arena_bytes == plan.arena_lower_bound_bytes:    # one label, not two on top
+        lines = [(plan.arena_bytes, "arena = lower bound", ' stroke-dasharray="6,4"')]
+    for value, label, dash in lines:
         cls = "arena" if label == "arena" else "lower-bound"
         out.append(f'<line class="{cls}" x1="{_LEFT}" y1="{y(value):.2f}" '
                    f'x2="{_LEFT + steps * col}" y2="{y(value):.2f}" stroke="#c00"{dash}/>')
