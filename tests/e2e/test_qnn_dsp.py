@@ -1,5 +1,5 @@
-"""The int8 pointwise kernel with the Arm DSP extension
-(aot/emit/lower/ops/qnn_pointwise.py) and the packed-integer runtime
+"""The int8 convolution kernel with the Arm DSP extension
+(aot/emit/lower/ops/qnn_conv_dsp.py) and the packed-integer runtime
 helpers (aot_load4_i8, aot_sxtb16, aot_sxtab16, aot_smlad in
 runtime_c/aot_kernel_helpers.h) on both of their paths: the portable C
 that a host compiler takes and the ACLE intrinsics that arm-none-eabi-gcc
@@ -12,13 +12,18 @@ takes for a Cortex-M4 (``__ARM_FEATURE_DSP``), run under QEMU.
   batch 2, positions not a multiple of the tile, per-channel
   requantization with both single roundings) through examples/embedded,
   on the host and under QEMU, bit-exact against the interpreter, with a
-  corrupted expected value that must FAIL.
+  corrupted expected value that must FAIL;
+* the same for a seven-layer network of regular convolutions (CONV_MODEL:
+  10x4 and 3x3 windows, strides 1 and 2, symmetric, asymmetric and no
+  padding, dilation, odd and even channel counts, int8 and uint8 data,
+  output counts with and without a narrow last tile, odd position counts).
 
 The Cortex-M tests need arm-none-eabi-gcc and qemu-system-arm and are
 skipped, saying so, without them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import subprocess
@@ -47,13 +52,13 @@ U32 = DType.UINT32
 I32 = DType.INT32
 
 
-def _weights(o: int, c: int) -> str:
-    """A constant int8 weight (O, C, 1, 1) covering -128..127, folded at
+def _weights(o: int, c: int, kh: int = 1, kw: int = 1) -> str:
+    """A constant int8 weight (O, C, KH, KW) covering -128..127, folded at
     compile time into a table."""
-    n = o * c
+    n = o * c * kh * kw
     return (f'reshape(cast(subtract(mod(multiply(arange(0f, {n}f, 1f, start=0f, stop={n}f, '
             f'step=1f, dtype="float32"), 37f), 256f), 128f), dtype="int8"), '
-            f'newshape=[{o}, {c}, 1, 1])')
+            f'newshape=[{o}, {c}, {kh}, {kw}])')
 
 
 def _vec(n: int, first: float, step: float) -> str:
@@ -71,11 +76,51 @@ MODEL = f'''def @main(%x: Tensor[(2, 7, 3, 5), int8]) {{
 '''
 
 
-def test_pointwise_kernel_is_selected(tmp_path):
+def _rq(v: str, o: int, zp: int, gain: float, dtype: str = "int8") -> str:
+    return (f'qnn.requantize({v}, {_vec(o, 0.0008 * gain, 0.0002 * gain)}, 0, 1f, {zp}, '
+            f'axis=1, out_dtype="{dtype}")')
+
+
+#: regular convolutions, each a different path of the kernel: a 1-channel
+#: 10x4 stride-2 window with DS-CNN's uneven padding (flattened pairs, 3
+#: outputs: only a narrow tile), a 3-channel 3x3 one (27 elements, odd
+#: position count, 5 outputs), an odd-channel stride-2 window with
+#: asymmetric padding, a uint8 dilated 3x3 of 9 channels (81 elements: tap
+#: pairs with a zero-weight channel), an odd pointwise, an even pointwise and
+#: an even-channel padded 3x3 (tap pairs, bounds tests)
+CONV_MODEL = f'''def @main(%x: Tensor[(2, 1, 21, 10), int8]) {{
+  %0 = qnn.conv2d(%x, {_weights(3, 1, 10, 4)}, -3, 0, 0.5f, 0.25f, strides=[2, 2],
+                  padding=[4, 1, 5, 1], kernel_size=[10, 4]);
+  %1 = {_rq("%0", 3, -128, 2)};
+  %2 = qnn.conv2d(%1, {_weights(5, 3, 3, 3)}, -128, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                  kernel_size=[3, 3]);
+  %3 = {_rq("%2", 5, 7, 3)};
+  %4 = qnn.conv2d(%3, {_weights(9, 5, 3, 3)}, 7, 0, 0.5f, 0.25f, strides=[2, 2],
+                  padding=[0, 1, 2, 1], kernel_size=[3, 3]);
+  %5 = {_rq("%4", 9, 128, 4, "uint8")};
+  %6 = qnn.conv2d(%5, {_weights(7, 9, 3, 3)}, 128, 0, 0.5f, 0.25f, dilation=[2, 2],
+                  padding=[2, 2, 2, 2], kernel_size=[3, 3]);
+  %7 = {_rq("%6", 7, -5, 3)};
+  %8 = qnn.conv2d(%7, {_weights(8, 7)}, -5, 0, 0.5f, 0.25f);
+  %9 = {_rq("%8", 8, 0, 3)};
+  %10 = qnn.conv2d(%9, {_weights(4, 8)}, 0, 0, 0.5f, 0.25f);
+  %11 = {_rq("%10", 4, 2, 3)};
+  %12 = qnn.conv2d(%11, {_weights(6, 4, 3, 3)}, 2, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                   kernel_size=[3, 3]);
+  {_rq("%12", 6, 0, 3)}
+}}
+'''
+
+
+def test_dsp_kernel_is_selected(tmp_path):
     art = aot.compile(aot.parse(MODEL), tmp_path / "art", name="pw", build=False)
-    source = (art.root / "src" / "pw.c").read_text()
-    for name in ("aot_load4_i8", "aot_sxtb16", "aot_smlad"):
-        assert name in source, name
+    assert "aot_smlad" in (art.root / "src" / "pw.c").read_text()
+    # every convolution of the regular model takes the kernel (its patch
+    # buffer is a scratch argument of each)
+    art = aot.compile(aot.parse(CONV_MODEL), tmp_path / "conv", name="cv", build=False)
+    source = (art.root / "src" / "cv.c").read_text()
+    assert source.count("aot_smlad(") >= 7 and len(re.findall(r"static void cv_k\d+\([^)]*patch",
+                                                                  source)) == 7, source
     # the host's fast configuration keeps plain multiply-accumulates
     art = aot.compile(aot.parse(MODEL), tmp_path / "simd", name="pw", build=False,
                       tuning="simd")
@@ -199,40 +244,44 @@ def test_helpers_dsp_path_under_qemu(tmp_path):
 
 # ------------------------------------------------- the network, both paths
 
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("pw")
-    (d / "pw_int8.relay").write_text(MODEL)
-    return d
+MODELS = {"pw_int8": MODEL, "conv_int8": CONV_MODEL}
 
 
-def _make(model_dir: Path, goal: str, corrupt: int = 0) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-s", "-C", str(EMBEDDED), goal, "MODEL=pw_int8",
-                           f"MODEL_FILE={model_dir / 'pw_int8.relay'}", "REFERENCE=interp",
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def model_file(request, tmp_path_factory) -> tuple[str, Path]:
+    d = tmp_path_factory.mktemp(request.param)
+    (d / f"{request.param}.relay").write_text(MODELS[request.param])
+    return request.param, d
+
+
+def _make(model: tuple[str, Path], goal: str, corrupt: int = 0) -> subprocess.CompletedProcess:
+    name, model_dir = model
+    return subprocess.run(["make", "-s", "-C", str(EMBEDDED), goal, f"MODEL={name}",
+                           f"MODEL_FILE={model_dir / (name + '.relay')}", "REFERENCE=interp",
                            f"BUILD={model_dir / 'build'}", f"CORRUPT={corrupt}",
                            f"PYTHON={sys.executable}"],
                           capture_output=True, text=True, timeout=600)
 
 
-def _assert(result: subprocess.CompletedProcess, ok: bool) -> None:
+def _assert(name: str, result: subprocess.CompletedProcess, ok: bool) -> None:
     text = result.stdout + result.stderr
     if ok:
-        assert result.returncode == 0 and "PASS pw_int8" in text, text
+        assert result.returncode == 0 and f"PASS {name}" in text, text
         assert "mismatches 0" in text, text
     else:
-        assert result.returncode != 0 and "FAIL pw_int8" in text, text
+        assert result.returncode != 0 and f"FAIL {name}" in text, text
 
 
 @needs_cc
 def test_network_portable_path(model_file):
-    _assert(_make(model_file, "host"), True)
-    _assert(_make(model_file, "host", corrupt=1), False)
+    _assert(model_file[0], _make(model_file, "host"), True)
+    _assert(model_file[0], _make(model_file, "host", corrupt=1), False)
 
 
 @needs_arm
 def test_network_dsp_path_under_qemu(model_file):
-    _assert(_make(model_file, "qemu"), True)
-    _assert(_make(model_file, "qemu", corrupt=1), False)
+    _assert(model_file[0], _make(model_file, "qemu"), True)
+    _assert(model_file[0], _make(model_file, "qemu", corrupt=1), False)
 
 
 def test_four_lane_loads_only_of_bytes():
