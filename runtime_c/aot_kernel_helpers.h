@@ -30,6 +30,10 @@
  *                                  (dual 16-bit): ACLE intrinsics when
  *                                  __ARM_FEATURE_DSP is defined, else
  *                                  portable C computing the same integers
+ *   aot_sat_i32_S                  int32 -> int8/uint8/int16/uint16 (S)
+ *                                  clamped to the type's range: SSAT / USAT
+ *                                  when __ARM_FEATURE_SAT is defined, else
+ *                                  two comparisons
  *
  * S names the operand type: i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 (bool is
  * a uint8_t, float16 is computed as float).  The semantics are the
@@ -226,6 +230,35 @@ static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
     uint32_t hi = (uint32_t)(aot_sext16_(a >> 16) * aot_sext16_(b >> 16));
     uint32_t sum = (uint32_t)acc + lo + hi;
     return sum > 0x7FFFFFFFu ? -(int32_t)(0xFFFFFFFFu - sum) - 1 : (int32_t)sum;
+}
+#endif
+
+/* ---- saturating int32 -> narrower integer -------------------------------- */
+
+/* One instruction on Armv6 and later (gcc does not form SSAT from the
+ * comparisons itself). */
+#if defined(__ARM_FEATURE_SAT)
+#include <arm_acle.h>
+static inline int8_t aot_sat_i32_i8(int32_t x) { return (int8_t)__ssat(x, 8); }
+static inline uint8_t aot_sat_i32_u8(int32_t x) { return (uint8_t)__usat(x, 8); }
+static inline int16_t aot_sat_i32_i16(int32_t x) { return (int16_t)__ssat(x, 16); }
+static inline uint16_t aot_sat_i32_u16(int32_t x) { return (uint16_t)__usat(x, 16); }
+#else
+static inline int8_t aot_sat_i32_i8(int32_t x)
+{
+    return (int8_t)(x < INT8_MIN ? INT8_MIN : x > INT8_MAX ? INT8_MAX : x);
+}
+static inline uint8_t aot_sat_i32_u8(int32_t x)
+{
+    return (uint8_t)(x < 0 ? 0 : x > UINT8_MAX ? UINT8_MAX : x);
+}
+static inline int16_t aot_sat_i32_i16(int32_t x)
+{
+    return (int16_t)(x < INT16_MIN ? INT16_MIN : x > INT16_MAX ? INT16_MAX : x);
+}
+static inline uint16_t aot_sat_i32_u16(int32_t x)
+{
+    return (uint16_t)(x < 0 ? 0 : x > UINT16_MAX ? UINT16_MAX : x);
 }
 #endif
 

@@ -142,10 +142,11 @@ def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Calla
     mult = _table(ctx, [m for m, _ in pairs], I32)
     if single and all(s <= -2 for _, s in pairs):
         high = _table(ctx, [-s - 2 for _, s in pairs], I32)
+        positive = all(m > 0 for m, _ in pairs)
         if mult is not None and high is not None:
             return lambda idx: Multiplier(mult.read((channel(idx),)),
                                           K.neg(K.add(high.read((channel(idx),)), i32(2))),
-                                          high.read((channel(idx),)))
+                                          high.read((channel(idx),)), positive)
     shift = _table(ctx, [s for _, s in pairs], I32)
     if mult is None or shift is None:
         return runtime
