@@ -88,7 +88,7 @@ def _rq(v: str, o: int, zp: int, gain: float, dtype: str = "int8") -> str:
 #: asymmetric padding, a uint8 dilated 3x3 of 9 channels (81 elements: tap
 #: pairs with a zero-weight channel), an odd pointwise, an even pointwise and
 #: an even-channel padded 3x3 (tap pairs, bounds tests)
-CONV_MODEL = f'''def @main(%x: Tensor[(2, 1, 21, 10), int8]) {{
+CONV_MODEL = f'''def @main(%x: Tensor[(2, 1, 21, 18), int8]) {{
   %0 = qnn.conv2d(%x, {_weights(3, 1, 10, 4)}, -3, 0, 0.5f, 0.25f, strides=[2, 2],
                   padding=[4, 1, 5, 1], kernel_size=[10, 4]);
   %1 = {_rq("%0", 3, -128, 2)};

@@ -119,6 +119,10 @@ def _mul(a: K.Expr, b: int) -> K.Expr:
     return a if b == 1 else K.mul(a, _i(b), no_wrap=True)
 
 
+def _ror8(v: K.Expr) -> K.Expr:
+    return K.bit_or(K.shr(v, _u(8)), K.shl(v, _u(24)))
+
+
 def _pack(lo: K.Expr, hi: K.Expr) -> K.Expr:
     """Two 16-bit values (int32 expressions in range) in one word."""
     return K.bit_or(K.bit_and(K.cast(U32, lo), _u(0xFFFF)), K.shl(K.cast(U32, hi), _u(16)))
@@ -293,6 +297,85 @@ class _Conv:
                 out.append(K.if_then_else(cond, words, [fill]))
         return out
 
+    def row_copy(self, pos: list[tuple[K.Var, K.Var]]) -> tuple[K.Expr, list[K.Stmt]] | None:
+        """The copy of both positions of a tile from one 4-byte word per
+        channel and window row, when the two positions lie in one output
+        row and their windows' columns (``(P_T-1)*sw + KW <= 4``, e.g. a
+        3x3 window at stride 1) are inside the input: the condition and
+        the statements, or None when the layer has no such tiles.
+
+        Words ``a`` and ``b`` of channels ``c`` and ``c+1`` (columns
+        ``iw..iw+3``) give the halves ``lo = a0 a1 b0 b1`` and ``hi = a2 a3
+        b2 b3``; ``SXTB16`` of ``lo`` and of ``lo`` rotated by 8 bits are
+        the pairs of columns 0 and 1, ``hi`` those of columns 2 and 3: 2
+        loads, 4 packing instructions and 4 ``SXTB16`` for the 6 patch
+        words of a channel pair and window row (ten instructions a word
+        the other way)."""
+        g = self.g
+        span = (P_T - 1) * g.strides[1] + g.kw
+        buf = self.data.buffer
+        if (self.unrolled or g.chans % 2 or span > 4 or g.dilation[1] != 1 or g.width < 4
+                or span > P_T * g.kw
+                or buf is None or self.data.dtype is not DType.INT8 or g.ow < 2):
+            return None
+        (oh, ow0), (_, ow1) = pos[0], pos[1]
+        iw = self.ctx.index_var("iw")
+        at = K.sub(_mul(ow0, g.strides[1]), _i(g.pad[1]), no_wrap=True) if g.pad[1] else \
+            _mul(ow0, g.strides[1])
+        cond = K.logical_and(K.logical_and(K.eq(ow1, _add(ow0, 1)), K.ge(at, _i(0))),
+                             K.lt(at, _i(g.width - 3)))
+        stmts: list[K.Stmt] = [K.Decl(iw, at)]
+        per_tap = g.chans // 2
+        zxzx = _u(((self.zx & 0xFFFF) | (self.zx << 16)) & 0xFFFFFFFF)
+        for r in range(g.kh):
+            first = [[j * self.kp + (r * g.kw + s) * per_tap for s in range(g.kw)]
+                     for j in range(P_T)]
+            ih = _add(_mul(oh, g.strides[0]), r * g.dilation[0] - g.pad[0]) \
+                if r * g.dilation[0] >= g.pad[0] else \
+                K.sub(_mul(oh, g.strides[0]), _i(g.pad[0] - r * g.dilation[0]), no_wrap=True)
+            cp = self.ctx.index_var("cp")
+            row = K.mul(_add(_mul(_add(_mul(self.n, g.chans), _mul(cp, 2)), g.height), ih),
+                        _i(g.width), no_wrap=True)
+            a, b, lo, hi = (self.ctx.scalar(v, U32) for v in ("xa", "xb", "lo", "hi"))
+            cols = [self.ctx.scalar("col", U32) for _ in range(4)]
+            body: list[K.Stmt] = [
+                K.Decl(a, K.load(buf, _add(row, iw), 4)),
+                K.Decl(b, K.load(buf, _add(_add(row, g.height * g.width), iw), 4)),
+                K.Decl(lo, K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16)))),
+                K.Decl(hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)), K.shr(a, _u(16)))),
+                K.Decl(cols[0], K.call("aot_sxtb16", [lo], U32)),
+                K.Decl(cols[1], K.call("aot_sxtb16", [_ror8(lo)], U32)),
+                K.Decl(cols[2], K.call("aot_sxtb16", [hi], U32)),
+                K.Decl(cols[3], K.call("aot_sxtb16", [_ror8(hi)], U32))]
+            for j in range(P_T):
+                for s_ in range(g.kw):
+                    body.append(K.store(self.patch, _add(cp, first[j][s_]),
+                                        cols[j * g.strides[1] + s_]))
+            words: list[K.Stmt] = [K.for_range(cp, per_tap, K.block(*body))]
+            row_test = self._row_inside(oh, r)
+            if row_test is None:
+                stmts += words
+                continue
+            cz = self.ctx.index_var("cp")
+            fill = [K.store(self.patch, _add(cz, first[j][s_]), zxzx)
+                    for j in range(P_T) for s_ in range(g.kw)]
+            stmts.append(K.if_then_else(row_test, words, [K.for_range(cz, per_tap,
+                                                                       K.block(*fill))]))
+        return cond, stmts
+
+    def _row_inside(self, oh: K.Var, r: int) -> K.Expr | None:
+        g, tests = self.g, []
+        off = r * g.dilation[0] - g.pad[0]
+        at = _add(_mul(oh, g.strides[0]), off) if off >= 0 else \
+            K.sub(_mul(oh, g.strides[0]), _i(-off), no_wrap=True)
+        if off < 0:
+            tests.append(K.ge(at, _i(0)))
+        if (g.oh - 1) * g.strides[0] + off >= g.height:
+            tests.append(K.lt(at, _i(g.height)))
+        if not tests:
+            return None
+        return tests[0] if len(tests) == 1 else K.logical_and(tests[0], tests[1])
+
     def _copy_unrolled(self, base: int, pos: tuple[K.Var, K.Var]) -> list[K.Stmt]:
         out: list[K.Stmt] = []
         tests: dict[tuple[int, int], K.Var | None] = {}
@@ -366,13 +449,22 @@ class _Conv:
         g, ctx = self.g, self.ctx
         pos: list[tuple[K.Var, K.Var]] = []
         stmts: list[K.Stmt] = []
+        decls: list[list[K.Stmt]] = []
+        copies: list[list[K.Stmt]] = []
         for j in range(slots):
             q = _add(q0, j)
             oh, ow = ctx.index_var("oh"), ctx.index_var("ow")
-            stmts += [K.Decl(oh, K.div(q, _i(g.ow)) if g.ow > 1 else q),
-                      K.Decl(ow, K.mod(q, _i(g.ow)) if g.ow > 1 else _i(0))]
+            decls.append([K.Decl(oh, K.div(q, _i(g.ow)) if g.ow > 1 else q),
+                          K.Decl(ow, K.mod(q, _i(g.ow)) if g.ow > 1 else _i(0))])
             pos.append((oh, ow))
-            stmts += self.copy(j, (oh, ow))
+            copies.append(self.copy(j, (oh, ow)))
+        fast = self.row_copy(pos) if slots == P_T else None
+        if fast is None:
+            for d, c in zip(decls, copies):
+                stmts += d + c
+        else:
+            stmts += [d for ds in decls for d in ds]
+            stmts.append(K.if_then_else(fast[0], fast[1], [c for cs in copies for c in cs]))
         full, rest = divmod(g.outs, O_T)
         ot = ctx.index_var("ot")
         if full:
