@@ -244,22 +244,18 @@ static inline uint8_t aot_sat_i32_u8(int32_t x) { return (uint8_t)__usat(x, 8); 
 static inline int16_t aot_sat_i32_i16(int32_t x) { return (int16_t)__ssat(x, 16); }
 static inline uint16_t aot_sat_i32_u16(int32_t x) { return (uint16_t)__usat(x, 16); }
 #else
-static inline int8_t aot_sat_i32_i8(int32_t x)
-{
-    return (int8_t)(x < INT8_MIN ? INT8_MIN : x > INT8_MAX ? INT8_MAX : x);
-}
-static inline uint8_t aot_sat_i32_u8(int32_t x)
-{
-    return (uint8_t)(x < 0 ? 0 : x > UINT8_MAX ? UINT8_MAX : x);
-}
-static inline int16_t aot_sat_i32_i16(int32_t x)
-{
-    return (int16_t)(x < INT16_MIN ? INT16_MIN : x > INT16_MAX ? INT16_MAX : x);
-}
-static inline uint16_t aot_sat_i32_u16(int32_t x)
-{
-    return (uint16_t)(x < 0 ? 0 : x > UINT16_MAX ? UINT16_MAX : x);
-}
+/* two separate comparisons, each a min / max to a vectorizing compiler */
+#define AOT_DEFINE_SAT_I32(S, T, LO, HI)                                      \
+    static inline T aot_sat_i32_##S(int32_t x)                               \
+    {                                                                         \
+        int32_t lo = x < (LO) ? (LO) : x;                                     \
+        return (T)(lo > (HI) ? (HI) : lo);                                    \
+    }
+AOT_DEFINE_SAT_I32(i8, int8_t, INT8_MIN, INT8_MAX)
+AOT_DEFINE_SAT_I32(u8, uint8_t, 0, UINT8_MAX)
+AOT_DEFINE_SAT_I32(i16, int16_t, INT16_MIN, INT16_MAX)
+AOT_DEFINE_SAT_I32(u16, uint16_t, 0, UINT16_MAX)
+#undef AOT_DEFINE_SAT_I32
 #endif
 
 /* ---- saturating float -> integer ----------------------------------------- */

@@ -5,7 +5,8 @@ runtime_c/aot_kernel_helpers.h) on both of their paths: the portable C
 that a host compiler takes and the ACLE intrinsics that arm-none-eabi-gcc
 takes for a Cortex-M4 (``__ARM_FEATURE_DSP``), run under QEMU.
 
-* the helpers, on edge and random words, against the kernel interpreter's
+* the helpers (and the saturations aot_sat_i32_*), on edge and random
+  words, against the kernel interpreter's
   reference semantics (aot.emit.kernel.evaluate), built for the host and
   for the Cortex-M4;
 * a two-layer int8 network of pointwise convolutions (odd channel counts,
@@ -131,7 +132,12 @@ def test_dsp_kernel_is_selected(tmp_path):
 
 WORDS = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x00800080, 0x7F7F7F7F, 0x80808080,
          0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0x01FF80FE, 0x12345678, 0xFEDCBA98]
-ACCS = [0, 1, -1, 2 ** 31 - 1, -2 ** 31, 123456789, -987654321]
+ACCS = [0, 1, -1, 2 ** 31 - 1, -2 ** 31, 123456789, -987654321, 127, 128, -128, -129, 255, 256,
+        32767, 32768, -32768, -32769, 65535, 65536]
+
+
+SATURATIONS = [("i8", DType.INT8), ("u8", DType.UINT8), ("i16", DType.INT16),
+               ("u16", DType.UINT16)]
 
 
 def _cases() -> list[tuple[int, int, int]]:
@@ -154,6 +160,8 @@ def _expected(cases: list[tuple[int, int, int]]) -> list[str]:
         buf = K.Buffer("p", DType.INT8, (4,), K.BufferScope.CONST)
         data = np.frombuffer(np.uint32(a).tobytes(), dtype=np.int8)
         vals.append(evaluate(K.load(buf, 0, 4), {}, {"p": data}))
+        for suffix, t in SATURATIONS:
+            vals.append(evaluate(K.call(f"aot_sat_i32_{suffix}", [K.Const(acc, I32)], t), {}, {}))
         lines.append(" ".join(f"{int(v) & 0xFFFFFFFF:08x}" for v in vals))
     return lines
 
@@ -185,11 +193,15 @@ int main(void)
         for (k = 0; k < 4; ++k) {{
             bytes[k] = (int8_t)(int32_t)((((a >> (8 * k)) & 0xFFu) ^ 0x80u) - 0x80u);
         }}
-        printf("%08lx %08lx %08lx %08lx\\n",
+        printf("%08lx %08lx %08lx %08lx %08lx %08lx %08lx %08lx\\n",
                (unsigned long)aot_sxtab16(rows[i].a, rows[i].b),
                (unsigned long)aot_sxtb16(rows[i].b),
                (unsigned long)(uint32_t)aot_smlad(rows[i].a, rows[i].b, rows[i].acc),
-               (unsigned long)aot_load4_i8(bytes, 0));
+               (unsigned long)aot_load4_i8(bytes, 0),
+               (unsigned long)(uint32_t)(int32_t)aot_sat_i32_i8(rows[i].acc),
+               (unsigned long)aot_sat_i32_u8(rows[i].acc),
+               (unsigned long)(uint32_t)(int32_t)aot_sat_i32_i16(rows[i].acc),
+               (unsigned long)aot_sat_i32_u16(rows[i].acc));
     }}
     return 0;
 }}
@@ -199,7 +211,7 @@ int main(void)
 def _check_output(out: str, path: str, cases: list[tuple[int, int, int]]) -> None:
     lines = out.split()
     assert lines[0] == path
-    got = [" ".join(lines[1 + 4 * i: 5 + 4 * i]) for i in range(len(cases))]
+    got = [" ".join(lines[1 + 8 * i: 9 + 8 * i]) for i in range(len(cases))]
     assert got == _expected(cases)
 
 
