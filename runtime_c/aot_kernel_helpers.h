@@ -30,10 +30,6 @@
  *                                  (dual 16-bit): ACLE intrinsics when
  *                                  __ARM_FEATURE_DSP is defined, else
  *                                  portable C computing the same integers
- *   aot_sat_i32_S                  int32 -> int8/uint8/int16/uint16 (S)
- *                                  clamped to the type's range: SSAT / USAT
- *                                  when __ARM_FEATURE_SAT is defined, else
- *                                  two comparisons
  *
  * S names the operand type: i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 (bool is
  * a uint8_t, float16 is computed as float).  The semantics are the
@@ -231,31 +227,6 @@ static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
     uint32_t sum = (uint32_t)acc + lo + hi;
     return sum > 0x7FFFFFFFu ? -(int32_t)(0xFFFFFFFFu - sum) - 1 : (int32_t)sum;
 }
-#endif
-
-/* ---- saturating int32 -> narrower integer -------------------------------- */
-
-/* One instruction on Armv6 and later (gcc does not form SSAT from the
- * comparisons itself). */
-#if defined(__ARM_FEATURE_SAT)
-#include <arm_acle.h>
-static inline int8_t aot_sat_i32_i8(int32_t x) { return (int8_t)__ssat(x, 8); }
-static inline uint8_t aot_sat_i32_u8(int32_t x) { return (uint8_t)__usat(x, 8); }
-static inline int16_t aot_sat_i32_i16(int32_t x) { return (int16_t)__ssat(x, 16); }
-static inline uint16_t aot_sat_i32_u16(int32_t x) { return (uint16_t)__usat(x, 16); }
-#else
-/* two separate comparisons, each a min / max to a vectorizing compiler */
-#define AOT_DEFINE_SAT_I32(S, T, LO, HI)                                      \
-    static inline T aot_sat_i32_##S(int32_t x)                               \
-    {                                                                         \
-        int32_t lo = x < (LO) ? (LO) : x;                                     \
-        return (T)(lo > (HI) ? (HI) : lo);                                    \
-    }
-AOT_DEFINE_SAT_I32(i8, int8_t, INT8_MIN, INT8_MAX)
-AOT_DEFINE_SAT_I32(u8, uint8_t, 0, UINT8_MAX)
-AOT_DEFINE_SAT_I32(i16, int16_t, INT16_MIN, INT16_MAX)
-AOT_DEFINE_SAT_I32(u16, uint16_t, 0, UINT16_MAX)
-#undef AOT_DEFINE_SAT_I32
 #endif
 
 /* ---- saturating float -> integer ----------------------------------------- */

@@ -85,11 +85,6 @@ def _build_helpers() -> dict[str, HelperSpec]:
     h["aot_sxtb16"] = HelperSpec(
         "uint32_t aot_sxtb16(uint32_t b)",
         "bytes 0 and 2 of b sign-extended into the two halfwords (SXTB16)")
-    for d in (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16):
-        s, t = helper_suffix(d), c_storage_type(d)
-        h[f"aot_sat_i32_{s}"] = HelperSpec(
-            f"{t} aot_sat_i32_{s}(int32_t x)",
-            "x clamped to the type's range (SSAT / USAT)")
     h["aot_smlad"] = HelperSpec(
         "int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)",
         "acc + lo(a)*lo(b) + hi(a)*hi(b) of the signed halfwords, mod 2^32 (SMLAD)")

@@ -14,7 +14,7 @@ Python's stack; statements recurse to the depth of the loop nest.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, MutableMapping
+from typing import Mapping, MutableMapping
 
 import numpy as np
 
@@ -116,16 +116,9 @@ def _smlad(a: int, b: int, acc: int) -> int:
     return _sext(total, 32)
 
 
-def _clamp(lo: int, hi: int) -> Callable[[int], int]:
-    return lambda x: min(max(x, lo), hi)
-
-
-#: the packed-integer and saturation helpers of the runtime
-#: (aot_kernel_helpers.h)
-_INT_HELPERS: dict[str, Callable[..., int]] = {
-    "aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b), "aot_smlad": _smlad,
-    "aot_sat_i32_i8": _clamp(-128, 127), "aot_sat_i32_u8": _clamp(0, 255),
-    "aot_sat_i32_i16": _clamp(-32768, 32767), "aot_sat_i32_u16": _clamp(0, 65535)}
+#: the packed-integer helpers of the runtime (aot_kernel_helpers.h)
+_INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b),
+                "aot_smlad": _smlad}
 
 
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:

@@ -270,20 +270,12 @@ def multiply_int64(x: K.Expr, q: Multiplier) -> K.Expr:
 
 # ------------------------------------------------------------- saturation
 
-#: int32 -> these types: the runtime's ``aot_sat_i32_*`` (one SSAT / USAT
-#: on Armv6 and later, which gcc does not form from the comparisons)
-_SAT_HELPERS = {DType.INT8: "aot_sat_i32_i8", DType.UINT8: "aot_sat_i32_u8",
-                DType.INT16: "aot_sat_i32_i16", DType.UINT16: "aot_sat_i32_u16"}
-
-
 def saturate(x: K.Expr, dtype: DType) -> K.Expr:
     """Clamp an integer expression to ``dtype``'s range and convert
-    (``quant.saturate``): an int32 to an 8- or 16-bit type is the runtime
-    helper ``aot_sat_i32_*``, anything else min/max (inline helpers in C)
-    rather than selects, so the value is computed once without a
-    temporary."""
-    if x.dtype is I32 and dtype in _SAT_HELPERS:
-        return K.call(_SAT_HELPERS[dtype], [x], dtype)
+    (``quant.saturate``).  min/max (inline helpers in C) rather than
+    selects: the value is then computed once without a temporary, and
+    compilers turn the pair into one saturating instruction where the
+    target has one (ARM ``ssat``/``usat``)."""
     lo, hi = K.dtype_range(dtype)
     xlo, xhi = K.dtype_range(x.dtype)
     if hi < xhi:
