@@ -14,7 +14,7 @@ takes for a Cortex-M4 (``__ARM_FEATURE_DSP``), run under QEMU.
   requantization with both single roundings) through examples/embedded,
   on the host and under QEMU, bit-exact against the interpreter, with a
   corrupted expected value that must FAIL;
-* the same for a seven-layer network of regular convolutions (CONV_MODEL:
+* the same for a nine-layer network of regular convolutions (CONV_MODEL:
   10x4 and 3x3 windows, strides 1 and 2, symmetric, asymmetric and no
   padding, dilation, odd and even channel counts, int8 and uint8 data,
   output counts with and without a narrow last tile, odd position counts).
@@ -88,7 +88,8 @@ def _rq(v: str, o: int, zp: int, gain: float, dtype: str = "int8") -> str:
 #: position count, 5 outputs), an odd-channel stride-2 window with
 #: asymmetric padding, a uint8 dilated 3x3 of 9 channels (81 elements: tap
 #: pairs with a zero-weight channel), an odd pointwise, an even pointwise and
-#: an even-channel padded 3x3 (tap pairs, bounds tests)
+#: even-channel padded 3x3s (tap pairs, bounds tests; 22 channels: 99 pairs,
+#: the product loop 8 pairs a turn and 3 more)
 CONV_MODEL = f'''def @main(%x: Tensor[(2, 1, 21, 18), int8]) {{
   %0 = qnn.conv2d(%x, {_weights(3, 1, 10, 4)}, -3, 0, 0.5f, 0.25f, strides=[2, 2],
                   padding=[4, 1, 5, 1], kernel_size=[10, 4]);
@@ -108,7 +109,13 @@ CONV_MODEL = f'''def @main(%x: Tensor[(2, 1, 21, 18), int8]) {{
   %11 = {_rq("%10", 4, 2, 3)};
   %12 = qnn.conv2d(%11, {_weights(6, 4, 3, 3)}, 2, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
                    kernel_size=[3, 3]);
-  {_rq("%12", 6, 0, 3)}
+  %13 = {_rq("%12", 6, 0, 3)};
+  %14 = qnn.conv2d(%13, {_weights(22, 6, 3, 3)}, 0, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                   kernel_size=[3, 3]);
+  %15 = {_rq("%14", 22, -1, 2)};
+  %16 = qnn.conv2d(%15, {_weights(5, 22, 3, 3)}, -1, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                   kernel_size=[3, 3]);
+  {_rq("%16", 5, 0, 1)}
 }}
 '''
 
@@ -120,8 +127,8 @@ def test_dsp_kernel_is_selected(tmp_path):
     # buffer is a scratch argument of each)
     art = aot.compile(aot.parse(CONV_MODEL), tmp_path / "conv", name="cv", build=False)
     source = (art.root / "src" / "cv.c").read_text()
-    assert source.count("aot_smlad(") >= 7 and len(re.findall(r"static void cv_k\d+\([^)]*patch",
-                                                                  source)) == 7, source
+    assert source.count("aot_smlad(") >= 9 and len(re.findall(r"static void cv_k\d+\([^)]*patch",
+                                                                  source)) == 9, source
     # the host's fast configuration keeps plain multiply-accumulates
     art = aot.compile(aot.parse(MODEL), tmp_path / "simd", name="pw", build=False,
                       tuning="simd")
