@@ -369,6 +369,24 @@ class _Conv:
                                                                        K.block(*fill))]))
         return cond, stmts
 
+    def interior_copy(self, pos: list[tuple[K.Var, K.Var]]
+                      ) -> tuple[K.Expr, list[K.Stmt]] | None:
+        """For a window paired in flattened order: the copy without bounds
+        tests when every tap of every position of the tile is inside the
+        input (most positions of a first layer), with its condition."""
+        if not self.unrolled:
+            return None
+        tests = [t for p in pos for t in (self._inside(p, 0, 0),
+                                          self._inside(p, self.g.kh - 1, self.g.kw - 1))
+                 if t is not None]
+        if not tests:
+            return None
+        cond = tests[0]
+        for t in tests[1:]:
+            cond = K.logical_and(cond, t)
+        return cond, [st for j, p in enumerate(pos)
+                      for st in self._copy_unrolled(j * self.kp, p, checked=False)]
+
     def _row_inside(self, oh: K.Var, r: int) -> K.Expr | None:
         g, tests = self.g, []
         off = r * g.dilation[0] - g.pad[0]
@@ -382,12 +400,13 @@ class _Conv:
             return None
         return tests[0] if len(tests) == 1 else K.logical_and(tests[0], tests[1])
 
-    def _copy_unrolled(self, base: int, pos: tuple[K.Var, K.Var]) -> list[K.Stmt]:
+    def _copy_unrolled(self, base: int, pos: tuple[K.Var, K.Var],
+                       checked: bool = True) -> list[K.Stmt]:
         out: list[K.Stmt] = []
         tests: dict[tuple[int, int], K.Var | None] = {}
         for r in range(self.g.kh):
             for s in range(self.g.kw):
-                cond = self._inside(pos, r, s)
+                cond = self._inside(pos, r, s) if checked else None
                 if cond is not None:
                     v = self.ctx.scalar("in", DType.BOOL)
                     out.append(K.Decl(v, cond))
@@ -467,7 +486,7 @@ class _Conv:
                           K.Decl(ow, K.mod(q, _i(g.ow)) if g.ow > 1 else _i(0))])
             pos.append((oh, ow))
             copies.append(self.copy(j, (oh, ow)))
-        fast = self.row_copy(pos) if slots == P_T else None
+        fast = (self.row_copy(pos) if slots == P_T else None) or self.interior_copy(pos)
         if fast is None:
             for d, c in zip(decls, copies):
                 stmts += d + c
