@@ -227,8 +227,8 @@ def linear_cases():
                     [data(rng_for("qc-x"), (1, 3, 5, 5), "int8"),
                      data(rng_for("qc-w"), (4, 3, 3, 3), "int8"),
                      np.array([1, 0, -2, 7], np.int32)]))
-    # int8 pointwise convolutions with a constant weight: the dual 16-bit
-    # kernel (aot/emit/lower/ops/qnn_pointwise.py, portable path here;
+    # int8 convolutions with a constant weight: the dual 16-bit kernel
+    # (aot/emit/lower/ops/qnn_conv_dsp.py, portable path here;
     # tests/e2e/test_qnn_dsp.py runs the DSP path under QEMU)
     for xs, o, zp_in, fill in [((1, 4, 2, 4), 4, 127, -128), ((1, 4, 2, 4), 2, -128, 127),
                                ((2, 9, 3, 3), 7, -5, None), ((1, 2, 1, 5), 3, 0, None)]:
@@ -241,6 +241,17 @@ def linear_cases():
                         [("x", xs, "int8")],
                         f"qnn.conv2d(%x, {wconst}, {zp_in}, 0, 0.5f, 0.25f)", args,
                         lo=-128, hi=127))
+    for xs, o, k, attrs in [((1, 4, 7, 9), 5, 3, "strides=[2, 2], padding=[1, 0, 1, 2]"),
+                            ((1, 3, 6, 8), 6, 3, "padding=[1, 1, 1, 1]"),
+                            ((1, 6, 4, 9), 4, 3, "padding=[1, 1, 1, 1]")]:
+        n = o * xs[1] * k * k
+        wconst = (f'reshape(cast(subtract(mod(multiply(arange(0f, {n}f, 1f, start=0f, '
+                  f'stop={n}f, step=1f, dtype="float32"), 37f), 256f), 128f), '
+                  f'dtype="int8"), newshape=[{o}, {xs[1]}, {k}, {k}])')
+        out.append(case(f"qnn.conv2d:window-int8-{xs}-{o}",
+                        [("x", xs, "int8")],
+                        f"qnn.conv2d(%x, {wconst}, -7, 0, 0.5f, 0.25f, {attrs}, "
+                        f"kernel_size=[{k}, {k}])", None, lo=-128, hi=127))
     out.append(case("qnn.conv2d:out-int16-wraps", [("x", (1, 1, 3, 3), "int8"),
                                                    ("w", (1, 1, 3, 3), "int8")],
                     'qnn.conv2d(%x, %w, -128, -128, 1f, 1f, out_dtype="int16")',

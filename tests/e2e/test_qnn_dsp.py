@@ -1,24 +1,30 @@
-"""The int8 pointwise kernel with the Arm DSP extension
-(aot/emit/lower/ops/qnn_pointwise.py) and the packed-integer runtime
+"""The int8 convolution kernel with the Arm DSP extension
+(aot/emit/lower/ops/qnn_conv_dsp.py) and the packed-integer runtime
 helpers (aot_load4_i8, aot_sxtb16, aot_sxtab16, aot_smlad in
 runtime_c/aot_kernel_helpers.h) on both of their paths: the portable C
 that a host compiler takes and the ACLE intrinsics that arm-none-eabi-gcc
 takes for a Cortex-M4 (``__ARM_FEATURE_DSP``), run under QEMU.
 
-* the helpers, on edge and random words, against the kernel interpreter's
+* the helpers (and the saturations aot_sat_i32_*), on edge and random
+  words, against the kernel interpreter's
   reference semantics (aot.emit.kernel.evaluate), built for the host and
   for the Cortex-M4;
 * a two-layer int8 network of pointwise convolutions (odd channel counts,
   batch 2, positions not a multiple of the tile, per-channel
   requantization with both single roundings) through examples/embedded,
   on the host and under QEMU, bit-exact against the interpreter, with a
-  corrupted expected value that must FAIL.
+  corrupted expected value that must FAIL;
+* the same for a nine-layer network of regular convolutions (CONV_MODEL:
+  10x4 and 3x3 windows, strides 1 and 2, symmetric, asymmetric and no
+  padding, dilation, odd and even channel counts, int8 and uint8 data,
+  output counts with and without a narrow last tile, odd position counts).
 
 The Cortex-M tests need arm-none-eabi-gcc and qemu-system-arm and are
 skipped, saying so, without them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import subprocess
@@ -47,13 +53,13 @@ U32 = DType.UINT32
 I32 = DType.INT32
 
 
-def _weights(o: int, c: int) -> str:
-    """A constant int8 weight (O, C, 1, 1) covering -128..127, folded at
+def _weights(o: int, c: int, kh: int = 1, kw: int = 1) -> str:
+    """A constant int8 weight (O, C, KH, KW) covering -128..127, folded at
     compile time into a table."""
-    n = o * c
+    n = o * c * kh * kw
     return (f'reshape(cast(subtract(mod(multiply(arange(0f, {n}f, 1f, start=0f, stop={n}f, '
             f'step=1f, dtype="float32"), 37f), 256f), 128f), dtype="int8"), '
-            f'newshape=[{o}, {c}, 1, 1])')
+            f'newshape=[{o}, {c}, {kh}, {kw}])')
 
 
 def _vec(n: int, first: float, step: float) -> str:
@@ -71,11 +77,58 @@ MODEL = f'''def @main(%x: Tensor[(2, 7, 3, 5), int8]) {{
 '''
 
 
-def test_pointwise_kernel_is_selected(tmp_path):
+def _rq(v: str, o: int, zp: int, gain: float, dtype: str = "int8") -> str:
+    return (f'qnn.requantize({v}, {_vec(o, 0.0008 * gain, 0.0002 * gain)}, 0, 1f, {zp}, '
+            f'axis=1, out_dtype="{dtype}")')
+
+
+#: regular convolutions, each a different path of the kernel: a 1-channel
+#: 10x4 stride-2 window with DS-CNN's uneven padding (flattened pairs, 3
+#: outputs: only a narrow tile), a 3-channel 3x3 one (27 elements, odd
+#: position count, 5 outputs), an odd-channel stride-2 window with
+#: asymmetric padding, a uint8 dilated 3x3 of 9 channels (81 elements: tap
+#: pairs with a zero-weight channel), an odd pointwise, an even pointwise and
+#: even-channel padded 3x3s (tap pairs, bounds tests; 22 channels: 99 pairs,
+#: the product loop 8 pairs a turn and 3 more)
+CONV_MODEL = f'''def @main(%x: Tensor[(2, 1, 21, 18), int8]) {{
+  %0 = qnn.conv2d(%x, {_weights(3, 1, 10, 4)}, -3, 0, 0.5f, 0.25f, strides=[2, 2],
+                  padding=[4, 1, 5, 1], kernel_size=[10, 4]);
+  %1 = {_rq("%0", 3, -128, 2)};
+  %2 = qnn.conv2d(%1, {_weights(5, 3, 3, 3)}, -128, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                  kernel_size=[3, 3]);
+  %3 = {_rq("%2", 5, 7, 3)};
+  %4 = qnn.conv2d(%3, {_weights(9, 5, 3, 3)}, 7, 0, 0.5f, 0.25f, strides=[2, 2],
+                  padding=[0, 1, 2, 1], kernel_size=[3, 3]);
+  %5 = {_rq("%4", 9, 128, 4, "uint8")};
+  %6 = qnn.conv2d(%5, {_weights(7, 9, 3, 3)}, 128, 0, 0.5f, 0.25f, dilation=[2, 2],
+                  padding=[2, 2, 2, 2], kernel_size=[3, 3]);
+  %7 = {_rq("%6", 7, -5, 3)};
+  %8 = qnn.conv2d(%7, {_weights(8, 7)}, -5, 0, 0.5f, 0.25f);
+  %9 = {_rq("%8", 8, 0, 3)};
+  %10 = qnn.conv2d(%9, {_weights(4, 8)}, 0, 0, 0.5f, 0.25f);
+  %11 = {_rq("%10", 4, 2, 3)};
+  %12 = qnn.conv2d(%11, {_weights(6, 4, 3, 3)}, 2, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                   kernel_size=[3, 3]);
+  %13 = {_rq("%12", 6, 0, 3)};
+  %14 = qnn.conv2d(%13, {_weights(22, 6, 3, 3)}, 0, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                   kernel_size=[3, 3]);
+  %15 = {_rq("%14", 22, -1, 2)};
+  %16 = qnn.conv2d(%15, {_weights(5, 22, 3, 3)}, -1, 0, 0.5f, 0.25f, padding=[1, 1, 1, 1],
+                   kernel_size=[3, 3]);
+  {_rq("%16", 5, 0, 1)}
+}}
+'''
+
+
+def test_dsp_kernel_is_selected(tmp_path):
     art = aot.compile(aot.parse(MODEL), tmp_path / "art", name="pw", build=False)
-    source = (art.root / "src" / "pw.c").read_text()
-    for name in ("aot_load4_i8", "aot_sxtb16", "aot_smlad"):
-        assert name in source, name
+    assert "aot_smlad" in (art.root / "src" / "pw.c").read_text()
+    # every convolution of the regular model takes the kernel (its patch
+    # buffer is a scratch argument of each)
+    art = aot.compile(aot.parse(CONV_MODEL), tmp_path / "conv", name="cv", build=False)
+    source = (art.root / "src" / "cv.c").read_text()
+    assert source.count("aot_smlad(") >= 9 and len(re.findall(r"static void cv_k\d+\([^)]*patch",
+                                                                  source)) == 9, source
     # the host's fast configuration keeps plain multiply-accumulates
     art = aot.compile(aot.parse(MODEL), tmp_path / "simd", name="pw", build=False,
                       tuning="simd")
@@ -86,7 +139,12 @@ def test_pointwise_kernel_is_selected(tmp_path):
 
 WORDS = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x00800080, 0x7F7F7F7F, 0x80808080,
          0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0x01FF80FE, 0x12345678, 0xFEDCBA98]
-ACCS = [0, 1, -1, 2 ** 31 - 1, -2 ** 31, 123456789, -987654321]
+ACCS = [0, 1, -1, 2 ** 31 - 1, -2 ** 31, 123456789, -987654321, 127, 128, -128, -129, 255, 256,
+        32767, 32768, -32768, -32769, 65535, 65536]
+
+
+SATURATIONS = [("i8", DType.INT8), ("u8", DType.UINT8), ("i16", DType.INT16),
+               ("u16", DType.UINT16)]
 
 
 def _cases() -> list[tuple[int, int, int]]:
@@ -109,6 +167,8 @@ def _expected(cases: list[tuple[int, int, int]]) -> list[str]:
         buf = K.Buffer("p", DType.INT8, (4,), K.BufferScope.CONST)
         data = np.frombuffer(np.uint32(a).tobytes(), dtype=np.int8)
         vals.append(evaluate(K.load(buf, 0, 4), {}, {"p": data}))
+        for suffix, t in SATURATIONS:
+            vals.append(evaluate(K.call(f"aot_sat_i32_{suffix}", [K.Const(acc, I32)], t), {}, {}))
         lines.append(" ".join(f"{int(v) & 0xFFFFFFFF:08x}" for v in vals))
     return lines
 
@@ -140,11 +200,15 @@ int main(void)
         for (k = 0; k < 4; ++k) {{
             bytes[k] = (int8_t)(int32_t)((((a >> (8 * k)) & 0xFFu) ^ 0x80u) - 0x80u);
         }}
-        printf("%08lx %08lx %08lx %08lx\\n",
+        printf("%08lx %08lx %08lx %08lx %08lx %08lx %08lx %08lx\\n",
                (unsigned long)aot_sxtab16(rows[i].a, rows[i].b),
                (unsigned long)aot_sxtb16(rows[i].b),
                (unsigned long)(uint32_t)aot_smlad(rows[i].a, rows[i].b, rows[i].acc),
-               (unsigned long)aot_load4_i8(bytes, 0));
+               (unsigned long)aot_load4_i8(bytes, 0),
+               (unsigned long)(uint32_t)(int32_t)aot_sat_i32_i8(rows[i].acc),
+               (unsigned long)aot_sat_i32_u8(rows[i].acc),
+               (unsigned long)(uint32_t)(int32_t)aot_sat_i32_i16(rows[i].acc),
+               (unsigned long)aot_sat_i32_u16(rows[i].acc));
     }}
     return 0;
 }}
@@ -154,7 +218,7 @@ int main(void)
 def _check_output(out: str, path: str, cases: list[tuple[int, int, int]]) -> None:
     lines = out.split()
     assert lines[0] == path
-    got = [" ".join(lines[1 + 4 * i: 5 + 4 * i]) for i in range(len(cases))]
+    got = [" ".join(lines[1 + 8 * i: 9 + 8 * i]) for i in range(len(cases))]
     assert got == _expected(cases)
 
 
@@ -199,40 +263,44 @@ def test_helpers_dsp_path_under_qemu(tmp_path):
 
 # ------------------------------------------------- the network, both paths
 
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("pw")
-    (d / "pw_int8.relay").write_text(MODEL)
-    return d
+MODELS = {"pw_int8": MODEL, "conv_int8": CONV_MODEL}
 
 
-def _make(model_dir: Path, goal: str, corrupt: int = 0) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-s", "-C", str(EMBEDDED), goal, "MODEL=pw_int8",
-                           f"MODEL_FILE={model_dir / 'pw_int8.relay'}", "REFERENCE=interp",
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def model_file(request, tmp_path_factory) -> tuple[str, Path]:
+    d = tmp_path_factory.mktemp(request.param)
+    (d / f"{request.param}.relay").write_text(MODELS[request.param])
+    return request.param, d
+
+
+def _make(model: tuple[str, Path], goal: str, corrupt: int = 0) -> subprocess.CompletedProcess:
+    name, model_dir = model
+    return subprocess.run(["make", "-s", "-C", str(EMBEDDED), goal, f"MODEL={name}",
+                           f"MODEL_FILE={model_dir / (name + '.relay')}", "REFERENCE=interp",
                            f"BUILD={model_dir / 'build'}", f"CORRUPT={corrupt}",
                            f"PYTHON={sys.executable}"],
                           capture_output=True, text=True, timeout=600)
 
 
-def _assert(result: subprocess.CompletedProcess, ok: bool) -> None:
+def _assert(name: str, result: subprocess.CompletedProcess, ok: bool) -> None:
     text = result.stdout + result.stderr
     if ok:
-        assert result.returncode == 0 and "PASS pw_int8" in text, text
+        assert result.returncode == 0 and f"PASS {name}" in text, text
         assert "mismatches 0" in text, text
     else:
-        assert result.returncode != 0 and "FAIL pw_int8" in text, text
+        assert result.returncode != 0 and f"FAIL {name}" in text, text
 
 
 @needs_cc
 def test_network_portable_path(model_file):
-    _assert(_make(model_file, "host"), True)
-    _assert(_make(model_file, "host", corrupt=1), False)
+    _assert(model_file[0], _make(model_file, "host"), True)
+    _assert(model_file[0], _make(model_file, "host", corrupt=1), False)
 
 
 @needs_arm
 def test_network_dsp_path_under_qemu(model_file):
-    _assert(_make(model_file, "qemu"), True)
-    _assert(_make(model_file, "qemu", corrupt=1), False)
+    _assert(model_file[0], _make(model_file, "qemu"), True)
+    _assert(model_file[0], _make(model_file, "qemu", corrupt=1), False)
 
 
 def test_four_lane_loads_only_of_bytes():

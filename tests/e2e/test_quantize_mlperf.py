@@ -34,8 +34,8 @@ from cases.quantized_models import mlperf_models  # noqa: E402
 from test_quantized_c import FLOAT_C, kernel_body  # noqa: E402
 
 #: the output dequantize fused into the last layer: an int8 value times its scale
-DEQUANTIZE_STORE = re.compile(r"^\s*out\[[^]]*\] = \(float\)\(int32_t\)\(int8_t\)"
-                              r"aot_max_i32\(.*\) \* \d+\.\d+(?:e[-+]?\d+)?f;$")
+DEQUANTIZE_STORE = re.compile(r"^\s*out\[[^]]*\] = \(float\)\(int32_t\)aot_sat_i32_i8"
+                              r"\(.*\) \* \d+\.\d+(?:e[-+]?\d+)?f;$")
 INTEGER_OPS = {"qnn.conv2d", "qnn.dense", "add", "qnn.requantize", "maximum", "reshape"}
 
 
@@ -77,11 +77,14 @@ def test_layers_compute_in_integers(quantized):
 def test_weights_are_int8_tables(quantized):
     model, _, _, art = quantized
     consts = art.metadata["constants"]
-    assert {c["dtype"] for c in consts} <= {"int8", "int32"}
+    # uint32: the words of sign-extended int16 weight pairs of the
+    # convolutions' dual 16-bit kernel (aot/emit/lower/ops/qnn_conv_dsp.py)
+    assert {c["dtype"] for c in consts} <= {"int8", "int32", "uint32"}
     weights = sum(int(np.prod(t.dims)) for t in model.graph.initializer
                   if len(t.dims) >= 2)                  # conv and dense weights
     # identical depthwise/pointwise layers share nothing: each has its own table
-    assert sum(c["bytes"] for c in consts if c["dtype"] == "int8") >= weights
+    assert sum(c["bytes"] // (2 if c["dtype"] == "uint32" else 1) for c in consts
+               if c["dtype"] in ("int8", "uint32")) >= weights
     text = (art.root / "src" / "qds.c").read_text()
     assert "static const int8_t" in text and "static const float" not in text
 

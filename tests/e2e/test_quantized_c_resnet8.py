@@ -134,7 +134,7 @@ def exact_logits(qmodel, inits: dict, logits: str, x: np.ndarray) -> np.ndarray:
 
 def test_kernels_are_integer(model):
     art = model[3]
-    assert {c["dtype"] for c in art.metadata["constants"]} <= {"int8", "int32"}
+    assert {c["dtype"] for c in art.metadata["constants"]} <= {"int8", "int32", "uint32"}
     text = "".join(p.read_text() for p in sorted((art.root / "src").glob("*.c")))
     assert not re.search(r"^static const float", text, re.M)
     floating, boundary = set(), []

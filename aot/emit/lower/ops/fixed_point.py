@@ -92,6 +92,8 @@ class Multiplier:
     #: :func:`multiply_single`): ``-shift - 2``, read like ``shift``;
     #: None otherwise
     high_shift: K.Expr | None = None
+    #: every multiplier (of a table) is known to be positive
+    positive: bool = False
 
     @property
     def static(self) -> tuple[int, int] | None:
@@ -217,12 +219,19 @@ def multiply_single(x: K.Expr, q: Multiplier, to_nearest: bool) -> K.Expr:
         # nudge) the result is floor((h + 2**e) / 2**(e+1)) -- exact,
         # floor divisions compose; |h| < 2**30, so the int32 sum cannot
         # overflow.  On a Cortex-M: SMULL, then 32-bit arithmetic.
+        # The two floor divisions are one: floor((h + 2**e) / 2**(e+1)).
+        # When every multiplier is positive the product is negative
+        # exactly when x is, and the nudge -(v < 0) is -(x < 0) =
+        # int64(x >> 31): SMLAL onto the sign word instead of a 64-bit
+        # compare and subtract.
         scaled = K.mul(K.cast(I64, x), K.cast(I64, q.multiplier))
-        if to_nearest:
+        if to_nearest and q.positive:
+            scaled = K.add(scaled, K.cast(I64, K.shr(x, i32(31))))
+        elif to_nearest:
             scaled = K.sub(scaled, _negative(scaled))
         high = K.cast(I32, K.shr(scaled, i32(32)))
         e = q.high_shift
-        return K.shr(K.shr(K.add(high, K.shl(i32(1), e)), e), i32(1))
+        return K.shr(K.add(high, K.shl(i32(1), e)), K.add(e, i32(1)))
     else:
         left, right = _left_right(q)
         total_e = K.add(right, i32(31))
@@ -261,12 +270,23 @@ def multiply_int64(x: K.Expr, q: Multiplier) -> K.Expr:
 
 # ------------------------------------------------------------- saturation
 
+#: the runtime's saturating narrowings of an int32
+SATURATING_HELPERS = {DType.INT8: "aot_sat_i32_i8", DType.INT16: "aot_sat_i32_i16",
+                      DType.UINT8: "aot_sat_i32_u8", DType.UINT16: "aot_sat_i32_u16"}
+
+
 def saturate(x: K.Expr, dtype: DType) -> K.Expr:
     """Clamp an integer expression to ``dtype``'s range and convert
-    (``quant.saturate``).  min/max (inline helpers in C) rather than
-    selects: the value is then computed once without a temporary, and
-    compilers turn the pair into one saturating instruction where the
-    target has one (ARM ``ssat``/``usat``)."""
+    (``quant.saturate``).  An int32 value narrowed to 8 or 16 bits calls
+    the runtime's ``aot_sat_i32_<dtype>``: one ``SSAT``/``USAT`` where the
+    compiler defines ``__ARM_FEATURE_SAT`` (gcc does not find it from
+    min/max once a kernel clamps several outputs: the shared bound is
+    hoisted into a register and the pattern no longer matches), a
+    min/max in portable C elsewhere.  Other pairs: min/max (inline
+    helpers in C) rather than selects, so the value is computed once
+    without a temporary."""
+    if x.dtype is DType.INT32 and dtype in SATURATING_HELPERS:
+        return K.call(SATURATING_HELPERS[dtype], [x], dtype)
     lo, hi = K.dtype_range(dtype)
     xlo, xhi = K.dtype_range(x.dtype)
     if hi < xhi:

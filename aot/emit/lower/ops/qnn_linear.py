@@ -28,9 +28,9 @@ so buffer-backed operands keep nn_conv's hoisted flat indices; a shifted
 one is a read ``int32(x) - zp`` (the C compiler hoists the loop-invariant
 part of its index).
 
-An int8 pointwise convolution of channels-first data with a constant
-symmetric weight takes the dual 16-bit multiply-accumulate kernel of
-:mod:`.qnn_pointwise` instead.
+An int8 convolution of channels-first data with a constant symmetric
+weight (one group) takes the dual 16-bit multiply-accumulate kernel of
+:mod:`.qnn_conv_dsp` instead.
 
 **qnn.dense** tiles ``UNITS`` output units: for each output row and tile
 the shifted input element ``x[row, k] - x_zp`` is loaded once per ``k`` and
@@ -52,7 +52,7 @@ from ..registry import (INDEX, ArgValue, Index, LowerContext, Sink, TensorValue,
                         lookup_lowering, out_tensor)
 from .common import tensor
 from .qnn import check_scales, scalar_param
-from .qnn_pointwise import pointwise_int8
+from .qnn_conv_dsp import conv_int8_dsp
 
 __all__ = ["UNITS", "shifted", "kernel_zp_at", "accumulator_dtype"]
 
@@ -102,7 +102,7 @@ def _conv2d(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnConv2DAttrs,
             out_type: Type, sinks: Sequence[Sink]) -> K.Stmt:
     data, weight, in_zp, k_zp, in_scale, k_scale = (tensor(a) for a in args)
     _check(ctx, "qnn.conv2d", in_scale, k_scale)
-    fast = pointwise_int8(ctx, data, weight, in_zp, k_zp, attrs, out_type, sinks)
+    fast = conv_int8_dsp(ctx, data, weight, in_zp, k_zp, attrs, out_type, sinks)
     if fast is not None:
         return fast
     acc = accumulator_dtype(out_tensor(out_type).dtype)

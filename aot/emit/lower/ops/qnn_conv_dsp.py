@@ -1,0 +1,512 @@
+"""The int8 convolution of ``qnn.conv2d`` (pointwise and regular, any
+stride, padding and dilation) with the dual 16-bit multiply-accumulate of
+the Arm DSP extension (``SMLAD``).
+
+Design note
+-----------
+Scope: one group, channels-first data (``NCHW`` / ``OIHW``, the ONNX
+layout), int8 or uint8 data, a constant int8 weight with zero points 0
+(symmetric, per channel or per tensor), a literal input zero point, int32
+accumulation.  Anything else takes the general lowering
+(:mod:`.qnn_linear`), and so does the ``simd`` tuning (a host's fast
+configuration: its generic nests are written for the host compiler's
+vectorizer).  Over the flattened output positions ``q`` of the
+``OH*OW`` map and the reduction index ``k`` over ``(c, kh, kw)`` the
+convolution is a matrix product ``acc[o][q] = sum_k (x[k][q] - zx) *
+w[o][k]``, ``x[k][q]`` the input under tap ``k`` of window ``q``.
+
+``SMLAD`` computes ``acc + lo(a)*lo(b) + hi(a)*hi(b)`` of two words of
+16-bit halves: both halves must hold the *same* output's reduction terms.
+Channels-first data has the reduction dimension at a stride (a word of it
+holds four positions of one channel), so the kernel first copies the
+windows of a few positions into a scratch buffer in which the reduction
+dimension is contiguous (im2col), as 16-bit values, two per word:
+
+* **The patch buffer** (scratch in the arena, ``P_T * KP`` words): for
+  each of the ``P_T = 2`` positions of a tile, the ``KP`` words ``(x[k0],
+  x[k1])`` of its window, one *pair* of reduction elements per word.  A
+  pair is two channels of one tap (``c, c+1``, tap-major: one bounds test
+  per tap, a loop over the channel pairs; an odd channel count gets a
+  zero weight for the missing channel), or, when the window is small
+  (``C*KH*KW <= UNROLLED``: DS-CNN's 1-channel 10x4 convolution,
+  MobileNet's 3-channel 3x3 one), two consecutive elements of the
+  flattened ``(c, kh, kw)`` order, fully unrolled at compile time with a
+  bounds test per element (no padded channel: 27 elements are 14 words,
+  not 18).  A tap outside the input (padding) holds the input zero point.
+* **The weight** is repacked at compile time into the same pairs,
+  sign-extended to 16 bits: one word ``(w[o][k0], w[o][k1])`` is one
+  ``SMLAD`` operand, with no unpacking in the loop.  Words are ordered
+  ``[ot][kp][i]`` (``O_T = 4`` output channels ``4*ot + i`` of a tile,
+  the output count padded to a multiple of 4 with zero rows), so the loop
+  walks one pointer.  The trade: the weight takes twice its int8 size in
+  flash (plus at most 3 zero rows and one zero column).
+* **Register tile**: 4 output channels x 2 positions, 8 int32
+  accumulators; one step loads the 2 patch words of the pair and the 4
+  weight words and issues 8 ``SMLAD``: 16 multiply-accumulates in 6 loads
+  + 8 multiply-accumulate instructions (0.875 per MAC before the loop
+  overhead, which unrolling by two pairs halves).  The accumulators, the
+  two patch words, one weight word and the two pointers fit the 14
+  general registers a Cortex-M leaves a leaf loop.
+* **Order**: the patch of a position tile is built once and reused for
+  every output channel, so the copy costs ``1 / O`` of the work per
+  element (a few instructions per pair: two byte loads, a pack, a store).
+
+**The input zero point** is not subtracted: ``sum_k (x - zx) * w =
+sum_k x * w - zx * sum_k w``, and ``-zx * sum_k w[o][k]`` (over every
+tap, the padding taps included: the patch holds ``zx`` there, so their
+``x - zx`` is 0) is a compile-time table per output channel the
+accumulators start from.  Every value fits its halfword and the sums wrap
+modulo 2^32 like the reference's int32 accumulation, so the result is
+bit-identical.
+
+Remainders: an output count not a multiple of 4 ends with a narrower tile
+reading the same table; an odd position count ends with a one-position
+tile.  Requantization and the rest of the fused epilogue are the sink's.
+
+The kernel IR spells the instruction as the runtime helper ``aot_smlad``:
+the ACLE intrinsic when the C compiler defines ``__ARM_FEATURE_DSP``, a
+portable C99 computation of the same integers otherwise
+(``runtime_c/aot_kernel_helpers.h``; tests build both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ....ir.dtype import DType
+from ....ir.ops.qnn_linear import QnnConv2DAttrs
+from ....ir.types import Type
+from ...kernel import ir as K
+from ..registry import INDEX, LowerContext, Sink, TensorValue, out_tensor
+from .tuning import current as current_tuning
+
+__all__ = ["conv_int8_dsp"]
+
+I32 = DType.INT32
+U32 = DType.UINT32
+#: output channels and positions of a register tile
+O_T, P_T = 4, 2
+#: windows of at most this many elements are paired in flattened order,
+#: the copy unrolled at compile time
+UNROLLED = 64
+#: at most this many taps (the copy unrolls the taps)
+MAX_TAPS = 64
+#: pairs per turn of the product loop: (reductions of at least so many
+#: pairs, pairs per turn), the first that applies.  Longer turns pay for
+#: long reductions (ResNet-8 3x3: 1.24 -> 1.22 instructions per MAC, 64 ->
+#: 64 with the residual add 1.17 -> 1.09) and cost short ones their
+#: remainder steps and register pressure (DS-CNN's 10x4 layer 1.53 -> 1.64)
+UNROLL = ((64, 8), (0, 4))
+
+#: one reduction element (c, kh, kw); None: a zero-weight pad
+Elem = Optional[tuple[int, int, int]]
+
+
+def _u(v: int) -> K.Const:
+    return K.Const(v, U32)
+
+
+def _i(v: int) -> K.Const:
+    return K.Const(v, INDEX)
+
+
+def _add(a: K.Expr, b: K.Expr | int) -> K.Expr:
+    if isinstance(b, int):
+        if b == 0:
+            return a
+        b = _i(b)
+    return K.add(a, b, no_wrap=True)
+
+
+def _mul(a: K.Expr, b: int) -> K.Expr:
+    return a if b == 1 else K.mul(a, _i(b), no_wrap=True)
+
+
+def _ror8(v: K.Expr) -> K.Expr:
+    return K.bit_or(K.shr(v, _u(8)), K.shl(v, _u(24)))
+
+
+def _pack(lo: K.Expr, hi: K.Expr) -> K.Expr:
+    """Two 16-bit values (int32 expressions in range) in one word."""
+    return K.bit_or(K.bit_and(K.cast(U32, lo), _u(0xFFFF)), K.shl(K.cast(U32, hi), _u(16)))
+
+
+def _applies(data: TensorValue, weight: TensorValue, in_zp: TensorValue, k_zp: TensorValue,
+             attrs: QnnConv2DAttrs, out_dtype: DType) -> bool:
+    if (attrs.groups != 1 or attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW"
+            or attrs.out_layout not in ("", "NCHW") or out_dtype is not I32):
+        return False
+    if data.dtype not in (DType.INT8, DType.UINT8) or weight.dtype is not DType.INT8:
+        return False
+    if weight.constant is None or k_zp.constant is None or in_zp.constant is None:
+        return False
+    if in_zp.size != 1 or int(weight.shape[2]) * int(weight.shape[3]) > MAX_TAPS:
+        return False
+    return bool(np.all(np.asarray(k_zp.constant) == 0))
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    n: int
+    chans: int
+    height: int
+    width: int
+    outs: int
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    strides: tuple[int, int]
+    dilation: tuple[int, int]
+    pad: tuple[int, int]            # top, left
+
+    @property
+    def positions(self) -> int:
+        return self.oh * self.ow
+
+
+def _pairs(g: _Geometry) -> tuple[bool, list[tuple[Elem, Elem]]]:
+    """Whether the window is paired in flattened order (unrolled copy), and
+    the pairs of reduction elements of the patch words, in order."""
+    size = g.chans * g.kh * g.kw
+    if size <= UNROLLED and g.chans % 2:
+        flat: list[Elem] = [(c, r, s) for c in range(g.chans) for r in range(g.kh)
+                            for s in range(g.kw)]
+        flat += [None] * (len(flat) % 2)
+        return True, [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+    pairs: list[tuple[Elem, Elem]] = []
+    for r in range(g.kh):
+        for s in range(g.kw):
+            for c in range(0, g.chans, 2):
+                pairs.append(((c, r, s), (c + 1, r, s) if c + 1 < g.chans else None))
+    return False, pairs
+
+
+def _packed_weight(w: np.ndarray, pairs: list[tuple[Elem, Elem]]) -> np.ndarray:
+    """Words ``[ot][kp][i]``: output ``O_T*ot + i``, its weights of pair
+    ``kp`` as two int16 halves."""
+    outs = w.shape[0]
+    o_pad = -(-outs // O_T) * O_T
+    halves = np.zeros((o_pad, len(pairs), 2), dtype=np.int64)
+    for kp, pair in enumerate(pairs):
+        for h, e in enumerate(pair):
+            if e is not None:
+                halves[:outs, kp, h] = w[:, e[0], e[1], e[2]]
+    words = (halves[..., 0] & 0xFFFF) | ((halves[..., 1] & 0xFFFF) << 16)
+    return words.reshape(o_pad // O_T, O_T, len(pairs)).transpose(0, 2, 1).reshape(-1) \
+        .astype(np.uint32)
+
+
+def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
+                  in_zp: TensorValue, k_zp: TensorValue, attrs: QnnConv2DAttrs,
+                  out_type: Type, sinks: Sequence[Sink]) -> K.Stmt | None:
+    """The kernel of the design note, or None when it does not apply."""
+    out = out_tensor(out_type)
+    if current_tuning().simd or not _applies(data, weight, in_zp, k_zp, attrs, out.dtype):
+        return None
+    n, chans, height, width = (int(d) for d in data.shape)
+    outs, _, kh, kw = (int(d) for d in weight.shape)
+    g = _Geometry(n, chans, height, width, outs, kh, kw, int(out.shape[2]), int(out.shape[3]),
+                  (int(attrs.strides[0]), int(attrs.strides[1])),
+                  (int(attrs.dilation[0]), int(attrs.dilation[1])),
+                  (int(attrs.padding[0]), int(attrs.padding[1])))
+    if g.positions == 0 or outs == 0 or n == 0:
+        return None
+    w = np.asarray(weight.constant).astype(np.int64)
+    zx = int(np.asarray(in_zp.constant).reshape(-1)[0])
+    unrolled, pairs = _pairs(g)
+    table = ctx.constant_table(_packed_weight(w, pairs), U32)
+    init = None
+    if zx:
+        sums = -zx * w.reshape(outs, -1).sum(axis=1)
+        init = ctx.constant_table(((sums + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32), I32)
+    if table.buffer is None or (init is not None and init.buffer is None):
+        return None
+    patch = ctx.scratch(U32, (P_T * len(pairs),), "patch")
+    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sinks[0]).nest()
+
+
+class _Conv:
+    def __init__(self, ctx: LowerContext, g: _Geometry, data: TensorValue, wbuf: K.Buffer,
+                 init: TensorValue | None, patch: K.Buffer, zx: int, unrolled: bool,
+                 pairs: list[tuple[Elem, Elem]], sink: Sink) -> None:
+        self.ctx, self.g, self.data, self.wbuf, self.init = ctx, g, data, wbuf, init
+        self.patch, self.zx, self.unrolled, self.pairs, self.sink = (patch, zx, unrolled,
+                                                                     pairs, sink)
+        self.kp = len(pairs)
+        self.n = ctx.index_var("n")
+
+    # ------------------------------------------------------------ the copy
+
+    def _inside(self, pos: tuple[K.Var, K.Var], r: int, s: int) -> K.Expr | None:
+        """The bounds test of tap (r, s) for the position (oh, ow), or None
+        when every position's tap is inside the input."""
+        g, tests = self.g, []
+        for axis, (v, k, size) in enumerate(((pos[0], r, g.height), (pos[1], s, g.width))):
+            off = k * g.dilation[axis] - g.pad[axis]
+            extent = g.oh if axis == 0 else g.ow
+            at = _add(_mul(v, g.strides[axis]), off) if off >= 0 else \
+                K.sub(_mul(v, g.strides[axis]), _i(-off), no_wrap=True)
+            if off < 0:
+                tests.append(K.ge(at, _i(0)))
+            if (extent - 1) * g.strides[axis] + off >= size:
+                tests.append(K.lt(at, _i(size)))
+        if not tests:
+            return None
+        cond = tests[0]
+        for t in tests[1:]:
+            cond = K.logical_and(cond, t)
+        return cond
+
+    def _x(self, pos: tuple[K.Var, K.Var], c: K.Expr, r: int, s: int) -> K.Expr:
+        g = self.g
+        ih = _add(_mul(pos[0], g.strides[0]), r * g.dilation[0] - g.pad[0]) \
+            if r * g.dilation[0] >= g.pad[0] else \
+            K.sub(_mul(pos[0], g.strides[0]), _i(g.pad[0] - r * g.dilation[0]), no_wrap=True)
+        iw = _add(_mul(pos[1], g.strides[1]), s * g.dilation[1] - g.pad[1]) \
+            if s * g.dilation[1] >= g.pad[1] else \
+            K.sub(_mul(pos[1], g.strides[1]), _i(g.pad[1] - s * g.dilation[1]), no_wrap=True)
+        return K.cast(I32, self.data.read((self.n, c, ih, iw)))
+
+    def copy(self, slot: int, pos: tuple[K.Var, K.Var]) -> list[K.Stmt]:
+        """The patch words of one position into slot ``slot``."""
+        base = slot * self.kp
+        zxzx = _u(((self.zx & 0xFFFF) | (self.zx << 16)) & 0xFFFFFFFF)
+        if self.unrolled:
+            return self._copy_unrolled(base, pos)
+        g, out = self.g, []
+        cp_full, odd = divmod(g.chans, 2)
+        per_tap = cp_full + odd
+        for r in range(g.kh):
+            for s in range(g.kw):
+                first = base + (r * g.kw + s) * per_tap
+                cp = self.ctx.index_var("cp")
+                c0 = _mul(cp, 2)
+                words: list[K.Stmt] = []
+                if cp_full:
+                    pair = _pack(self._x(pos, c0, r, s), self._x(pos, _add(c0, 1), r, s))
+                    words.append(K.for_range(cp, cp_full, K.store(self.patch, _add(cp, first),
+                                                                  pair)))
+                if odd:
+                    words.append(K.store(self.patch, _i(first + cp_full),
+                                         _pack(self._x(pos, _i(g.chans - 1), r, s),
+                                               K.Const(0, I32))))
+                cond = self._inside(pos, r, s)
+                if cond is None:
+                    out += words
+                    continue
+                cz = self.ctx.index_var("cp")
+                fill = K.for_range(cz, per_tap, K.store(self.patch, _add(cz, first), zxzx))
+                out.append(K.if_then_else(cond, words, [fill]))
+        return out
+
+    def row_copy(self, pos: list[tuple[K.Var, K.Var]]) -> tuple[K.Expr, list[K.Stmt]] | None:
+        """The copy of both positions of a tile from one 4-byte word per
+        channel and window row, when the two positions lie in one output
+        row and their windows' columns (``(P_T-1)*sw + KW <= 4``, e.g. a
+        3x3 window at stride 1) are inside the input: the condition and
+        the statements, or None when the layer has no such tiles.
+
+        Words ``a`` and ``b`` of channels ``c`` and ``c+1`` (columns
+        ``iw..iw+3``) give the halves ``lo = a0 a1 b0 b1`` and ``hi = a2 a3
+        b2 b3``; ``SXTB16`` of ``lo`` and of ``lo`` rotated by 8 bits are
+        the pairs of columns 0 and 1, ``hi`` those of columns 2 and 3: 2
+        loads, 4 packing instructions and 4 ``SXTB16`` for the 6 patch
+        words of a channel pair and window row (ten instructions a word
+        the other way)."""
+        g = self.g
+        span = (P_T - 1) * g.strides[1] + g.kw
+        buf = self.data.buffer
+        if (self.unrolled or g.chans % 2 or span > 4 or g.dilation[1] != 1 or g.width < 4
+                or span > P_T * g.kw
+                or buf is None or self.data.dtype is not DType.INT8 or g.ow < 2):
+            return None
+        (oh, ow0), (_, ow1) = pos[0], pos[1]
+        iw = self.ctx.index_var("iw")
+        at = K.sub(_mul(ow0, g.strides[1]), _i(g.pad[1]), no_wrap=True) if g.pad[1] else \
+            _mul(ow0, g.strides[1])
+        cond = K.logical_and(K.logical_and(K.eq(ow1, _add(ow0, 1)), K.ge(at, _i(0))),
+                             K.lt(at, _i(g.width - 3)))
+        stmts: list[K.Stmt] = [K.Decl(iw, at)]
+        per_tap = g.chans // 2
+        zxzx = _u(((self.zx & 0xFFFF) | (self.zx << 16)) & 0xFFFFFFFF)
+        for r in range(g.kh):
+            first = [[j * self.kp + (r * g.kw + s) * per_tap for s in range(g.kw)]
+                     for j in range(P_T)]
+            ih = _add(_mul(oh, g.strides[0]), r * g.dilation[0] - g.pad[0]) \
+                if r * g.dilation[0] >= g.pad[0] else \
+                K.sub(_mul(oh, g.strides[0]), _i(g.pad[0] - r * g.dilation[0]), no_wrap=True)
+            cp = self.ctx.index_var("cp")
+            row = K.mul(_add(_mul(_add(_mul(self.n, g.chans), _mul(cp, 2)), g.height), ih),
+                        _i(g.width), no_wrap=True)
+            a, b, lo, hi = (self.ctx.scalar(v, U32) for v in ("xa", "xb", "lo", "hi"))
+            cols = [self.ctx.scalar("col", U32) for _ in range(4)]
+            body: list[K.Stmt] = [
+                K.Decl(a, K.load(buf, _add(row, iw), 4)),
+                K.Decl(b, K.load(buf, _add(_add(row, g.height * g.width), iw), 4)),
+                K.Decl(lo, K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16)))),
+                K.Decl(hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)), K.shr(a, _u(16)))),
+                K.Decl(cols[0], K.call("aot_sxtb16", [lo], U32)),
+                K.Decl(cols[1], K.call("aot_sxtb16", [_ror8(lo)], U32)),
+                K.Decl(cols[2], K.call("aot_sxtb16", [hi], U32)),
+                K.Decl(cols[3], K.call("aot_sxtb16", [_ror8(hi)], U32))]
+            for j in range(P_T):
+                for s_ in range(g.kw):
+                    body.append(K.store(self.patch, _add(cp, first[j][s_]),
+                                        cols[j * g.strides[1] + s_]))
+            words: list[K.Stmt] = [K.for_range(cp, per_tap, K.block(*body))]
+            row_test = self._row_inside(oh, r)
+            if row_test is None:
+                stmts += words
+                continue
+            cz = self.ctx.index_var("cp")
+            fill = [K.store(self.patch, _add(cz, first[j][s_]), zxzx)
+                    for j in range(P_T) for s_ in range(g.kw)]
+            stmts.append(K.if_then_else(row_test, words, [K.for_range(cz, per_tap,
+                                                                       K.block(*fill))]))
+        return cond, stmts
+
+    def interior_copy(self, pos: list[tuple[K.Var, K.Var]]
+                      ) -> tuple[K.Expr, list[K.Stmt]] | None:
+        """For a window paired in flattened order: the copy without bounds
+        tests when every tap of every position of the tile is inside the
+        input (most positions of a first layer), with its condition."""
+        if not self.unrolled:
+            return None
+        tests = [t for p in pos for t in (self._inside(p, 0, 0),
+                                          self._inside(p, self.g.kh - 1, self.g.kw - 1))
+                 if t is not None]
+        if not tests:
+            return None
+        cond = tests[0]
+        for t in tests[1:]:
+            cond = K.logical_and(cond, t)
+        return cond, [st for j, p in enumerate(pos)
+                      for st in self._copy_unrolled(j * self.kp, p, checked=False)]
+
+    def _row_inside(self, oh: K.Var, r: int) -> K.Expr | None:
+        g, tests = self.g, []
+        off = r * g.dilation[0] - g.pad[0]
+        at = _add(_mul(oh, g.strides[0]), off) if off >= 0 else \
+            K.sub(_mul(oh, g.strides[0]), _i(-off), no_wrap=True)
+        if off < 0:
+            tests.append(K.ge(at, _i(0)))
+        if (g.oh - 1) * g.strides[0] + off >= g.height:
+            tests.append(K.lt(at, _i(g.height)))
+        if not tests:
+            return None
+        return tests[0] if len(tests) == 1 else K.logical_and(tests[0], tests[1])
+
+    def _copy_unrolled(self, base: int, pos: tuple[K.Var, K.Var],
+                       checked: bool = True) -> list[K.Stmt]:
+        out: list[K.Stmt] = []
+        tests: dict[tuple[int, int], K.Var | None] = {}
+        for r in range(self.g.kh):
+            for s in range(self.g.kw):
+                cond = self._inside(pos, r, s) if checked else None
+                if cond is not None:
+                    v = self.ctx.scalar("in", DType.BOOL)
+                    out.append(K.Decl(v, cond))
+                    tests[(r, s)] = v
+                else:
+                    tests[(r, s)] = None
+        for kp, pair in enumerate(self.pairs):
+            vals: list[K.Expr] = []
+            for e in pair:
+                if e is None:
+                    vals.append(K.Const(0, I32))
+                    continue
+                c, r, s = e
+                t = tests[(r, s)]
+                if t is None:
+                    vals.append(self._x(pos, _i(c), r, s))
+                    continue
+                v = self.ctx.scalar("x", I32)
+                out += [K.Decl(v, K.Const(self.zx, I32)),
+                        K.if_then_else(t, [K.Assign(v, self._x(pos, _i(c), r, s))])]
+                vals.append(v)
+            out.append(K.store(self.patch, _i(base + kp), _pack(vals[0], vals[1])))
+        return out
+
+    # ---------------------------------------------------------- the product
+
+    def step(self, ot: K.Expr, accs: list[list[K.Var]], kp: K.Expr) -> list[K.Stmt]:
+        """One pair of every position and output of the tile."""
+        ctx, kp_n = self.ctx, self.kp
+        xs = [ctx.scalar("xq", U32) for _ in accs[0]]
+        body: list[K.Stmt] = [K.Decl(x, K.load(self.patch, _add(kp, j * kp_n)))
+                              for j, x in enumerate(xs)]
+        word = _mul(_add(_mul(ot, kp_n), kp), O_T)
+        for i, row in enumerate(accs):
+            wv = ctx.scalar("wq", U32)
+            body.append(K.Decl(wv, K.load(self.wbuf, _add(word, i))))
+            body += [K.Assign(a, K.call("aot_smlad", [x, wv, a], I32)) for x, a in zip(xs, row)]
+        return body
+
+    def tile(self, ot: K.Expr, width: int, slots: int,
+             pos: list[tuple[K.Var, K.Var]]) -> list[K.Stmt]:
+        """``width`` output channels ``O_T*ot + i`` by the first ``slots``
+        positions of the patch."""
+        ctx, kp_n = self.ctx, self.kp
+        os_ = [_add(_mul(ot, O_T), i) for i in range(width)]
+        accs = [[ctx.scalar("acc", I32) for _ in range(slots)] for _ in range(width)]
+        stmts: list[K.Stmt] = []
+        for i, o in enumerate(os_):
+            start = K.Const(0, I32) if self.init is None else self.init.read((o,))
+            stmts += [K.Decl(a, start) for a in accs[i]]
+        # the pairs 4 or 8 at a time (the loop's pointer updates, compare
+        # and branch once per 64 or 128 multiply-accumulates), then the
+        # rest one by one
+        kpu = ctx.index_var("kp")
+        unroll = next(u for least, u in UNROLL if kp_n >= least)
+        if kp_n >= unroll:
+            body = [st for u in range(unroll) for st in self.step(ot, accs,
+                                                                  _add(_mul(kpu, unroll), u))]
+            stmts.append(K.for_range(kpu, kp_n // unroll, K.block(*body)))
+        for rest in range(kp_n - kp_n % unroll, kp_n):
+            stmts += self.step(ot, accs, _i(rest))
+        for i, o in enumerate(os_):
+            stmts += [self.sink((self.n, o, pos[j][0], pos[j][1]), accs[i][j])
+                      for j in range(slots)]
+        return stmts
+
+    def positions(self, q0: K.Expr, slots: int) -> K.Stmt:
+        g, ctx = self.g, self.ctx
+        pos: list[tuple[K.Var, K.Var]] = []
+        stmts: list[K.Stmt] = []
+        decls: list[list[K.Stmt]] = []
+        copies: list[list[K.Stmt]] = []
+        for j in range(slots):
+            q = _add(q0, j)
+            oh, ow = ctx.index_var("oh"), ctx.index_var("ow")
+            decls.append([K.Decl(oh, K.div(q, _i(g.ow)) if g.ow > 1 else q),
+                          K.Decl(ow, K.mod(q, _i(g.ow)) if g.ow > 1 else _i(0))])
+            pos.append((oh, ow))
+            copies.append(self.copy(j, (oh, ow)))
+        fast = (self.row_copy(pos) if slots == P_T else None) or self.interior_copy(pos)
+        if fast is None:
+            for d, c in zip(decls, copies):
+                stmts += d + c
+        else:
+            stmts += [d for ds in decls for d in ds]
+            stmts.append(K.if_then_else(fast[0], fast[1], [c for cs in copies for c in cs]))
+        full, rest = divmod(g.outs, O_T)
+        ot = ctx.index_var("ot")
+        if full:
+            stmts.append(K.for_range(ot, full, K.block(*self.tile(ot, O_T, slots, pos))))
+        if rest:
+            stmts += self.tile(_i(full), rest, slots, pos)
+        return K.block(*stmts)
+
+    def nest(self) -> K.Stmt:
+        full, rest = divmod(self.g.positions, P_T)
+        qt = self.ctx.index_var("qt")
+        body: list[K.Stmt] = []
+        if full:
+            body.append(K.for_range(qt, full, self.positions(_mul(qt, P_T), P_T)))
+        if rest:
+            body.append(self.positions(_i(full * P_T), rest))
+        return K.for_range(self.n, self.g.n, K.block(*body))
