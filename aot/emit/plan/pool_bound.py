@@ -69,8 +69,12 @@ class PoolSizing:
 
 def code_label(code: O.Code) -> str:
     """The IR a piece of code came from, for a diagnostic (``@length``)."""
-    head = code.comment.split(":", 1)[0]
-    return head if head.startswith("@") else f"{head} ({code.name})"
+    head, _, signature = code.comment.partition(": ")
+    if head.startswith("@"):
+        return head
+    if head == "fn literal" and signature:
+        return f"the function literal `{signature}`"
+    return f"{head} ({code.name})"
 
 
 def size_pool(program: O.ObjectProgram, max_depth: int, *, value_io: bool) -> PoolSizing:
@@ -79,6 +83,12 @@ def size_pool(program: O.ObjectProgram, max_depth: int, *, value_io: bool) -> Po
     from .pool_simulate import simulate
 
     totals = _Totals(program, max_depth, LP64)
+    if not value_io and not totals.has_cycles():
+        exact = simulate(program)
+        if exact == 0:
+            return PoolSizing(0, "none", "the program allocates no object")
+        if exact is not None:
+            return PoolSizing(exact, "exact", "the allocator simulated on every path of a call")
     bound = totals.entry_total()
     if bound == 0:
         return PoolSizing(0, "none", "the program allocates no object")
@@ -87,10 +97,6 @@ def size_pool(program: O.ObjectProgram, max_depth: int, *, value_io: bool) -> Po
         return PoolSizing(bound, "max_depth",
                           f"recursion ({names}) bounded by max_depth={max_depth} frames "
                           "of bounded allocation")
-    if not value_io:
-        exact = simulate(program)
-        if exact is not None:
-            return PoolSizing(exact, "exact", "the allocator simulated on every path of a call")
     why = ("value handles cross the entry" if value_io else
            "too many paths to simulate")
     return PoolSizing(bound, "allocations",
@@ -159,6 +165,11 @@ class _Totals:
                 out.extend(self.by_arity.get(len(s.args), []))
         return out
 
+    def has_cycles(self) -> bool:
+        """Whether some call can reach its own function again."""
+        return any(len(scc) > 1 or scc[0] in self.callees(self.codes[scc[0]])
+                   for scc in _sccs(self.codes, self.callees))
+
     def entry_total(self) -> int:
         for scc in _sccs(self.codes, self.callees):
             self._measure(scc)
@@ -209,10 +220,13 @@ class _Totals:
     def _function(self, fn: O.Function) -> _Path:
         fall, done, loop = self._block(fn.body, _Path())
         if loop is not None and loop.cost > 0:
+            why = ("and the program recurses, so its allocations are counted, not simulated"
+                   if self.has_cycles() else "and the pool it needs did not settle after "
+                   "simulated iterations, so it may grow with the input")
             raise DiagnosticError(
-                f"cannot size the object pool: {code_label(fn)} allocates in every iteration "
-                "of its loop (a self tail call), so its pool use grows with its input; give "
-                "the pool's size with --pool-bytes (aot.compile(..., pool_bytes=N))")
+                f"cannot size the object pool: {code_label(fn)} allocates in the iterations "
+                f"of its loop (a self tail call) {why}; give the pool's size with "
+                "--pool-bytes (aot.compile(..., pool_bytes=N))")
         out = _join(fall, done) or _Path()
         if loop is not None and loop.calls > 0:
             out = _Path(out.cost, 2)    # calls back into its cycle in every iteration

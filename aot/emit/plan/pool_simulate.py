@@ -23,8 +23,12 @@ The need is the highest bump pointer of any path: a pool of that many
 bytes never fails, and one ``AOT_POOL_ALIGN`` smaller fails on that path.
 Self tail loops run iteration by iteration; a loop-head state (pool,
 locals) already met in the same call is not explored again (its
-continuation is the one already explored), so a loop that frees what
-each iteration allocates settles after a few iterations.  The simulation
+continuation is the one already explored; its peak so far is kept), so a
+loop that frees what each iteration allocates settles after a few
+iterations.  For the same reason paths that reach the same state where
+branches join (after an ``If``, a ``Switch``, a call) are merged into one,
+keeping the highest and the lowest peak: two branches that allocate alike
+cost one path, not two, and a sequence of them does not multiply.  The simulation
 gives up (``None``: the caller falls back to allocation totals) on a
 recursive call, a closure of unknown code, a loop that has not settled
 after :data:`MAX_ITERATIONS`, or more than :data:`MAX_STEPS` statements in
@@ -84,11 +88,14 @@ class _Memory:
     large: list = field(default_factory=list)     # (address, block), first = front
     top: int = 0
     in_use: int = 0
+    #: the highest bump pointer on the paths merged into this one, and the
+    #: lowest of their highest bump pointers
     peak: int = 0
+    low: int = 0
 
     def copy(self) -> "_Memory":
         return _Memory(dict(self.heap), {k: list(v) for k, v in self.small.items()},
-                       list(self.large), self.top, self.in_use, self.peak)
+                       list(self.large), self.top, self.in_use, self.peak, self.low)
 
     def snapshot(self) -> tuple:
         return (tuple(sorted(self.heap.items())),
@@ -116,6 +123,7 @@ class _Memory:
             addr = self.top
             self.top += block
             self.peak = max(self.peak, self.top)
+            self.low = max(self.low, self.top)
         self.in_use += block
         return addr, block
 
@@ -171,6 +179,28 @@ class _Path:
     def fork(self) -> "_Path":
         return _Path(self.mem.copy(), dict(self.env), self.owned, self.result)
 
+    def key(self) -> tuple:
+        """The state a continuation depends on."""
+        return (self.mem.snapshot(), tuple(sorted(self.env.items(), key=str)), self.owned,
+                self.result)
+
+
+def _merged(paths: list[_Path]) -> list[_Path]:
+    """``paths`` with those in the same state merged (the continuation of
+    a state is the same whichever path reached it): the highest and the
+    lowest peak are kept."""
+    if len(paths) < 2:
+        return paths
+    out: dict[tuple, _Path] = {}
+    for p in paths:
+        key = p.key()
+        if key in out:
+            q = out[key].mem
+            q.peak, q.low = max(q.peak, p.mem.peak), min(q.low, p.mem.low)
+        else:
+            out[key] = p
+    return list(out.values())
+
 
 class _Simulator:
     def __init__(self, program: O.ObjectProgram, layout: Layout) -> None:
@@ -180,13 +210,14 @@ class _Simulator:
         self.entry = program.entry
         self.steps = 0
         self.calls: list[str] = []
-        self.ends: list[int] = []       # the peak of each path that ran to its end
+        self.ends: list[_Memory] = []   # the pool of each path that ran to its end
 
     def run(self) -> SimulatedNeed:
         start = _Path(_Memory(), {p: EXT for p in self.entry.params})
         paths = self._body(self.entry, [start])
-        self.ends.extend(p.mem.peak for p in paths)
-        return SimulatedNeed(max(self.ends, default=0), min(self.ends, default=0))
+        self.ends.extend(p.mem for p in paths)
+        return SimulatedNeed(max((m.peak for m in self.ends), default=0),
+                             min((m.low for m in self.ends), default=0))
 
     # ------------------------------------------------------------ values
 
@@ -214,17 +245,19 @@ class _Simulator:
             done.extend(fall + ret)
             paths = []
             for p in jumped:
-                key = (p.mem.snapshot(), tuple(sorted(p.env.items(), key=str)), p.owned)
+                key = p.key()
                 if key not in seen:
                     seen.add(key)
                     paths.append(p)
+                else:       # continues as the path that met this state first
+                    self.ends.append(p.mem)
             if not paths:
                 break
         else:
             raise _GiveUp()
         for p in done:
             self._block(fn, fn.cleanup, [p])
-        return done
+        return _merged(done)
 
     def _invoke(self, path: _Path, name: str, self_obj, args: list) -> list[_Path]:
         code = self.codes.get(name)
@@ -264,12 +297,13 @@ class _Simulator:
                 forks = [p.fork() for p in paths]
                 f1, r1, j1 = self._block(fn, s.then, paths)
                 f2, r2, j2 = self._block(fn, s.otherwise, forks)
-                paths, ret, jumped = f1 + f2, ret + r1 + r2, jumped + j1 + j2
+                paths, ret, jumped = _merged(f1 + f2), ret + r1 + r2, jumped + j1 + j2
             elif isinstance(s, O.Switch):
                 paths, r, j = self._switch(fn, s, paths)
+                paths = _merged(paths)
                 ret, jumped = ret + r, jumped + j
             elif isinstance(s, O.Raise):
-                self.ends.extend(p.mem.peak for p in paths)
+                self.ends.extend(p.mem for p in paths)
                 paths = []
             elif isinstance(s, O.Return):
                 for p in paths:
@@ -281,7 +315,7 @@ class _Simulator:
                     self._tail_jump(fn, s, p)
                 jumped, paths = jumped + paths, []
             elif isinstance(s, (O.CallFunction, O.CallClosure)):
-                paths = [q for p in paths for q in self._call(s, p)]
+                paths = _merged([q for p in paths for q in self._call(s, p)])
             else:
                 for p in paths:
                     self._simple(s, p)
