@@ -109,8 +109,7 @@ def optimize_program(mod: IRModule, *, opt_level: int | None = None,
                      params: Mapping[str, Any] | None = None, entry: str = "main",
                      quantized: str = "integer") -> IRModule:
     """The typed, monomorphic, fused module the program backend takes."""
-    from .passes.bind_params import bind_params
-    from .passes.pipelines import DATAFLOW, PROGRAM
+    from .passes.pipelines import DATAFLOW
 
     ctx = _context(opt_level, entry, quantized)
     return DATAFLOW(program_passes(mod, params=params, entry=entry, ctx=ctx), ctx)

@@ -71,7 +71,7 @@ def _check_sizable(main: Function) -> None:
     """A value handle the caller passes in is built in the pool by the
     caller (``<name>_value_*``): its size is the caller's to know."""
     for p in main.params:
-        if not all(isinstance(t, TensorType) for _, t in io_leaves(p.checked_type)):
+        if not all(isinstance(t, TensorType) for _, t in io_leaves(p.type)):
             raise DiagnosticError(
                 f"cannot size the object pool: @main's parameter %{p.name_hint} is a "
                 f"{p.checked_type}, a value the caller builds in the pool, so the pool's "

@@ -259,8 +259,8 @@ class _Simulator:
             self._block(fn, fn.cleanup, [p])
         return _merged(done)
 
-    def _invoke(self, path: _Path, name: str, self_obj, args: list) -> list[_Path]:
-        code = self.codes.get(name)
+    def _invoke(self, path: _Path, name: str | None, self_obj, args: list) -> list[_Path]:
+        code = self.codes.get(name) if name is not None else None
         if code is None or name in self.calls:
             raise _GiveUp()
         if isinstance(code, O.ForwardCode):
@@ -275,7 +275,7 @@ class _Simulator:
         env = {p: a for p, a in zip(code.params, args)}
         if code.kind is O.FunctionKind.CLOSURE:
             env["self"] = self_obj
-        self.calls.append(name)
+        self.calls.append(code.name)
         out = self._body(code, [_Path(path.mem, env)])
         self.calls.pop()
         return out
@@ -293,33 +293,38 @@ class _Simulator:
             self.steps += len(paths)
             if self.steps > MAX_STEPS:
                 raise _GiveUp()
-            if isinstance(s, O.If):
-                forks = [p.fork() for p in paths]
-                f1, r1, j1 = self._block(fn, s.then, paths)
-                f2, r2, j2 = self._block(fn, s.otherwise, forks)
-                paths, ret, jumped = _merged(f1 + f2), ret + r1 + r2, jumped + j1 + j2
-            elif isinstance(s, O.Switch):
-                paths, r, j = self._switch(fn, s, paths)
-                paths = _merged(paths)
-                ret, jumped = ret + r, jumped + j
-            elif isinstance(s, O.Raise):
-                self.ends.extend(p.mem for p in paths)
+            if isinstance(s, (O.If, O.Switch)):
+                paths, r, j = (self._if(fn, s, paths) if isinstance(s, O.If) else
+                               self._switch(fn, s, paths))
+                paths, ret, jumped = _merged(paths), ret + r, jumped + j
+            elif isinstance(s, (O.Raise, O.Return, O.TailJump)):
+                self._exit(fn, s, paths)
+                ret += paths if isinstance(s, O.Return) else []
+                jumped += paths if isinstance(s, O.TailJump) else []
                 paths = []
-            elif isinstance(s, O.Return):
-                for p in paths:
-                    p.result = self.value(p, s.value)
-                    p.mem.retain(p.result)
-                ret, paths = ret + paths, []
-            elif isinstance(s, O.TailJump):
-                for p in paths:
-                    self._tail_jump(fn, s, p)
-                jumped, paths = jumped + paths, []
             elif isinstance(s, (O.CallFunction, O.CallClosure)):
                 paths = _merged([q for p in paths for q in self._call(s, p)])
             else:
                 for p in paths:
                     self._simple(s, p)
         return paths, ret, jumped
+
+    def _if(self, fn: O.Function, s: O.If, paths: list[_Path]):
+        forks = [p.fork() for p in paths]
+        f1, r1, j1 = self._block(fn, s.then, paths)
+        f2, r2, j2 = self._block(fn, s.otherwise, forks)
+        return f1 + f2, r1 + r2, j1 + j2
+
+    def _exit(self, fn: O.Function, s: O.Raise | O.Return | O.TailJump,
+              paths: list[_Path]) -> None:
+        for p in paths:
+            if isinstance(s, O.Raise):
+                self.ends.append(p.mem)
+            elif isinstance(s, O.Return):
+                p.result = self.value(p, s.value)
+                p.mem.retain(p.result)
+            else:
+                self._tail_jump(fn, s, p)
 
     def _switch(self, fn: O.Function, s: O.Switch, paths: list[_Path]):
         tags = [t for t, _ in s.cases]
@@ -346,6 +351,7 @@ class _Simulator:
 
     def _call(self, s: O.CallFunction | O.CallClosure, path: _Path) -> list[_Path]:
         args = [self.value(path, a) for a in s.args]
+        name: str | None
         if isinstance(s, O.CallFunction):
             name, self_obj = s.function, None
         else:
@@ -377,42 +383,55 @@ class _Simulator:
         p.owned = True
 
     def _simple(self, s: O.Stmt, p: _Path) -> None:
-        mem = p.mem
-        if isinstance(s, O.AllocTensor):
-            addr, block = mem.alloc(self.layout.tensor(s.nbytes))
-            mem.heap[addr] = (block, 1, 0, (), None)
-            p.env[s.dst] = addr
-        elif isinstance(s, O.AllocCell):
-            addr, block = mem.alloc(self.layout.cell(s.nfields))
-            mem.heap[addr] = (block, 1, s.tag, (None,) * s.nfields, None)
-            p.env[s.dst] = addr
-        elif isinstance(s, O.SetField):
-            obj, v = self.value(p, s.obj), self.value(p, s.value)
-            mem.retain(v)
-            if isinstance(obj, int):
-                block, rc, tag, fields, code = mem.heap[obj]
-                fields = fields[:s.index] + (v,) + fields[s.index + 1:]
-                mem.heap[obj] = (block, rc, tag, fields, code)
-        elif isinstance(s, O.SetCode):
-            obj = self.value(p, s.obj)
-            if isinstance(obj, int):
-                block, rc, tag, fields, _ = mem.heap[obj]
-                mem.heap[obj] = (block, rc, tag, fields, s.code)
-        elif isinstance(s, O.Retain):
-            v = self.value(p, s.src)
-            mem.retain(v)
-            p.env[s.dst] = v
-        elif isinstance(s, O.Take):
-            p.env[s.dst] = self.value(p, s.src)
-        elif isinstance(s, O.Release):
-            mem.release(p.env.get(s.var))
-        elif isinstance(s, O.Clear):
-            p.env[s.var] = None
-        elif isinstance(s, O.ReleaseParams):
-            if p.owned:
-                for q in s.params:
-                    mem.release(p.env.get(q))
-        elif isinstance(s, O.StoreOutput):
-            mem.retain(self.value(p, s.src))
-        # kernels, copies, the entry's bookkeeping and the cycle collection
-        # (after every allocation) change no block
+        """A statement without control flow (kernels, copies, the entry's
+        bookkeeping and the cycle collection, which runs after every
+        allocation, change no block)."""
+        handler = getattr(self, "_" + type(s).__name__, None)
+        if handler is not None:
+            handler(s, p)
+
+    def _AllocTensor(self, s: O.AllocTensor, p: _Path) -> None:
+        addr, block = p.mem.alloc(self.layout.tensor(s.nbytes))
+        p.mem.heap[addr] = (block, 1, 0, (), None)
+        p.env[s.dst] = addr
+
+    def _AllocCell(self, s: O.AllocCell, p: _Path) -> None:
+        addr, block = p.mem.alloc(self.layout.cell(s.nfields))
+        p.mem.heap[addr] = (block, 1, s.tag, (None,) * s.nfields, None)
+        p.env[s.dst] = addr
+
+    def _SetField(self, s: O.SetField, p: _Path) -> None:
+        obj, v = self.value(p, s.obj), self.value(p, s.value)
+        p.mem.retain(v)
+        if isinstance(obj, int):
+            block, rc, tag, fields, code = p.mem.heap[obj]
+            fields = fields[:s.index] + (v,) + fields[s.index + 1:]
+            p.mem.heap[obj] = (block, rc, tag, fields, code)
+
+    def _SetCode(self, s: O.SetCode, p: _Path) -> None:
+        obj = self.value(p, s.obj)
+        if isinstance(obj, int):
+            block, rc, tag, fields, _ = p.mem.heap[obj]
+            p.mem.heap[obj] = (block, rc, tag, fields, s.code)
+
+    def _Retain(self, s: O.Retain, p: _Path) -> None:
+        v = self.value(p, s.src)
+        p.mem.retain(v)
+        p.env[s.dst] = v
+
+    def _Take(self, s: O.Take, p: _Path) -> None:
+        p.env[s.dst] = self.value(p, s.src)
+
+    def _Release(self, s: O.Release, p: _Path) -> None:
+        p.mem.release(p.env.get(s.var))
+
+    def _Clear(self, s: O.Clear, p: _Path) -> None:
+        p.env[s.var] = None
+
+    def _ReleaseParams(self, s: O.ReleaseParams, p: _Path) -> None:
+        if p.owned:
+            for q in s.params:
+                p.mem.release(p.env.get(q))
+
+    def _StoreOutput(self, s: O.StoreOutput, p: _Path) -> None:
+        p.mem.retain(self.value(p, s.src))
