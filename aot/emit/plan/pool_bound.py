@@ -22,15 +22,15 @@ analyses give bounds that hold for the real allocator:
   until their state repeats).  The need is the highest bump pointer of
   any path: a pool one block smaller fails on that path.  It applies when
   the pool is empty at the start of every call -- the entry's inputs and
-  outputs are tensors, so nothing outlives a call -- and the program has
-  no non-tail recursion.  Run for both data models, the larger kept.
+  outputs are tensors, so nothing outlives a call -- and no path makes a
+  non-tail recursive call.  Run for both data models, the larger kept.
 * **allocation totals** (below): the bytes a path allocates, frees
   ignored.  The bump pointer moves up only to hand out a block a call
   allocates, so it ends at most this many bytes above wherever the
   caller's own values left it: sound whatever the free lists hold, and on
   top of value handles the caller keeps.  It is the bound for programs
-  with value inputs or outputs ("allocations"), and the fallback when the
-  simulation gives up (too many paths, a closure it cannot see).
+  with value outputs ("allocations"), and the fallback when the
+  simulation gives up (a recursive call, too many paths).
 
 **Recursion** (a cycle of non-tail calls in the call graph; a closure
 call may call any closure code of its arity).  Every non-tail call counts
@@ -41,7 +41,10 @@ makes more than one call back into its cycle -- runs at most
 ("max_depth").  A recursion that branches (two calls back per frame) or
 a self tail loop that allocates in every iteration grows the pool with
 its input and cannot be bounded this way: a :class:`DiagnosticError`
-names the function and asks for ``pool_bytes``.  A program that
+names the function and asks for ``pool_bytes``.  So does a value input
+(an ADT, a closure, a reference passed as a handle): the caller builds it
+in the pool, at a size only the caller knows
+(:mod:`aot.emit.lower.program_entry` refuses it).  A program that
 allocates nothing anywhere needs no pool ("none": the context has no
 pool array).
 """
@@ -83,7 +86,7 @@ def size_pool(program: O.ObjectProgram, max_depth: int, *, value_io: bool) -> Po
     from .pool_simulate import simulate
 
     totals = _Totals(program, max_depth, LP64)
-    if not value_io and not totals.has_cycles():
+    if not value_io:        # gives up at a recursive call (or too many paths)
         exact = simulate(program)
         if exact == 0:
             return PoolSizing(0, "none", "the program allocates no object")
