@@ -110,17 +110,22 @@ def pack(cases: Sequence[Case]) -> IRModule:
 UNSIZED_POOL_BYTES = 256 * 1024
 
 
+def compile_sized(mod: IRModule, out_dir: Any, name: str = "model", **options: Any):
+    """aot.compile, with :data:`UNSIZED_POOL_BYTES` for a program whose
+    pool the compiler refuses to size."""
+    try:
+        return aot.compile(mod, out_dir, name=name, **options)
+    except aot.DiagnosticError as e:
+        if "pool_bytes" in options or "cannot size the object pool" not in str(e):
+            raise
+        return aot.compile(mod, out_dir, name=name, pool_bytes=UNSIZED_POOL_BYTES, **options)
+
+
 def compile_and_load(mod: IRModule, name: str = "model", **options: Any):
     if os.environ.get(SANITIZE_ENV) and "stack_bytes" not in options:
         options["stack_bytes"] = SANITIZED_STACK_BYTES
     tmp = Path(tempfile.mkdtemp(prefix=f"aot-{name}-"))
-    try:
-        art = aot.compile(mod, tmp, name=name, **options)
-    except aot.DiagnosticError as e:
-        if "pool_bytes" in options or "cannot size the object pool" not in str(e):
-            raise
-        art = aot.compile(mod, tmp, name=name, pool_bytes=UNSIZED_POOL_BYTES, **options)
-    return aot.load(art)
+    return aot.load(compile_sized(mod, tmp, name=name, **options))
 
 
 def run_c(text: str, *args: np.ndarray, **options: Any) -> object:

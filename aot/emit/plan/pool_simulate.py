@@ -46,7 +46,7 @@ from .pool_layout import LAYOUTS, POOL_SMALL_MAX, Layout
 __all__ = ["SimulatedNeed", "simulate", "simulate_layout", "MAX_STEPS", "MAX_ITERATIONS"]
 
 #: statements executed over all paths before the simulation gives up
-MAX_STEPS = 400_000
+MAX_STEPS = 20_000
 #: iterations of one self tail loop (per call) before it gives up
 MAX_ITERATIONS = 64
 EXT = "<ext>"
