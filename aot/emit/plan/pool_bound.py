@@ -57,6 +57,7 @@ from ...diagnostics import DiagnosticError
 from ..objects import ir as O
 from ..objects.walk import iter_stmts
 from .pool_layout import LP64, Layout
+from .pool_simulate import MAX_STEPS, simulate
 
 __all__ = ["PoolSizing", "size_pool", "allocation_total", "code_label"]
 
@@ -82,9 +83,8 @@ def code_label(code: O.Code) -> str:
 
 def size_pool(program: O.ObjectProgram, max_depth: int, *, value_io: bool) -> PoolSizing:
     """The pool ``program``'s entry needs (see the module note);
-    ``value_io``: the entry takes or returns value handles."""
-    from .pool_simulate import simulate
-
+    ``value_io``: the entry returns value handles (which the caller may
+    keep in the pool across calls)."""
     totals = _Totals(program, max_depth, LP64)
     if not value_io:        # gives up at a recursive call (or too many paths)
         exact = simulate(program)
@@ -100,8 +100,9 @@ def size_pool(program: O.ObjectProgram, max_depth: int, *, value_io: bool) -> Po
         return PoolSizing(bound, "max_depth",
                           f"recursion ({names}) bounded by max_depth={max_depth} frames "
                           "of bounded allocation")
-    why = ("value handles cross the entry" if value_io else
-           "too many paths to simulate")
+    why = ("value handles come out of the entry" if value_io else
+           f"the simulation gave up: a recursive call or more than {MAX_STEPS:,} statements "
+           "over all paths")
     return PoolSizing(bound, "allocations",
                       f"every allocation of the worst path counted, frees ignored ({why})")
 
