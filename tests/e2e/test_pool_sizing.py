@@ -202,6 +202,7 @@ def _exact_alone(p) -> bool:
     return q.program is not None and q.program.pool_sizing == "exact"
 
 
+@pytest.mark.slow      # up to 120 programs through the passes to find three
 def test_random_programs_get_exact_pools() -> None:
     """Random programs with tensors in and out that keep objects after
     the passes (many become plain dataflow) and do not recurse: drawn
