@@ -92,7 +92,11 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
     constants.  ``arena="static"`` makes the library own its arena.
     Programs with control flow, ADTs, closures or references get an object
-    pool of ``pool_bytes`` bytes (default 256 KiB) and a bound of
+    pool of ``pool_bytes`` bytes (by default the compiler sizes it: exactly
+    for programs without recursion, from ``max_depth`` for a recursion that
+    calls itself once per frame, none when nothing is allocated; a program
+    whose pool grows with its input or that takes values the caller builds
+    in the pool needs ``pool_bytes``: DiagnosticError otherwise) and a bound of
     ``max_depth`` nested calls (default 10,000) and of ``stack_bytes`` bytes
     of stack below the entry (default 64 KiB; past either a call returns
     ERR_DEPTH instead of overflowing the stack); tail calls are loops.

@@ -553,7 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bind a parameter of main to a constant")
     p.add_argument("--pool-bytes", type=int, default=None, metavar="N",
                    help="object pool of programs with ADTs, closures, refs or control flow "
-                        "(default 262144)")
+                        "(default: sized by the compiler -- exactly without recursion, from "
+                        "--max-depth with it; needed for value inputs and pools that grow "
+                        "with the input)")
     p.add_argument("--max-depth", type=int, default=None, metavar="N",
                    help="bound on nested non-tail calls of such programs (default 10000)")
     p.add_argument("--stack-bytes", type=int, default=None, metavar="N",

@@ -4,8 +4,16 @@
 
     BindParams -> GRAPH_FORM -> (static tensor program?)
       yes: DATAFLOW                    -> lower (kernels, slots, arena: aot.emit.lower.dataflow)
-      no:  PROGRAM -> DATAFLOW         -> lower (object pool: aot.emit.lower.program_entry)
+      no:  PROGRAM -> (static tensor program now?)
+             yes: DATAFLOW             -> lower (kernels, slots, arena)
+             no:  DATAFLOW             -> lower (object pool: aot.emit.lower.program_entry)
       -> render (aot.emit.build.artifact) -> build (gcc/clang + ar)
+
+The question is asked twice: a program whose closures, ``if`` on
+constants, calls of small globals or references the PROGRAM passes
+(Inline, FoldConstant, PartialEvaluate, DeadCodeElimination) remove is a
+static tensor program after them, and takes the dataflow backend -- no
+object pool, one planned arena -- like one written that way.
 
 Each step is a stage of :mod:`aot.progress` (passes, lowering, planning,
 verifying, rendering, C build; the command line adds start-up and import), which the command line
@@ -101,11 +109,19 @@ def optimize_program(mod: IRModule, *, opt_level: int | None = None,
                      params: Mapping[str, Any] | None = None, entry: str = "main",
                      quantized: str = "integer") -> IRModule:
     """The typed, monomorphic, fused module the program backend takes."""
-    from .passes.bind_params import bind_params
-    from .passes.pipelines import DATAFLOW, PROGRAM
+    from .passes.pipelines import DATAFLOW
 
     ctx = _context(opt_level, entry, quantized)
-    return DATAFLOW(PROGRAM(bind_params(mod, params or {}, entry), ctx), ctx)
+    return DATAFLOW(program_passes(mod, params=params, entry=entry, ctx=ctx), ctx)
+
+
+def program_passes(mod: IRModule, *, params: Mapping[str, Any] | None = None,
+                   entry: str = "main", ctx: PassContext | None = None) -> IRModule:
+    """BindParams, then :data:`~aot.passes.pipelines.PROGRAM`."""
+    from .passes.bind_params import bind_params
+    from .passes.pipelines import PROGRAM
+
+    return PROGRAM(bind_params(mod, params or {}, entry), ctx or _context(None, entry))
 
 
 def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
@@ -167,18 +183,18 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
     # decided before the optimisations: an operator used as a value
     # (program backend only) must be eta-expanded before they re-infer types
     ctx = _context(opt_level, entry, quantized)
+    program: IRModule | None = None
     with stage("passes"):
         typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
         dataflow = is_dataflow(typed, entry)
-        if dataflow:
-            fused = dataflow_passes(typed, ctx=ctx)
-        else:
-            program = optimize_program(mod, opt_level=opt_level, params=params, entry=entry,
-                                       quantized=quantized)
+        if not dataflow:
+            program = program_passes(mod, params=params, entry=entry, ctx=ctx)
+            dataflow = is_dataflow(program, entry)   # the passes may have left only tensors
+        fused = dataflow_passes(typed if program is None else program, ctx=ctx)
     if dataflow:
         return plan_model(fused, name, arena=arena, entry=entry)   # lowering, planning
     with stage("lowering"):
-        return plan_program(program, name, entry=entry, pool_bytes=pool_bytes,
+        return plan_program(fused, name, entry=entry, pool_bytes=pool_bytes,
                             max_depth=max_depth, stack_bytes=stack_bytes)
 
 

@@ -103,11 +103,29 @@ def pack(cases: Sequence[Case]) -> IRModule:
     return packed
 
 
+#: the pool of a program whose pool the compiler cannot size (value inputs
+#: the caller builds, recursion that branches, loops in recursive code):
+#: the tests that are about the program's meaning, not its pool, give it
+#: this many bytes (the fixed default before the compiler sized pools)
+UNSIZED_POOL_BYTES = 256 * 1024
+
+
+def compile_sized(mod: IRModule, out_dir: Any, name: str = "model", **options: Any):
+    """aot.compile, with :data:`UNSIZED_POOL_BYTES` for a program whose
+    pool the compiler refuses to size."""
+    try:
+        return aot.compile(mod, out_dir, name=name, **options)
+    except aot.DiagnosticError as e:
+        if "pool_bytes" in options or "cannot size the object pool" not in str(e):
+            raise
+        return aot.compile(mod, out_dir, name=name, pool_bytes=UNSIZED_POOL_BYTES, **options)
+
+
 def compile_and_load(mod: IRModule, name: str = "model", **options: Any):
     if os.environ.get(SANITIZE_ENV) and "stack_bytes" not in options:
         options["stack_bytes"] = SANITIZED_STACK_BYTES
     tmp = Path(tempfile.mkdtemp(prefix=f"aot-{name}-"))
-    return aot.load(aot.compile(mod, tmp, name=name, **options))
+    return aot.load(compile_sized(mod, tmp, name=name, **options))
 
 
 def run_c(text: str, *args: np.ndarray, **options: Any) -> object:

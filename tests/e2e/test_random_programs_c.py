@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import aot
 from aot.values import format_value, values_equal
+from c_harness import compile_sized
 from random_programs import Program, conforms, pack, program_packs, programs, realize, spec_text
 
 
@@ -73,7 +74,7 @@ def _build(text: str, args: tuple, out_dir: str, name: str, required: tuple[str,
     arguments as runtime values."""
     mod = aot.infer_types(aot.parse(text, source_name=f"{name}.relay"))
     with aot.PassContext(required=list(required)):
-        artifact = aot.compile(mod, out_dir, name=name)
+        artifact = compile_sized(mod, out_dir, name=name)
     return aot.load(artifact), [realize(a, mod) for a in args]
 
 

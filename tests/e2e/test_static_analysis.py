@@ -110,7 +110,8 @@ def _lang_pack(out: Path) -> Path:
         if isinstance(p, Prepared):
             preps.append(p)
     mod, _ = pack(preps)
-    aot.compile(mod, out, name="langpack", build=False)
+    # random programs: some grow their pool with the input (the caller sizes it)
+    aot.compile(mod, out, name="langpack", build=False, pool_bytes=1 << 18)
     return out
 
 

@@ -144,7 +144,8 @@ def test_program_names():
 @pytest.mark.parametrize("pack", sorted(PACKS))
 def test_lang_programs_verify(pack):
     with PassContext(verify=True):
-        p = plan(build(list(PACKS[pack])), "lang")
+        # the packs take lists the caller builds: the pool is the caller's to give
+        p = plan(build(list(PACKS[pack])), "lang", pool_bytes=1 << 18)
     verify_program(p.program.objects)
 
 
@@ -206,7 +207,7 @@ def test_functions_that_never_return_compile_warning_free(tmp_path, name):
     from aot.values import ConstructorValue
 
     mod = aot.parse(NON_RETURNING[name])
-    fn = aot.load(aot.compile(mod, tmp_path, name=name))
+    fn = aot.load(aot.compile(mod, tmp_path, name=name, pool_bytes=4096))   # takes a list
     if name == "failing_match":      # the others loop forever, as the interpreter does
         nil = ConstructorValue(mod.constructor("Nil"), ())
         with pytest.raises(DiagnosticError, match="match"):

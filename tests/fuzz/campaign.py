@@ -54,6 +54,7 @@ for p in (str(HERE), str(TESTS / "e2e")):
 
 import aot  # noqa: E402
 from aot.values import format_value, values_equal  # noqa: E402
+from c_harness import compile_sized  # noqa: E402
 
 FAMILIES = ("lang", "chain", "onnx")
 
@@ -272,7 +273,7 @@ def run_c(mod: Any, args: list, name: str) -> tuple[Any, str | None, str]:
     call it twice (the second call must see no state of the first)."""
     with tempfile.TemporaryDirectory(prefix="aot-fuzz-") as d:
         try:
-            fn = aot.load(aot.compile(mod, d, name=name))
+            fn = aot.load(compile_sized(mod, d, name=name))
         except Exception as e:  # noqa: BLE001
             return None, "compile", _short(e)
         try:

@@ -781,7 +781,8 @@ def test_operator_value_meeting_a_function_in_a_branch_keeps_its_typed_binding(t
     import aot
     from aot.values import make_list
     mod = aot.parse(RANDOM_P5)
-    aot.compile(mod, tmp_path / "p5", name="p5", build=False)     # the pipeline types it
+    aot.compile(mod, tmp_path / "p5", name="p5", build=False,     # the pipeline types it
+                pool_bytes=1 << 16)                               # (it takes a list)
     nil = make_list([], mod.constructor("Cons"), mod.constructor("Nil"))
     args = (np.array(-3, dtype=np.int32), np.array([-1.75, 0.75, -2.5], dtype=np.float32),
             np.array([1.75, -1.0, 0.5], dtype=np.float32), nil)

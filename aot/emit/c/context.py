@@ -602,6 +602,22 @@ def context_view(plan: ModelPlan, NAME: str) -> ContextView:
                        definitions=definitions)
 
 
+def _pool_comment(plan: ModelPlan) -> str:
+    """What ``<NAME>_POOL_BYTES`` is and how the compiler sized it."""
+    if plan.program is None:
+        return "object pool (a dataflow model has none)"
+    p = plan.program
+    return f"object pool in each context, sized {p.pool_sizing}: {p.pool_reason}"
+
+
+def _pool_record(plan: ModelPlan) -> dict[str, Any]:
+    """metadata.json's ``pool``: its bytes, how they were sized, why."""
+    if plan.program is None:
+        return {"bytes": 0, "sizing": "none", "reason": "a dataflow model has no object pool"}
+    p = plan.program
+    return {"bytes": plan.pool_bytes, "sizing": p.pool_sizing, "reason": p.pool_reason}
+
+
 def build_context(plan: ModelPlan) -> RenderContext:
     """Spell everything the templates print for a verified ``plan``
     (:func:`aot.emit.plan.verify.verify_model_plan`)."""
@@ -632,9 +648,7 @@ def build_context(plan: ModelPlan) -> RenderContext:
         _define(f"{NAME}_ARENA_ALIGN", ARENA_ALIGNMENT, "required alignment of the arena"),
         _define(f"{NAME}_ARENA_LOWER_BOUND_BYTES", plan.arena_lower_bound_bytes,
                 "no plan could use less"),
-        _define(f"{NAME}_POOL_BYTES", plan.pool_bytes,
-                "object pool (in each context)" if plan.program is not None
-                else "object pool (inside the library)"),
+        _define(f"{NAME}_POOL_BYTES", plan.pool_bytes, _pool_comment(plan)),
         _define(f"{NAME}_CONSTANT_BYTES", plan.constant_bytes, "constant tables (flash)"),
     )
     counts = (_define(f"{NAME}_NUM_INPUTS", len(plan.inputs)),
@@ -705,6 +719,7 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
         "arena_bytes": plan.arena_bytes,
         "arena_lower_bound_bytes": plan.arena_lower_bound_bytes,
         "pool_bytes": plan.pool_bytes,
+        "pool": _pool_record(plan),
         "constant_bytes": plan.constant_bytes,
         "entry": {"name": ctx.entry_name, "prototype": entry_prototype(plan) + ";",
                   "returns": "int32_t",

@@ -84,11 +84,16 @@ def api_prototypes(name: str) -> list[str]:
 
 
 def context_typedef(name: str, pool_bytes: int) -> list[str]:
-    """The lines of ``typedef struct <name>_ctx {...} <name>_ctx;``."""
+    """The lines of ``typedef struct <name>_ctx {...} <name>_ctx;`` (no
+    pool array when the program allocates nothing)."""
+    if pool_bytes == 0:
+        return [f"typedef struct {name}_ctx {{",
+                "    aot_ctx state;  /* the depth, the stack budget (no object pool) */",
+                f"}} {name}_ctx;"]
     return [f"typedef struct {name}_ctx {{",
             "    aot_ctx state;  /* the pool's blocks, the depth, the stack budget */",
             "    union {",
-            f"        unsigned char bytes[{max(pool_bytes, 16)}];",
+            f"        unsigned char bytes[{pool_bytes}];",
             "        uint64_t align_u64;",
             "        double align_f64;",
             "        long double align_long_double;",
@@ -112,7 +117,8 @@ def api_definitions(name: str, program: ProgramPart, pool_bytes: int) -> list[st
     return [
         f"void {name}_ctx_init({name}_ctx *context, size_t stack_bytes)\n{{\n"
         f"    if (context != NULL) {{\n"
-        f"        aot_ctx_init(&context->state, context->pool.bytes, {pool_bytes}u, "
+        f"        aot_ctx_init(&context->state, "
+        f"{'context->pool.bytes' if pool_bytes else 'NULL'}, {pool_bytes}u, "
         f"{program.max_depth}u,\n"
         f"                     stack_bytes);\n    }}\n}}",
         "/*\n * The context of the functions without a context parameter "
@@ -120,7 +126,7 @@ def api_definitions(name: str, program: ProgramPart, pool_bytes: int) -> list[st
         "the library,\n * initialised on first use; they are not reentrant.\n */\n"
         f"static {name}_ctx {name}_static;\n\n"
         f"static {name}_ctx *{name}_static_context(void)\n{{\n"
-        f"    if ({name}_static.state.base == NULL) {{\n"
+        f"    if ({name}_static.state.max_depth == 0u) {{  /* not initialised yet */\n"
         f"        {name}_ctx_init(&{name}_static, {NAME}_STACK_BYTES);\n"
         f"    }}\n    return &{name}_static;\n}}",
         *([f"/* Constructors by id: tag and number of fields. */\n"

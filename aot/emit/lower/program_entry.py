@@ -34,8 +34,8 @@ from ..objects import ir as O
 from ..objects.verify import verify_program
 from ..objects.walk import Reached, reachable
 from ..plan.model import ModelPlan, TensorSpec
-from ..plan.program import (DEFAULT_MAX_DEPTH, DEFAULT_POOL_BYTES, DEFAULT_STACK_BYTES, IOLeaf,
-                            ProgramPart)
+from ..plan.pool_bound import PoolSizing, size_pool
+from ..plan.program import DEFAULT_MAX_DEPTH, DEFAULT_STACK_BYTES, IOLeaf, ProgramPart
 from ..plan.program_types import adt_json, io_leaves, type_json
 from .program import ProgramLowering
 from .program_function import field_path
@@ -68,13 +68,25 @@ def _check_limits(pool: int, depth: int, stack: int) -> None:
         raise DiagnosticError(f"stack_bytes must be between 1024 and 2^31 - 1, not {stack}")
 
 
+def _check_sizable(main: Function) -> None:
+    """A value handle the caller passes in is built in the pool by the
+    caller (``<name>_value_*``): its size is the caller's to know."""
+    for p in main.params:
+        if not all(isinstance(t, TensorType) for _, t in io_leaves(p.type)):
+            raise DiagnosticError(
+                f"cannot size the object pool: @main's parameter %{p.name_hint} is a "
+                f"{p.checked_type}, a value the caller builds in the pool, so the pool's "
+                "size depends on the values passed; give the pool's size with --pool-bytes "
+                "(aot.compile(..., pool_bytes=N))", span=p.span)
+
+
 def plan_program(mod: IRModule, name: str, *, entry: str = "main",
                  pool_bytes: int | None = None, max_depth: int | None = None,
                  stack_bytes: int | None = None) -> ModelPlan:
     """The plan of ``mod``'s ``entry`` (typed, monomorphic, fused)."""
     if entry not in mod:
         raise DiagnosticError(f"the module has no `@{entry}` function to compile")
-    pool = DEFAULT_POOL_BYTES if pool_bytes is None else int(pool_bytes)
+    pool = 0 if pool_bytes is None else int(pool_bytes)
     depth = DEFAULT_MAX_DEPTH if max_depth is None else int(max_depth)
     stack = DEFAULT_STACK_BYTES if stack_bytes is None else int(stack_bytes)
     _check_limits(pool, depth, stack)
@@ -94,14 +106,26 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
     if current().verify:
         verify_program(program)
     reached = reachable(program)
+    pruned = _pruned(program, reached)
+    if pool_bytes is None:
+        _check_sizable(main)
+        sizing = size_pool(pruned, depth, value_io=not all(leaf.is_tensor for leaf in outputs))
+    else:
+        sizing = PoolSizing(pool, "user", "given by the caller (pool_bytes)")
+    if sizing.bytes > 0x7FFFFFFF:
+        raise DiagnosticError(
+            f"the object pool this program may need ({sizing.bytes} bytes: {sizing.reason}) "
+            "is more than 2^31 - 1 bytes; give a smaller max_depth or the pool's size "
+            "(--pool-bytes, aot.compile(..., pool_bytes=N))")
     types = {"adts": adt_json(mod, low.ctor_ids),
              "inputs": [leaf.type_json for leaf in inputs],
              "outputs": [leaf.type_json for leaf in outputs],
              "params": [type_json(p.type) for p in main.params],
              "result": type_json(_result_type(main))}
     part = ProgramPart(inputs=tuple(inputs), outputs=tuple(outputs), max_depth=depth,
-                       stack_bytes=stack, objects=_pruned(program, reached),
-                       constructors=_constructor_table(mod, low.ctor_ids), types=types)
+                       stack_bytes=stack, objects=pruned,
+                       constructors=_constructor_table(mod, low.ctor_ids), types=types,
+                       pool_sizing=sizing.sizing, pool_reason=sizing.reason)
     kernels, infos, constants = _used_kernels(low, reached)
     return ModelPlan(
         name=name,
@@ -109,7 +133,7 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
         outputs=tuple(leaf.spec for leaf in outputs if leaf.spec is not None),
         output_tree=0, kernels=kernels, kernel_info=infos, calls=(),
         constants=constants, arena_bytes=0, arena_lower_bound_bytes=0,
-        pool_bytes=pool, arena="static", program=part,
+        pool_bytes=sizing.bytes, arena="static", program=part,
         extra=(("backend", "program"), ("max_depth", depth), ("stack_bytes", stack)))
 
 

@@ -11,11 +11,8 @@ from typing import Any
 from ..objects.ir import ObjectProgram
 from .model import TensorSpec
 
-__all__ = ["IOLeaf", "ProgramPart", "DEFAULT_POOL_BYTES", "DEFAULT_MAX_DEPTH",
-           "DEFAULT_STACK_BYTES"]
+__all__ = ["IOLeaf", "ProgramPart", "DEFAULT_MAX_DEPTH", "DEFAULT_STACK_BYTES"]
 
-#: Object pool of a program when the caller does not choose (bytes).
-DEFAULT_POOL_BYTES = 256 * 1024
 #: Bound on nested non-tail calls when the caller does not choose.
 DEFAULT_MAX_DEPTH = 10_000
 #: the default stack budget of a call, in bytes: the stack the program's
@@ -54,3 +51,7 @@ class ProgramPart:
     types: Any
     #: the default stack budget of a context, bytes (see DEFAULT_STACK_BYTES)
     stack_bytes: int = DEFAULT_STACK_BYTES
+    #: how the pool was sized (:class:`~aot.emit.plan.pool_bound.PoolSizing`:
+    #: "none", "exact", "allocations", "max_depth" or "user") and why
+    pool_sizing: str = "user"
+    pool_reason: str = ""
