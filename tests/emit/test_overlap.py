@@ -1,0 +1,232 @@
+"""The overlap analysis (aot.emit.plan.overlap), shifted pairs in the arena
+planner and the plan verifier's check of the overlaps a plan uses."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import aot
+from aot.compiler import plan as plan_model
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.evaluate import run_kernel
+from aot.emit.plan.arena import (InPlace, TensorLife, lower_bound, plan_memory, union_bytes,
+                                 verify_plan)
+from aot.emit.plan.model import ArgKind
+from aot.emit.plan.overlap import best_shift, safe_shift
+from aot.emit.plan.verify import verify_model_plan
+from aot.ir.dtype import DType
+
+F32 = DType.FLOAT32
+N = 16
+
+
+def buffers(n_in: int = N, n_out: int = N) -> tuple[K.Buffer, K.Buffer]:
+    return (K.Buffer("p0", F32, (n_in,), K.BufferScope.INPUT, restrict=False),
+            K.Buffer("out", F32, (n_out,), K.BufferScope.OUTPUT, restrict=False))
+
+
+def kernel(body_of) -> K.Kernel:
+    src, dst = buffers()
+    i = K.index_var("i")
+    return K.Kernel("k", (src, dst), body_of(src, dst, i))
+
+
+def elementwise(src, dst, i):
+    return K.for_range(i, N, K.store(dst, i, K.mul(K.load(src, i), 2.0)))
+
+
+def reversed_copy(src, dst, i):
+    return K.for_range(i, N, K.store(dst, i, K.load(src, K.sub(N - 1, i, no_wrap=True))))
+
+
+def blur(src, dst, i):
+    """out[i] = in[i-1] + in[i] + in[i+1] (zero outside): in[i] is read
+    again after out[i] is written."""
+    def at(j: K.Expr) -> K.Expr:
+        inside = K.logical_and(K.ge(j, 0), K.lt(j, N))
+        return K.select(inside, K.load(src, K.minimum(K.maximum(j, 0), N - 1)), 0.0)
+    total = K.add(K.add(at(K.sub(i, 1, no_wrap=True)), at(i)), at(K.add(i, 1, no_wrap=True)))
+    return K.for_range(i, N, K.store(dst, i, total))
+
+
+def two_pass(src, dst, i):
+    """Writes every output, then reads the whole input again: nothing of
+    the input may be overwritten."""
+    j = K.index_var("j")
+    acc = K.var("s", F32)
+    return K.block(K.for_range(i, N, K.store(dst, i, K.load(src, i))),
+                   K.Decl(acc, K.const(0.0, F32)),
+                   K.for_range(j, N, K.Assign(acc, K.add(acc, K.load(src, j)))),
+                   K.store(dst, 0, acc))
+
+
+def scatter(src, dst, i):
+    """The store index comes from memory: no fact."""
+    where = K.cast(DType.INT32, K.load(src, i))
+    return K.for_range(i, N, K.store(dst, K.mod(K.maximum(where, 0), N), K.load(src, i)))
+
+
+def test_elementwise_writes_over_its_input():
+    k = kernel(elementwise)
+    assert best_shift(k, "out", ["p0"], 16) == 0
+    assert safe_shift(k, "out", ["p0"], 0)
+    # writing ahead of the reads clobbers input not read yet
+    assert not safe_shift(k, "out", ["p0"], 16)
+    # behind the reads is always fine
+    assert safe_shift(k, "out", ["p0"], -16)
+
+
+def test_reversed_read_is_refused():
+    k = kernel(reversed_copy)
+    assert best_shift(k, "out", ["p0"], 16) is None
+    assert not safe_shift(k, "out", ["p0"], 0)
+    assert not safe_shift(k, "out", ["p0"], -16)
+    assert safe_shift(k, "out", ["p0"], -4 * N)       # no overlap at all
+
+
+def test_stencil_needs_one_element_behind():
+    k = kernel(blur)
+    assert not safe_shift(k, "out", ["p0"], 0)
+    assert safe_shift(k, "out", ["p0"], -4)
+    assert best_shift(k, "out", ["p0"], 4) == -4
+    assert best_shift(k, "out", ["p0"], 16) == -16
+
+
+@pytest.mark.parametrize("body", [two_pass, scatter], ids=["two_pass", "scatter"])
+def test_no_fact(body):
+    k = kernel(body)
+    assert best_shift(k, "out", ["p0"], 16) is None
+    assert not safe_shift(k, "out", ["p0"], 0)
+
+
+@pytest.mark.parametrize("body,shift", [(elementwise, 0), (blur, -4)])
+def test_a_proven_overlap_computes_the_same(body, shift):
+    """Run the kernel with the output really placed over the input (one
+    memory, the evaluator's order) and compare with separate buffers."""
+    k = kernel(body)
+    assert safe_shift(k, "out", ["p0"], shift)
+    x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
+    want = {"p0": x.copy(), "out": np.zeros(N, np.float32)}
+    run_kernel(k, want)
+    # one memory: out[i] is mem[i], p0[i] is mem[d + i]
+    d = -shift // 4
+    mem = np.zeros(N + d, np.float32)
+    mem[d:] = x
+    np.testing.assert_array_equal(_run_aliased(k, mem, d), want["out"])
+
+
+def _run_aliased(k: K.Kernel, mem: np.ndarray, d: int) -> np.ndarray:
+    """Interpret ``k`` with ``out`` at mem[0:] and ``p0`` at mem[d:]."""
+    env: dict[str, object] = {}
+
+    def ev(e):
+        if isinstance(e, K.Const):
+            return e.value
+        if isinstance(e, K.Var):
+            return env[e.name]
+        if isinstance(e, K.Load):
+            return mem[(0 if e.buffer.name == "out" else d) + int(ev(e.index))]
+        if isinstance(e, K.BinOp):
+            a, b = ev(e.a), ev(e.b)
+            op = e.op
+            table = {K.BinaryOperator.ADD: lambda: a + b, K.BinaryOperator.SUB: lambda: a - b,
+                     K.BinaryOperator.MUL: lambda: a * b, K.BinaryOperator.MIN: lambda: min(a, b),
+                     K.BinaryOperator.MAX: lambda: max(a, b), K.BinaryOperator.GE: lambda: a >= b,
+                     K.BinaryOperator.LT: lambda: a < b, K.BinaryOperator.AND: lambda: a and b}
+            r = table[op]()
+            return np.float32(r) if e.dtype is F32 else r
+        if isinstance(e, K.Select):
+            return ev(e.a) if ev(e.cond) else ev(e.b)
+        raise AssertionError(type(e))
+
+    def run(s):
+        if isinstance(s, K.Block):
+            for x in s.stmts:
+                run(x)
+        elif isinstance(s, K.For):
+            for v in range(int(ev(s.start)), int(ev(s.start)) + int(ev(s.extent))):
+                env[s.var.name] = v
+                run(s.body)
+        elif isinstance(s, K.Store):
+            value = ev(s.value)
+            mem[int(ev(s.index))] = value
+        else:
+            raise AssertionError(type(s))
+    run(k.body)
+    return mem[:N].copy()
+
+
+# -- the planner --------------------------------------------------------------
+
+def test_shifted_pairs_are_placed_and_bounded():
+    # a (64 B) -> b (96 B) may start 32 B before a; c is an unrelated tensor
+    tensors = [TensorLife("a", 64, 0, 1), TensorLife("b", 96, 1, 2), TensorLife("c", 32, 0, 2)]
+    pairs = [InPlace("b", "a", -32)]
+    assert union_bytes(64, 96, -32) == 96
+    assert lower_bound(tensors, pairs) == 96 + 32
+    assert lower_bound(tensors) == 64 + 96 + 32
+    plan = plan_memory(tensors, pairs)
+    verify_plan(tensors, plan)
+    assert plan.inplace == (InPlace("b", "a", -32),)
+    assert plan.offsets["b"] == plan.offsets["a"] - 32
+    assert plan.arena_bytes == 128
+    wrong = dataclasses.replace(plan, offsets={**plan.offsets, "b": plan.offsets["a"]})
+    with pytest.raises(AssertionError, match="is placed at offsets"):
+        verify_plan(tensors, wrong)
+
+
+# -- the model plan and its verifier -------------------------------------------
+
+SOFTMAXES = """def @main(%x: Tensor[(4, 64), float32]) {
+  %0 = nn.softmax(%x);
+  %1 = nn.softmax(%0);
+  %2 = nn.softmax(%1);
+  nn.softmax(%2)
+}"""
+
+
+@pytest.fixture(scope="module")
+def softmax_plan():
+    return plan_model(aot.parse(SOFTMAXES), "sm")
+
+
+def test_softmax_chain_runs_in_place(softmax_plan):
+    p = softmax_plan
+    assert p.arena_bytes == p.arena_lower_bound_bytes == 1024
+    assert p.arena_whole_tensor_bound_bytes == 2048
+    assert [(o.call, o.shift) for o in p.arena_overlaps] == [(1, 0), (2, 0)]
+    kernels = {k.name: k for k in p.kernels}
+    for o in p.arena_overlaps:
+        params = kernels[p.calls[o.call].kernel].params
+        assert not params[o.out_arg].restrict and not params[o.in_args[0]].restrict
+    assert [t.key for t in p.arena_tensors] == ["t1", "t2", "t3"]
+
+
+def _move(p, call: int, arg: int, offset: int):
+    calls = list(p.calls)
+    args = list(calls[call].args)
+    args[arg] = dataclasses.replace(args[arg], offset=offset)
+    calls[call] = dataclasses.replace(calls[call], args=tuple(args))
+    return dataclasses.replace(p, calls=tuple(calls))
+
+
+def test_verifier_catches_wrong_overlaps(softmax_plan):
+    p = softmax_plan
+    verify_model_plan(p)
+    with pytest.raises(AssertionError, match="no overlap is declared"):
+        verify_model_plan(dataclasses.replace(p, arena_overlaps=()))
+    shifted = (dataclasses.replace(p.arena_overlaps[0], shift=16), *p.arena_overlaps[1:])
+    with pytest.raises(AssertionError, match="placed 0 bytes apart, declared 16"):
+        verify_model_plan(dataclasses.replace(p, arena_overlaps=shifted))
+    # the output of call 1 moved 512 bytes ahead of its input: declared so,
+    # but softmax's loop nest would clobber input rows not read yet
+    o = p.arena_overlaps[0]
+    assert p.calls[o.call].args[o.out_arg].kind is ArgKind.ARENA
+    moved = _move(p, o.call, o.out_arg, 512)
+    moved = dataclasses.replace(moved, arena_bytes=2048, arena_overlaps=(
+        dataclasses.replace(o, shift=512), *p.arena_overlaps[1:]))
+    with pytest.raises(AssertionError, match="loop nest does not allow"):
+        verify_model_plan(moved)
