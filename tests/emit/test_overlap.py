@@ -230,3 +230,23 @@ def test_verifier_catches_wrong_overlaps(softmax_plan):
         dataclasses.replace(o, shift=512), *p.arena_overlaps[1:]))
     with pytest.raises(AssertionError, match="loop nest does not allow"):
         verify_model_plan(moved)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_shifted_chains_plan_validly(seed):
+    """Random chains with branches and random shifted pairs: the plan
+    verifies, is at least the bound, and no worse than ignoring the pairs."""
+    rng = np.random.default_rng(seed)
+    tensors, pairs = [], []
+    for k in range(12):
+        size = int(rng.integers(1, 9)) * 16
+        end = k + 1 + int(rng.integers(0, 3) == 0) * int(rng.integers(1, 4))
+        tensors.append(TensorLife(f"t{k}", size, k, end))
+    for k in range(1, 12):
+        inp, out = tensors[k - 1], tensors[k]
+        if inp.end == out.start and rng.integers(0, 4):
+            pairs.append(InPlace(out.key, inp.key, -16 * int(rng.integers(0, 3))))
+    plan = plan_memory(tensors, pairs)
+    verify_plan(tensors, plan)
+    assert plan.arena_bytes >= lower_bound(tensors, pairs)
+    assert plan.arena_bytes <= plan_memory(tensors).arena_bytes

@@ -47,7 +47,12 @@ A used pair is still a constraint: tying a small long-lived output to a
 big input's offset can make packing worse.  The planner therefore tries
 three pair sets in this order and keeps the smallest arena: the tight
 pairs alone (they never waste bytes), all usable pairs, and no pairs (the
-last two while the work budget lasts).
+last two while the work budget lasts).  Shifts add up along a chain (a
+network of streaming layers drifts by a little at every layer) and a chain
+is placed rigidly, so then, while the budget lasts and the arena is above
+the bound, links are dropped from the set of all usable pairs one at a
+time, in a fixed order, keeping a drop when it makes the arena smaller
+(first improvement, until no drop helps).
 
 Placement: first fit
 --------------------
@@ -676,21 +681,34 @@ def plan_memory(tensors: Sequence[TensorLife], inplace: Sequence[InPlace] = (),
             pair_sets.append((label, chosen))
 
     best: _Candidate | None = None
+    arena_of: dict[tuple[tuple[int, int, int], ...], int] = {}
     for label, used in pair_sets:
         if best is not None and (best.arena <= bound or work.exhausted):
             break
-        gr = _build_groups(p, used)
-        for name, key in _ORDERS:
-            order = sorted(range(len(gr.members)), key=key(gr))
-            offs = _Offsets(len(order))
-            _place(gr, order, offs, 0, work)
-            arena = _arena(gr, offs.list)
-            trials.append((f"{name}/inplace={label}" if len(pair_sets) > 1 else name, arena))
-            if best is None or arena < best.arena:
-                best = _Candidate(arena, name, gr, used, order, offs.copy())
-            if best.arena <= bound:
-                break
+        before = len(trials)
+        best = _try_pairs(p, used, label if len(pair_sets) > 1 else "", best, bound, work,
+                          trials)
+        arena_of[used] = min(a for _, a in trials[before:])
     assert best is not None
+
+    # Links of a chain add up their shifts and tie tensors that never meet:
+    # starting from all usable pairs, drop one link at a time while that
+    # makes the arena smaller (first improvement, in a fixed order).
+    current = _select_pairs(p, inplace, tight_only=False)
+    current_arena = arena_of.get(current, 0)
+    while current and best.arena > bound and not work.exhausted:
+        for link in current:
+            trial = tuple(x for x in current if x != link)
+            before = len(trials)
+            best = _try_pairs(p, trial, "drop", best, bound, work, trials)
+            arena = min(a for _, a in trials[before:])
+            if arena < current_arena or work.exhausted:
+                break
+        else:
+            break
+        if arena >= current_arena:
+            break
+        current, current_arena = trial, arena
 
     target = max(bound, max(best.groups.size))
     if best.arena > target and not work.exhausted and climb_steps > 0:
@@ -705,6 +723,26 @@ def plan_memory(tensors: Sequence[TensorLife], inplace: Sequence[InPlace] = (),
                               best.order, climbed[1])
 
     return _make_plan(p, best, bound, tuple(trials))
+
+
+def _try_pairs(p: _Problem, used: tuple[tuple[int, int, int], ...], label: str,
+               best: _Candidate | None, bound: int, work: _Work,
+               trials: list[tuple[str, int]]) -> _Candidate:
+    """Place the groups of ``used`` in every greedy order; the better of
+    that and ``best``."""
+    gr = _build_groups(p, used)
+    for name, key in _ORDERS:
+        order = sorted(range(len(gr.members)), key=key(gr))
+        offs = _Offsets(len(order))
+        _place(gr, order, offs, 0, work)
+        arena = _arena(gr, offs.list)
+        trials.append((f"{name}/inplace={label}" if label else name, arena))
+        if best is None or arena < best.arena:
+            best = _Candidate(arena, name, gr, used, order, offs.copy())
+        if best.arena <= bound:
+            break
+    assert best is not None
+    return best
 
 
 def _make_plan(p: _Problem, best: _Candidate, bound: int,
