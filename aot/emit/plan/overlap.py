@@ -72,7 +72,7 @@ import numpy as np
 from ..kernel.ir import (Assign, BinaryOperator, BinOp, Block, Call, Cast, Comment, Const, Decl,
                          Expr, For, IfThenElse, Kernel, Load, Select, Stmt, Store, UnaryOp,
                          UnaryOperator, Var)
-from ..kernel.walk import children, walk_stmts
+from ..kernel.walk import children, stmt_exprs, walk_stmts
 from .arena import union_bytes
 
 __all__ = ["OverlapFact", "best_shift", "safe_shift", "MAX_INSTANCES", "MAX_WORK"]
@@ -83,6 +83,8 @@ MAX_INSTANCES = 1 << 18
 MAX_WORK = 1 << 21
 #: reads of more than one element (summarised loops) tracked one by one
 MAX_RANGES = 200_000
+#: reads of fewer elements than this are tracked element by element
+_NARROW = 8
 
 #: "unbounded" for index intervals (products of two stay inside int64)
 _BIG = 1 << 31
@@ -266,6 +268,10 @@ def _loads(e: Expr) -> list[Load]:
     return found
 
 
+def _stmt_roots(s: Stmt) -> tuple[Expr, ...]:
+    return stmt_exprs(s)
+
+
 class _Tracer:
     def __init__(self, kernel: Kernel, out: str, ins: frozenset[str]) -> None:
         self.out = out
@@ -275,6 +281,7 @@ class _Tracer:
         self.writers: set[int] = set()
         self.spans: dict[int, int] = {}
         self._mark(kernel.body)
+        self.relevant = self._relevant(kernel.body)
         in_bufs = {p.name: p for p in kernel.params if p.name in ins}
         out_buf = next(p for p in kernel.params if p.name == out)
         self.n_in = next(iter(in_bufs.values())).size
@@ -289,6 +296,43 @@ class _Tracer:
         self.span(kernel.body, {})
 
     # -- static structure ---------------------------------------------------
+
+    def _relevant(self, body: Stmt) -> frozenset[str]:
+        """The scalar variables an address or a loop bound depends on: only
+        their declarations are evaluated (any other variable is unknown)."""
+        def names(e: Expr) -> set[str]:
+            found: set[str] = set()
+            stack, seen = [e], set()
+            while stack:
+                x = stack.pop()
+                if id(x) in seen:
+                    continue
+                seen.add(id(x))
+                if isinstance(x, Var):
+                    found.add(x.name)
+                stack.extend(children(x))
+            return found
+        want: set[str] = set()
+        inits: dict[str, Expr] = {}
+        for st in walk_stmts(body):
+            if isinstance(st, Decl) and st.init is not None:
+                inits[st.var.name] = st.init
+            elif isinstance(st, For):
+                want |= names(st.start) | names(st.extent)
+            if isinstance(st, Store) and st.buffer.name == self.out:
+                want |= names(st.index)
+            for root in _stmt_roots(st):
+                for ld in _loads(root):
+                    if ld.buffer.name in self.ins:
+                        want |= names(ld.index)
+        todo = list(want)
+        while todo:
+            init = inits.get(todo.pop())
+            if init is not None:
+                for v in names(init) - want:
+                    want.add(v)
+                    todo.append(v)
+        return frozenset(want)
 
     def _mark(self, s: Stmt) -> bool:
         """Record the statements that (transitively) store into ``out``."""
@@ -320,7 +364,7 @@ class _Tracer:
             total = 0
             for x in s.stmts:
                 total += self.span(x, inner)
-                if isinstance(x, Decl) and x.init is not None:
+                if isinstance(x, Decl) and x.init is not None and x.var.name in self.relevant:
                     inner[x.var.name] = _Eval(inner, 1, self.unknown)(x.init)
             result = max(total, 1)
         elif isinstance(s, For):
@@ -370,7 +414,8 @@ class _Tracer:
                     if x.init is not None:
                         ev_x = _Eval(inner, n, self.unknown)
                         self._reads((x.init,), ev_x, t + offset if frozen is None else frozen)
-                        inner[x.var.name] = ev_x(x.init)
+                        if x.var.name in self.relevant:
+                            inner[x.var.name] = ev_x(x.init)
                 else:
                     self.walk(x, inner, t + offset, frozen)
                 offset += self.spans[id(x)]
@@ -432,9 +477,15 @@ class _Tracer:
             hi = np.clip(np.concatenate(self.reads_hi), None, self.n_in - 1)
             keep = lo <= hi
             t, lo, hi = t[keep], lo[keep], hi[keep]
-            point = lo == hi
-            np.maximum.at(last, lo[point], t[point])
-            rt, rlo, rhi = t[~point], lo[~point], hi[~point]
+            # narrow reads (a 4-lane load, a small window) become points
+            narrow = hi - lo < _NARROW
+            pt, pe = [t[narrow]], [lo[narrow]]
+            for k in range(1, _NARROW):
+                more = narrow & (hi - lo >= k)
+                pt.append(t[more])
+                pe.append(lo[more] + k)
+            _max_into(last, np.concatenate(pe), np.concatenate(pt))
+            rt, rlo, rhi = t[~narrow], lo[~narrow], hi[~narrow]
             if len(rt) > MAX_RANGES:
                 raise _Refuse("too many reads of unknown extent")
             for k in np.argsort(rt, kind="stable").tolist():
@@ -443,6 +494,18 @@ class _Tracer:
         wt = np.concatenate(self.writes_t) if self.writes_t else np.zeros(0, np.int64)
         wa = np.concatenate(self.writes_a) if self.writes_a else np.zeros(0, np.int64)
         return _Trace(wt, wa, self.out_itemsize, last, self.in_itemsize)
+
+
+def _max_into(last: np.ndarray, index: np.ndarray, t: np.ndarray) -> None:
+    """``last[i] = max(last[i], t)`` for every pair (repeated indices too)."""
+    if len(index) == 0:
+        return
+    order = np.lexsort((t, index))
+    index, t = index[order], t[order]
+    final = np.ones(len(index), dtype=bool)
+    final[:-1] = index[1:] != index[:-1]
+    index, t = index[final], t[final]
+    last[index] = np.maximum(last[index], t)
 
 
 @functools.lru_cache(maxsize=256)

@@ -45,6 +45,16 @@ scalar multiply-accumulates of ``x - zx`` reading the same table, so the
 original weight is not kept.  Requantization and the rest of the fused
 epilogue are the sink's.
 
+**Order**: position tiles outermost when the int32 results of one position
+tile, all output channels, fit in :data:`~.nn_conv.STAGE_BYTES` (a local
+array, the *stage*): every channel pair of the tile accumulates into
+registers and stores into the stage, then all channels of the tile go to
+the sink.  An output position is then written only after every input it
+needs is read, so the arena may place the output over the input (as for
+the float32 staged pointwise convolution, :mod:`.nn_conv`); each result is
+the same sum as in the plain order (channel pairs outermost), which wider
+layers keep.
+
 The kernel IR spells the word loads as 4-lane loads (``aot_load4_i8``, a
 ``memcpy``) and the instructions as the runtime helpers ``aot_sxtb16`` and
 ``aot_smlad``: ACLE intrinsics when the C compiler defines
@@ -64,6 +74,7 @@ from ....ir.ops.qnn_linear import QnnConv2DAttrs
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import INDEX, LowerContext, Sink, TensorValue, out_tensor
+from .nn_conv import STAGE_BYTES
 from .tuning import current as current_tuning
 
 __all__ = ["pointwise_int8"]
@@ -151,6 +162,7 @@ class _Pointwise:
         self.c_pad = (self.chans + 1) // 2
         self.sink = sink
         self.n = ctx.index_var("n")
+        self.stage: K.Buffer | None = None
 
     def x_flat(self, c: K.Expr, p: K.Expr) -> K.Expr:
         base = K.mul(K.add(K.mul(self.n, _i(self.chans), no_wrap=True), c, no_wrap=True),
@@ -174,6 +186,10 @@ class _Pointwise:
         return K.cast(I32, K.load(self.wbuf, flat))
 
     def emit(self, accs: Accs, os_: Exprs, ps: Exprs) -> list[K.Stmt]:
+        if self.stage is not None:
+            return [K.store(self.stage, K.add(K.mul(o, _i(TILE_P), no_wrap=True), _i(j),
+                                              no_wrap=True), accs[i][j])
+                    for i, o in enumerate(os_) for j in range(len(ps))]
         return [self.sink((self.n, o, K.div(p, _i(self.width)), K.mod(p, _i(self.width))),
                           accs[i][j]) for i, o in enumerate(os_) for j, p in enumerate(ps)]
 
@@ -239,7 +255,39 @@ class _Pointwise:
             stmts += self.scalar_steps(accs, os_, ps, _i(self.chans - 1))
         return K.block(*stmts, *self.emit(accs, os_, ps))
 
+    def staged_nest(self) -> K.Stmt:
+        """Position tiles outermost, through the stage (design note)."""
+        stage = K.Buffer(self.ctx.fresh("stage"), I32, (self.outs * TILE_P,),
+                         K.BufferScope.LOCAL)
+        self.stage = stage
+        p_tiles, rest_p = divmod(self.positions, TILE_P)
+
+        def tile(ps: Exprs, dsp: K.Expr | None) -> K.Stmt:
+            stmts: list[K.Stmt] = []
+            ot = self.ctx.index_var("ot")
+            pair = [K.mul(ot, _i(2), no_wrap=True),
+                    K.add(K.mul(ot, _i(2), no_wrap=True), _i(1), no_wrap=True)]
+            body = self.dsp_tile(ot, dsp) if dsp is not None else self.scalar_tile(pair, ps)
+            stmts.append(K.for_range(ot, self.outs // TILE_O, body))
+            if self.outs % 2:
+                stmts.append(self.scalar_tile([_i(self.outs - 1)], ps))
+            o = self.ctx.index_var("oc")
+            copies = [self.sink((self.n, o, K.div(p, _i(self.width)), K.mod(p, _i(self.width))),
+                                K.load(stage, K.add(K.mul(o, _i(TILE_P), no_wrap=True), _i(j),
+                                                    no_wrap=True)))
+                      for j, p in enumerate(ps)]
+            return K.block(*stmts, K.for_range(o, self.outs, K.block(*copies)))
+
+        pt = self.ctx.index_var("pt")
+        p0 = K.mul(pt, _i(TILE_P), no_wrap=True)
+        ps = [p0 if j == 0 else K.add(p0, _i(j), no_wrap=True) for j in range(TILE_P)]
+        nest: list[K.Stmt] = [K.for_range(pt, p_tiles, tile(ps, p0))]
+        nest += [tile([_i(p_tiles * TILE_P + r)], None) for r in range(rest_p)]
+        return K.for_range(self.n, self.n_batch, K.block(*nest))
+
     def nest(self) -> K.Stmt:
+        if self.outs * TILE_P * 4 <= STAGE_BYTES:
+            return self.staged_nest()
         p_tiles, rest_p = divmod(self.positions, TILE_P)
         ot, pt = self.ctx.index_var("ot"), self.ctx.index_var("pt")
         per_o: list[K.Stmt] = [K.for_range(pt, p_tiles, self.dsp_tile(
