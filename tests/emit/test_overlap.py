@@ -118,43 +118,44 @@ def test_a_proven_overlap_computes_the_same(body, shift):
     np.testing.assert_array_equal(_run_aliased(k, mem, d), want["out"])
 
 
-def _run_aliased(k: K.Kernel, mem: np.ndarray, d: int) -> np.ndarray:
-    """Interpret ``k`` with ``out`` at mem[0:] and ``p0`` at mem[d:]."""
-    env: dict[str, object] = {}
+_OPS = {K.BinaryOperator.ADD: lambda a, b: a + b, K.BinaryOperator.SUB: lambda a, b: a - b,
+        K.BinaryOperator.MUL: lambda a, b: a * b, K.BinaryOperator.MIN: min,
+        K.BinaryOperator.MAX: max, K.BinaryOperator.GE: lambda a, b: a >= b,
+        K.BinaryOperator.LT: lambda a, b: a < b, K.BinaryOperator.AND: lambda a, b: a and b}
 
-    def ev(e):
-        if isinstance(e, K.Const):
-            return e.value
-        if isinstance(e, K.Var):
-            return env[e.name]
-        if isinstance(e, K.Load):
-            return mem[(0 if e.buffer.name == "out" else d) + int(ev(e.index))]
-        if isinstance(e, K.BinOp):
-            a, b = ev(e.a), ev(e.b)
-            op = e.op
-            table = {K.BinaryOperator.ADD: lambda: a + b, K.BinaryOperator.SUB: lambda: a - b,
-                     K.BinaryOperator.MUL: lambda: a * b, K.BinaryOperator.MIN: lambda: min(a, b),
-                     K.BinaryOperator.MAX: lambda: max(a, b), K.BinaryOperator.GE: lambda: a >= b,
-                     K.BinaryOperator.LT: lambda: a < b, K.BinaryOperator.AND: lambda: a and b}
-            r = table[op]()
-            return np.float32(r) if e.dtype is F32 else r
-        if isinstance(e, K.Select):
-            return ev(e.a) if ev(e.cond) else ev(e.b)
-        raise AssertionError(type(e))
+
+def _value(e: K.Expr, env: dict, mem: np.ndarray, d: int):
+    if isinstance(e, K.Const):
+        return e.value
+    if isinstance(e, K.Var):
+        return env[e.name]
+    if isinstance(e, K.Load):
+        return mem[(0 if e.buffer.name == "out" else d) + int(_value(e.index, env, mem, d))]
+    if isinstance(e, K.BinOp):
+        r = _OPS[e.op](_value(e.a, env, mem, d), _value(e.b, env, mem, d))
+        return np.float32(r) if e.dtype is F32 else r
+    assert isinstance(e, K.Select), type(e)
+    return _value(e.a if _value(e.cond, env, mem, d) else e.b, env, mem, d)
+
+
+def _run_aliased(k: K.Kernel, mem: np.ndarray, d: int) -> np.ndarray:
+    """Interpret ``k`` with ``out`` at mem[0:] and ``p0`` at mem[d:], one
+    statement after the other (the C order of a kernel without restrict)."""
+    env: dict[str, object] = {}
 
     def run(s):
         if isinstance(s, K.Block):
             for x in s.stmts:
                 run(x)
         elif isinstance(s, K.For):
-            for v in range(int(ev(s.start)), int(ev(s.start)) + int(ev(s.extent))):
+            start = int(_value(s.start, env, mem, d))
+            for v in range(start, start + int(_value(s.extent, env, mem, d))):
                 env[s.var.name] = v
                 run(s.body)
-        elif isinstance(s, K.Store):
-            value = ev(s.value)
-            mem[int(ev(s.index))] = value
         else:
-            raise AssertionError(type(s))
+            assert isinstance(s, K.Store), type(s)
+            value = _value(s.value, env, mem, d)
+            mem[int(_value(s.index, env, mem, d))] = value
     run(k.body)
     return mem[:N].copy()
 

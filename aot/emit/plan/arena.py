@@ -352,8 +352,9 @@ def _select_pairs(p: _Problem, pairs: Sequence[InPlace],
             continue
         if (o, i) not in best or _saving(p, o, i, pair.shift) > _saving(p, o, i, best[o, i]):
             best[o, i] = pair.shift
-    ranked = sorted(best, key=lambda oi: (not _tight(p, *oi, best[oi]),
-                                          -_saving(p, *oi, best[oi]), p.start[oi[0]], oi))
+    ranked = sorted(best, key=lambda oi: (not _tight(p, oi[0], oi[1], best[oi]),
+                                          -_saving(p, oi[0], oi[1], best[oi]), p.start[oi[0]],
+                                          oi))
     succ: dict[int, int] = {}   # inp -> out
     pred: dict[int, int] = {}   # out -> inp
     for o, i in ranked:

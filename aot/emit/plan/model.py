@@ -42,7 +42,8 @@ from ..kernel.ir import Kernel
 
 __all__ = [
     "TensorSpec", "ConstantData", "ArgKind", "BufferRef", "KernelCall",
-    "KernelInfo", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree", "STATUS_CODES", "ARENA_ALIGNMENT", "entry_name",
+    "KernelInfo", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree", "STATUS_CODES",
+    "ARENA_ALIGNMENT", "entry_name",
 ]
 
 #: Every arena offset is a multiple of this; a caller's arena should be

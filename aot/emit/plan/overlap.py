@@ -69,7 +69,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..kernel.ir import (Assign, BinaryOperator, BinOp, Block, Call, Cast, Comment, Const, Decl,
+from ..kernel.ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Const, Decl,
                          Expr, For, IfThenElse, Kernel, Load, Select, Stmt, Store, UnaryOp,
                          UnaryOperator, Var)
 from ..kernel.walk import children, stmt_exprs, walk_stmts
@@ -190,6 +190,11 @@ class _Eval:
             return np.maximum(alo, blo), np.maximum(ahi, bhi)
         if op.is_comparison or op.is_logical:
             return self._truth(op, alo, ahi, blo, bhi)
+        return self._divide(e, alo, ahi)
+
+    def _divide(self, e: BinOp, alo: np.ndarray, ahi: np.ndarray) -> _Iv:
+        """Shifts, division and modulo by a positive constant."""
+        op = e.op
         if op in (BinaryOperator.SHL, BinaryOperator.SHR):
             if not isinstance(e.b, Const):
                 return self.top()
@@ -268,8 +273,18 @@ def _loads(e: Expr) -> list[Load]:
     return found
 
 
-def _stmt_roots(s: Stmt) -> tuple[Expr, ...]:
-    return stmt_exprs(s)
+def _var_names(e: Expr) -> set[str]:
+    found: set[str] = set()
+    stack, seen = [e], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Var):
+            found.add(x.name)
+        stack.extend(children(x))
+    return found
 
 
 class _Tracer:
@@ -300,38 +315,23 @@ class _Tracer:
     def _relevant(self, body: Stmt) -> frozenset[str]:
         """The scalar variables an address or a loop bound depends on: only
         their declarations are evaluated (any other variable is unknown)."""
-        def names(e: Expr) -> set[str]:
-            found: set[str] = set()
-            stack, seen = [e], set()
-            while stack:
-                x = stack.pop()
-                if id(x) in seen:
-                    continue
-                seen.add(id(x))
-                if isinstance(x, Var):
-                    found.add(x.name)
-                stack.extend(children(x))
-            return found
         want: set[str] = set()
         inits: dict[str, Expr] = {}
         for st in walk_stmts(body):
             if isinstance(st, Decl) and st.init is not None:
                 inits[st.var.name] = st.init
             elif isinstance(st, For):
-                want |= names(st.start) | names(st.extent)
+                want |= _var_names(st.start) | _var_names(st.extent)
             if isinstance(st, Store) and st.buffer.name == self.out:
-                want |= names(st.index)
-            for root in _stmt_roots(st):
-                for ld in _loads(root):
-                    if ld.buffer.name in self.ins:
-                        want |= names(ld.index)
+                want |= _var_names(st.index)
+            want.update(*(_var_names(ld.index) for root in stmt_exprs(st)
+                          for ld in _loads(root) if ld.buffer.name in self.ins))
         todo = list(want)
         while todo:
             init = inits.get(todo.pop())
-            if init is not None:
-                for v in names(init) - want:
-                    want.add(v)
-                    todo.append(v)
+            new = set() if init is None else _var_names(init) - want
+            want |= new
+            todo.extend(new)
         return frozenset(want)
 
     def _mark(self, s: Stmt) -> bool:
@@ -407,57 +407,16 @@ class _Tracer:
         ev = _Eval(env, n, self.unknown)
         when = t if frozen is None else frozen
         if isinstance(s, Block):
-            inner = dict(env)
-            offset = 0
-            for x in s.stmts:
-                if isinstance(x, Decl):
-                    if x.init is not None:
-                        ev_x = _Eval(inner, n, self.unknown)
-                        self._reads((x.init,), ev_x, t + offset if frozen is None else frozen)
-                        if x.var.name in self.relevant:
-                            inner[x.var.name] = ev_x(x.init)
-                else:
-                    self.walk(x, inner, t + offset, frozen)
-                offset += self.spans[id(x)]
+            self._walk_block(s, env, t, frozen)
         elif isinstance(s, For):
-            self._reads((s.start, s.extent), ev, when)
-            slo, shi = ev(s.start)
-            elo, ehi = ev(s.extent)
-            exact = np.array_equal(slo, shi) and np.array_equal(elo, ehi)
-            count = np.maximum(elo, 0)
-            total = int(count.sum()) if exact else 0
-            body_span = self.spans[id(s.body)]
-            if frozen is None and exact and total <= MAX_INSTANCES and \
-                    self.instances + total <= MAX_WORK:
-                self.instances += total
-                which = np.repeat(np.arange(n), count)
-                i = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-                inner = {k: (lo[which], hi[which]) for k, (lo, hi) in env.items()}
-                v = slo[which] + i
-                inner[s.var.name] = (v, v)
-                self.walk(s.body, inner, t[which] + 1 + i * body_span, None)
-            else:
-                if id(s) in self.writers:
-                    raise _Refuse(f"loop {s.var.name} stores into {self.out} and cannot be "
-                                  "enumerated")
-                inner = dict(env)
-                inner[s.var.name] = (slo, shi + np.maximum(ehi - 1, 0))
-                self.walk(s.body, inner, t, t + self.spans[id(s)] - 1 if frozen is None
-                          else frozen)
+            self._walk_for(s, env, t, frozen, ev)
         elif isinstance(s, IfThenElse):
             self._reads((s.cond,), ev, when)
             self.walk(s.then, env, t + 1, frozen)
             if s.else_ is not None:
                 self.walk(s.else_, env, t + 1 + self.spans[id(s.then)], frozen)
         elif isinstance(s, Store):
-            self._reads((s.index, s.value), ev, when)
-            if s.buffer.name == self.out:
-                lo, hi = ev(s.index)
-                if frozen is not None or not np.array_equal(lo, hi) or \
-                        bool(np.any(np.abs(lo) >= _BIG)):
-                    raise _Refuse(f"a store into {self.out} at an index not known per instance")
-                self.writes_t.append(t + 1)
-                self.writes_a.append(lo * self.out_itemsize)
+            self._walk_store(s, t, frozen, ev)
         elif isinstance(s, Assign):
             self._reads((s.value,), ev, when)
         elif isinstance(s, Decl):             # a Decl outside a Block: scoped to nothing
@@ -465,6 +424,66 @@ class _Tracer:
                 self._reads((s.init,), ev, when)
         else:
             assert isinstance(s, Comment), type(s).__name__
+
+    def _walk_block(self, s: Block, env: dict[str, _Iv], t: np.ndarray,
+                    frozen: np.ndarray | None) -> None:
+        """The statements in order; a declaration binds its variable (when
+        an address depends on it) for the rest of the block."""
+        inner = dict(env)
+        offset = 0
+        for x in s.stmts:
+            if isinstance(x, Decl):
+                if x.init is not None:
+                    ev_x = _Eval(inner, len(t), self.unknown)
+                    self._reads((x.init,), ev_x, t + offset if frozen is None else frozen)
+                    if x.var.name in self.relevant:
+                        inner[x.var.name] = ev_x(x.init)
+            else:
+                self.walk(x, inner, t + offset, frozen)
+            offset += self.spans[id(x)]
+
+    def _walk_for(self, s: For, env: dict[str, _Iv], t: np.ndarray,
+                  frozen: np.ndarray | None, ev: _Eval) -> None:
+        """Enumerate the loop when it is exact and within the budgets, else
+        make its variable an interval and freeze the time."""
+        n = len(t)
+        when = t if frozen is None else frozen
+        self._reads((s.start, s.extent), ev, when)
+        slo, shi = ev(s.start)
+        elo, ehi = ev(s.extent)
+        exact = np.array_equal(slo, shi) and np.array_equal(elo, ehi)
+        count = np.maximum(elo, 0)
+        total = int(count.sum()) if exact else 0
+        body_span = self.spans[id(s.body)]
+        if frozen is None and exact and total <= MAX_INSTANCES and \
+                self.instances + total <= MAX_WORK:
+            self.instances += total
+            which = np.repeat(np.arange(n), count)
+            i = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+            inner = {k: (lo[which], hi[which]) for k, (lo, hi) in env.items()}
+            v = slo[which] + i
+            inner[s.var.name] = (v, v)
+            self.walk(s.body, inner, t[which] + 1 + i * body_span, None)
+        else:
+            if id(s) in self.writers:
+                raise _Refuse(f"loop {s.var.name} stores into {self.out} and cannot be "
+                              "enumerated")
+            inner = dict(env)
+            inner[s.var.name] = (slo, shi + np.maximum(ehi - 1, 0))
+            self.walk(s.body, inner, t, t + self.spans[id(s)] - 1 if frozen is None
+                      else frozen)
+
+    def _walk_store(self, s: Store, t: np.ndarray, frozen: np.ndarray | None,
+                    ev: _Eval) -> None:
+        when = t if frozen is None else frozen
+        self._reads((s.index, s.value), ev, when)
+        if s.buffer.name == self.out:
+            lo, hi = ev(s.index)
+            if frozen is not None or not np.array_equal(lo, hi) or \
+                    bool(np.any(np.abs(lo) >= _BIG)):
+                raise _Refuse(f"a store into {self.out} at an index not known per instance")
+            self.writes_t.append(t + 1)
+            self.writes_a.append(lo * self.out_itemsize)
 
     # -- result ---------------------------------------------------------------
 
