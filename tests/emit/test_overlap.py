@@ -251,3 +251,42 @@ def test_random_shifted_chains_plan_validly(seed):
     verify_plan(tensors, plan)
     assert plan.arena_bytes >= lower_bound(tensors, pairs)
     assert plan.arena_bytes <= plan_memory(tensors).arena_bytes
+
+
+def _pointwise(channels_out: int, dtype: str = "float32") -> str:
+    if dtype == "int8":
+        n = channels_out * 8
+        w = (f'reshape(cast(subtract(mod(arange(0f, {n}f, 1f, start=0f, stop={n}f, step=1f, '
+             f'dtype="float32"), 256f), 128f), dtype="int8"), newshape=[{channels_out}, 8, 1, 1])')
+        conv = (f"qnn.requantize(qnn.conv2d(%0, {w}, 0, 0, 0.5f, 0.25f), 0.125f, 0, 4f, 0, "
+                f'out_dtype="int8")')
+        return (f'def @main(%x: Tensor[(1, 8, 6, 8), int8]) {{\n  %0 = maximum(%x, 0i8);\n'
+                f'  %1 = {conv};\n  max(%1, axis=[1])\n}}')
+    return (f"def @main(%x: Tensor[(1, 8, 6, 8), float32], "
+            f"%w: Tensor[({channels_out}, 8, 1, 1), float32]) {{\n  %0 = nn.relu(%x);\n"
+            f"  %1 = nn.conv2d(%0, %w, channels={channels_out}, kernel_size=[1, 1]);\n"
+            f"  nn.softmax(%1)\n}}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_staged_pointwise_writes_over_its_input(dtype):
+    """Channels-first 1x1 convolutions run staged (a local array of one
+    column tile's channels) while that array stays within STAGE_BYTES, and
+    then the output may take the input's place; wider ones keep the plain
+    order, where every channel tile reads the whole input again."""
+    def pointwise_call(p):
+        staged = {k.name for k in p.kernels
+                  if any(b.scope is K.BufferScope.LOCAL and b.name.startswith("stage")
+                         for b in _buffers(k))}
+        return staged, {p.calls[o.call].kernel for o in p.arena_overlaps if o.shift == 0}
+    narrow = plan_model(aot.parse(_pointwise(16, dtype)), "pw")
+    staged, over = pointwise_call(narrow)
+    assert len(staged) == 1 and staged <= over
+    wide = plan_model(aot.parse(_pointwise(72, dtype)), "pw")
+    staged, over = pointwise_call(wide)
+    assert not staged
+
+
+def _buffers(k: K.Kernel) -> list[K.Buffer]:
+    from aot.emit.kernel.walk import buffers_in
+    return buffers_in(k.body)
