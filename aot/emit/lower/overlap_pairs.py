@@ -12,8 +12,11 @@ planner; the planner decides which ones it uses.
 A used pair makes two arguments of one call overlap in memory, so the C
 compiler must not assume they do not alias: :func:`unrestrict` drops
 ``restrict`` from the two parameters (for every call of that kernel; a
-kernel's C is shared).  The IR's order of loads and stores is then what the
-compiled code does, which is what the analysis reasoned about.
+kernel's C is shared).  With the model's ``-fno-strict-aliasing`` (its
+make fragment's flags) the compiler also may not assume that pointers of
+different element types never alias, so the IR's order of loads and
+stores is what the compiled code does, which is what the analysis
+reasoned about.
 """
 
 from __future__ import annotations

@@ -25,20 +25,23 @@ If count as executed, every Select arm as read: the events that really
 happen are a subsequence of ours, in the same order, so every conclusion
 below stays true for them (over-approximating reads and writes is sound).
 
-**Exact and summarised subtrees.**  Statements that (transitively) store
-into ``O`` are enumerated exactly, vectorised: a loop multiplies the set of
-instances (NumPy arrays of variable values, one entry per instance), and
-every store into ``O`` gives a write event (time, byte address); its index
-must be exact (a single value per instance), else there is no fact.  A
-subtree that stores nothing into ``O`` -- a convolution's reduction loops
--- is *summarised*: its loop variables become intervals, every load of
-``I`` in it an interval of element indices (interval arithmetic over the
-index expression: ``+ - * min max``, division and modulo by a positive
-constant, shifts, comparisons and selects), and the union of those is one
-read event per instance, timed at the subtree's last instant.  That read
-set is a superset and the time a bound from above: sound again.  A value
-loaded from memory or a variable that is ever re-assigned is unknown (any
-index), which makes reads cover the whole input and writes refuse.
+**Enumerated and summarised loops.**  Loops are enumerated exactly,
+vectorised: a loop multiplies the set of instances (NumPy arrays of
+variable values, one entry per instance) while its bounds are known per
+instance and the instance count stays within :data:`MAX_INSTANCES` (one
+loop) and :data:`MAX_WORK` (the kernel).  Every store into ``O`` gives a
+write event (time, byte address), every load of ``I`` a read event (time,
+element index).  A store's index must be exact (one value per instance),
+else there is no fact.  A loop that cannot be enumerated is *summarised*:
+its variable becomes an interval, every load of ``I`` inside an interval
+of element indices (interval arithmetic over the index expression: ``+ -
+* min max``, division and modulo by a positive constant, shifts,
+comparisons and selects), timed at the loop's last instant -- a superset
+of the reads at a later time: sound again.  A store into ``O`` inside such
+a loop refuses.  A value loaded from memory, a variable that is ever
+re-assigned, or one no address depends on (only those are evaluated) is
+unknown (any index), which makes reads cover the whole input and writes
+refuse.
 
 **The condition.**  With ``L[e]`` the time of the last read of input
 element ``e``, shift ``s`` is safe iff for every write event ``w`` (time
@@ -55,10 +58,9 @@ and a shift that is safe by a monotone sufficient condition -- with
 the rows it needs below).  The candidate that makes the union of the two
 tensors smallest wins; when none overlaps at all there is no fact.
 
-Cost: one enumeration of the exact part (the number of output elements
-times a small factor; summarised reductions cost one interval evaluation
-per instance).  Kernels whose exact part exceeds :data:`MAX_INSTANCES`
-get no fact.  Results are cached per (kernel, output, inputs).
+Cost: about one vectorised evaluation per load or store and enumerated
+instance (up to :data:`MAX_WORK` instances; beyond, loops are
+summarised).  Results are cached per (kernel, output, inputs).
 """
 
 from __future__ import annotations
@@ -488,6 +490,8 @@ class _Tracer:
     # -- result ---------------------------------------------------------------
 
     def trace(self, body: Stmt) -> _Trace:
+        if self.spans[id(body)] >= 1 << 62:
+            raise _Refuse("too many statement instances for 64-bit times")
         self.walk(body, {}, np.zeros(1, dtype=np.int64), None)
         last = np.full(self.n_in, -1, dtype=np.int64)
         if self.reads_t:
