@@ -27,7 +27,7 @@ from typing import Sequence
 from ..kernel import ir as K
 from ..kernel.walk import children, postorder, with_children
 from ..plan.arena import InPlace
-from ..plan.overlap import best_shift
+from ..plan.overlap import best_shift, same_loop_nest
 
 __all__ = ["PairSite", "overlap_candidates", "unrestrict"]
 
@@ -104,4 +104,6 @@ def unrestrict(kernel: K.Kernel, names: frozenset[str]) -> K.Kernel:
         return s
 
     params = tuple(swap.get(p, p) for p in kernel.params)
-    return K.Kernel(kernel.name, params, stmt(kernel.body), kernel.comment)
+    new = K.Kernel(kernel.name, params, stmt(kernel.body), kernel.comment)
+    same_loop_nest(kernel, new)
+    return new

@@ -66,6 +66,7 @@ summarised).  Results are cached per (kernel, output, inputs).
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -77,7 +78,8 @@ from ..kernel.ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Co
 from ..kernel.walk import children, stmt_exprs, walk_stmts
 from .arena import union_bytes
 
-__all__ = ["OverlapFact", "best_shift", "safe_shift", "MAX_INSTANCES", "MAX_WORK"]
+__all__ = ["OverlapFact", "best_shift", "safe_shift", "same_loop_nest", "MAX_INSTANCES",
+           "MAX_WORK"]
 
 #: instances one loop may expand to (memory: a few arrays of this length)
 MAX_INSTANCES = 1 << 18
@@ -531,12 +533,32 @@ def _max_into(last: np.ndarray, index: np.ndarray, t: np.ndarray) -> None:
     last[index] = np.maximum(last[index], t)
 
 
-@functools.lru_cache(maxsize=256)
+#: traces by (kernel, output, inputs), most recent last
+_TRACES: OrderedDict[tuple[Kernel, str, tuple[str, ...]], _Trace | None] = OrderedDict()
+_CACHED = 256
+
+
 def _trace(kernel: Kernel, out: str, ins: tuple[str, ...]) -> _Trace | None:
+    key = (kernel, out, ins)
+    if key in _TRACES:
+        _TRACES.move_to_end(key)
+        return _TRACES[key]
     try:
-        return _Tracer(kernel, out, frozenset(ins)).trace(kernel.body)
+        tr: _Trace | None = _Tracer(kernel, out, frozenset(ins)).trace(kernel.body)
     except _Refuse:
-        return None
+        tr = None
+    _TRACES[key] = tr
+    while len(_TRACES) > _CACHED:
+        _TRACES.popitem(last=False)
+    return tr
+
+
+def same_loop_nest(old: Kernel, new: Kernel) -> None:
+    """``new`` is ``old`` with other ``restrict`` flags, which the analysis
+    does not read: ``new``'s traces are ``old``'s (saves tracing again)."""
+    for (k, out, ins), tr in list(_TRACES.items()):
+        if k == old:
+            _TRACES[(new, out, ins)] = tr
 
 
 # --------------------------------------------------------------------------
