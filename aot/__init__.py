@@ -10,7 +10,8 @@ The public API (see README.md)::
     art = aot.compile(mod, "out/model", name="model", params={"w": w})
     qmod = aot.quantize(mod, [[x] for x in samples], {"calibrate_mode": "max"})
     fn = aot.load(art)
-    value = fn(*args)
+    value = fn(*args)                          # inputs also by name: fn(**{"input.1": x})
+    outs = fn.named(*args)                     # {output name: array}
 
     with aot.PassContext(opt_level=2, disabled=["FoldScaleAxis"]):
         art = aot.compile(mod, "out/model")    # the optimizer's passes, chosen by name
@@ -84,7 +85,8 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
             entry: str = "main", build: bool = True, pool_bytes: int | None = None,
             max_depth: int | None = None, tuning: str | None = None,
             quantized: str = "integer", stack_bytes: int | None = None,
-            target: str = "host") -> Any:
+            target: str = "host", ram_budget: int | None = None,
+            memory_report: bool = False) -> Any:
     """Compile ``@entry`` to a C artifact in ``out_dir`` (``include/<name>.h``,
     ``src/``, ``<name>.mk``, ``metadata.json``) and build
     ``lib/lib<name>.a``.  ``params`` binds parameters of ``@entry`` to
@@ -106,13 +108,21 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     int32 accumulators, requantization in the kernel's epilogue) or
     ``"float"`` (the float operators as written, float32 weights; the
     interpreter's result).
+    ``ram_budget`` (bytes) makes the compile fail with a DiagnosticError
+    naming the budget and the breakdown when arena, object pool and the
+    built library's worst-case stack need more (nothing is written then);
+    metadata.json's ``stack`` record holds the call graph and, when the
+    library is built, its worst-case stack (``stack.library.bytes``).
+    ``memory_report=True`` also writes ``memory.svg`` and ``memory.txt``
+    (the arena's tensors against time) into the artifact.
     Returns the :class:`~aot.emit.build.artifact.Artifact`; DiagnosticError on
     programs the backend cannot compile."""
     from .compiler import compile_module
     return compile_module(mod, out_dir, name=name, opt_level=opt_level, params=params,
                           arena=arena, entry=entry, build=build, pool_bytes=pool_bytes,
                           max_depth=max_depth, tuning=tuning, quantized=quantized,
-                          stack_bytes=stack_bytes, target=target)
+                          stack_bytes=stack_bytes, target=target, ram_budget=ram_budget,
+                          memory_report=memory_report)
 
 
 def quantize(mod: IRModule, calibration_inputs: Any, config: Any = None) -> IRModule:

@@ -6,6 +6,7 @@
                                    print the result of @main
     aot compile FILE -o DIR [--name NAME] [--opt-level N] [--arena caller|static]
                 [--pool-bytes N] [--max-depth N] [--stack-bytes N] [--quantized integer|float]
+                [--ram-budget BYTES] [--memory-report]
                 [--disable-pass NAME ...] [--enable-pass NAME ...]
                 [--dump-ir DIR] [--pass-timing]
                      [--param NAME=FILE.npy ...] [--no-build] [--grad]
@@ -18,6 +19,8 @@
     aot ops                        list the operator catalogue
     aot passes [--opt-level N]     list the passes, their levels and the default pipelines
     aot cache info|clear           the C build cache: where, how big, the limit; empty it
+    aot stack DIR FILE.su ...      worst-case stack of the entry from -fstack-usage files
+                                   (the artifact's tools/aot_stack.py; make <name>-stack)
     aot --version
 
 FILE is Relay text (``.relay``), an ONNX model (``.onnx``, imported by
@@ -352,7 +355,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                                      pool_bytes=args.pool_bytes, max_depth=args.max_depth,
                                      stack_bytes=args.stack_bytes,
                                      tuning=args.tuning, quantized=args.quantized,
-                                     target=args.target)
+                                     target=args.target, ram_budget=args.ram_budget,
+                                     memory_report=args.memory_report)
         except OSError as exc:
             culprit = f" ({exc.filename})" if exc.filename and \
                 Path(exc.filename).resolve() != Path(args.output).resolve() else ""
@@ -366,15 +370,20 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     meta = artifact.metadata
+    if args.memory_report:
+        print((artifact.root / "memory.txt").read_text(), end="")
+        print(f"{artifact.root / 'memory.svg'}: the arena's tensors against time")
+    stack = (meta.get("stack") or {}).get("library")
+    stack_text = (f", stack {stack['bytes']} bytes ({stack['compiler']})" if stack else "")
     if meta.get("backend") == "program":
         print(f"{artifact.root}: program, {len(meta['kernels'])} kernels, object pool "
               f"{meta['pool_bytes']} bytes, at most {meta['program']['max_depth']} nested calls, "
-              f"constants {meta['constant_bytes']} bytes")
+              f"constants {meta['constant_bytes']} bytes{stack_text}")
     else:
         print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} "
               f"bytes (lower bound {meta['arena_lower_bound_bytes']}, of whole tensors "
               f"{meta['arena_whole_tensor_bound_bytes']}), constants "
-              f"{meta['constant_bytes']} bytes")
+              f"{meta['constant_bytes']} bytes{stack_text}")
     target = TARGETS[args.target]
     if not target.is_host and not args.no_build:
         print(f"{artifact.layout.library}: built for {target.name} with {target.prefix}gcc; "
@@ -551,6 +560,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stack-bytes", type=int, default=None, metavar="N",
                    help="stack budget of such programs' nested calls below the entry, "
                         "past which a call returns ERR_DEPTH (default 65536)")
+    p.add_argument("--ram-budget", type=_byte_count, default=None, metavar="BYTES",
+                   help="fail (exit status 1, nothing written) when the model needs more RAM: "
+                        "arena + object pool + the built library's worst-case stack "
+                        "(K and M suffixes: 64K)")
+    p.add_argument("--memory-report", action="store_true",
+                   help="also write DIR/memory.svg (each arena tensor a box: offset against "
+                        "kernel call, the lower bound, the peak call) and DIR/memory.txt, "
+                        "and print the table")
     p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default=None,
                    help="convolution and dense loop nests for a scalar FPU (microcontrollers; "
                         "the default), for cores without an FPU (scalar-nofma, the default of "
@@ -587,7 +604,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_passes)
     _add_profile_parser(sub)
     _add_cache_parser(sub)
+    p = sub.add_parser(
+        "stack", help="worst-case stack of the entry from -fstack-usage files",
+        description="The worst-case stack of a compiled model's entry function: the .su files "
+                    "the compiler wrote with -fstack-usage for the model's sources, combined "
+                    "with the call graph in the artifact's metadata.json (recursion bounded "
+                    "by max_depth and the stack budget).  The artifact's tools/aot_stack.py "
+                    "is the same tool without aot; its make fragment's <name>-stack target "
+                    "runs it with the firmware's compiler.")
+    p.add_argument("artifact", metavar="DIR", help="the artifact (or its metadata.json)")
+    p.add_argument("su", nargs="+", metavar="FILE.su", help="the .su files of its sources")
+    p.add_argument("--stack-bytes", type=int, default=None, metavar="N",
+                   help="the stack budget the contexts are initialised with (default: the "
+                        "compiled one)")
+    p.add_argument("--max-depth", type=int, default=None, metavar="N",
+                   help="the bound on nested calls (default: the compiled one)")
+    p.add_argument("--json", action="store_true", help="print the figure as JSON")
+    p.set_defaults(func=cmd_stack)
     return parser
+
+
+def cmd_stack(args: argparse.Namespace) -> int:
+    from .emit.build.stack_usage import run
+    argv = [args.artifact, *args.su, "--stack-bytes", str(args.stack_bytes)] \
+        if args.stack_bytes is not None else [args.artifact, *args.su]
+    if args.max_depth is not None:
+        argv += ["--max-depth", str(args.max_depth)]
+    return run([*argv, *(["--json"] if args.json else [])], prog="aot stack")
+
+
+def _byte_count(text: str) -> int:
+    """``65536``, ``64K``, ``1M`` -> bytes (argparse type)."""
+    units = {"K": 1 << 10, "M": 1 << 20}
+    word = text.strip().upper().removesuffix("B")
+    scale = units.get(word[-1:], 1)
+    digits = word[:-1] if word[-1:] in units else word
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number of bytes such as 65536 or 64K, "
+                                         f"not {text!r}")
+    return int(digits) * scale
 
 
 def _add_progress(p: argparse.ArgumentParser, quiet_also: str = "") -> None:

@@ -187,15 +187,22 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    arena: str = "caller", entry: str = "main", build: bool = True,
                    pool_bytes: int | None = None, max_depth: int | None = None,
                    tuning: str | None = None, quantized: str = "integer",
-                   stack_bytes: int | None = None, target: str = "host"):
+                   stack_bytes: int | None = None, target: str = "host",
+                   ram_budget: int | None = None, memory_report: bool = False):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a`` for ``target`` (:mod:`aot.emit.build.targets`:
     the host, or a Cortex-M core with the Arm cross compiler; its loop-nest
-    tuning unless ``tuning`` is given).  Returns the
-    :class:`~aot.emit.build.artifact.Artifact`."""
+    tuning unless ``tuning`` is given).  ``ram_budget`` (bytes): fail when
+    arena, pool and the built library's stack need more
+    (:mod:`aot.emit.build.memory`); ``memory_report``: also write the
+    arena's picture and table (:mod:`aot.emit.build.memory_report`).
+    Returns the :class:`~aot.emit.build.artifact.Artifact`."""
     from .emit.build.artifact import write_and_build
+    from .emit.build.memory import check_budget_value, check_ram_budget
     from .emit.build.targets import get_target, target_toolchain
 
+    if ram_budget is not None:
+        check_budget_value(ram_budget)
     chosen = get_target(target)
     # the toolchain first: a missing cross compiler is said before a long compile
     toolchain = target_toolchain(chosen) if build and not chosen.is_host else None
@@ -203,4 +210,11 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                  pool_bytes=pool_bytes, max_depth=max_depth,
                  tuning=tuning if tuning is not None else chosen.tuning, quantized=quantized,
                  stack_bytes=stack_bytes)
-    return write_and_build(model, Path(out_dir), build=build, toolchain=toolchain)
+    if ram_budget is not None:                   # arena and pool: before writing anything
+        check_ram_budget({"name": model.name, "arena": model.arena,
+                          "arena_bytes": model.arena_bytes, "pool_bytes": model.pool_bytes,
+                          "backend": "program" if model.program is not None else "dataflow"},
+                         ram_budget, stack_note="not measured: arena and pool alone exceed "
+                                                "the budget")
+    return write_and_build(model, Path(out_dir), build=build, toolchain=toolchain,
+                           ram_budget=ram_budget, memory_report=memory_report)

@@ -183,6 +183,21 @@ def _freeze(value: RawValue) -> Any:
 
 EMPTY_FUNC_ATTRS = FuncAttrs()
 
+#: The attribute of an entry function that names its outputs (a list of
+#: strings, one per tensor of the flattened result, left to right): the
+#: importers set it from the graph's output names; Relay text can write it
+#: (``def @main(%x: ..., output_names=["probs"])``).
+OUTPUT_NAMES_ATTR = "output_names"
+
+
+def output_names(attrs: FuncAttrs, count: int) -> list[str]:
+    """The names ``attrs`` gives ``count`` outputs, or ``""`` each when it
+    gives none or they do not match the outputs one to one."""
+    names = attrs.get(OUTPUT_NAMES_ATTR)
+    if isinstance(names, tuple) and len(names) == count and all(isinstance(n, str) for n in names):
+        return list(names)
+    return [""] * count
+
 
 # ------------------------------------------------- attributes of other calls
 

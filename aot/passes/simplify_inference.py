@@ -8,8 +8,8 @@ single calls while training, by the elementwise/broadcast/reduce operators
 they compute at inference, so that FuseOps can fuse them into the
 neighbouring convolution or dense and FoldConstant can fold the per-channel
 arithmetic on constant weights.  The catalogue (``aot/ir/ops/nn.py``) has
-three such operators; ``nn.instance_norm``, ``nn.group_norm`` and
-``nn.l2_normalize``, which Relay also rewrites, do not exist here.
+three such operators and ``aot/ir/ops/nn_norm.py`` three more, all of which
+Relay also rewrites.
 
 * ``nn.batch_norm(x, gamma, beta, mean, var)`` -> the tuple
   ``(x * scale + shift, mean, var)``, with, exactly as Relay builds it::
@@ -32,6 +32,14 @@ three such operators; ``nn.instance_norm``, ``nn.group_norm`` and
       v = variance(x, m, axis=[axis], keepdims=True)
       (x - m) / sqrt(v + eps)  (* gamma) (+ beta)     (gamma, beta expanded)
 
+* ``nn.instance_norm(x, gamma, beta)`` -> the same with ``mean`` and
+  ``variance`` over every axis but 0 and ``axis``.
+* ``nn.group_norm(x, gamma, beta)`` -> Relay's expansion: ``x`` reshaped to
+  split ``axis`` into (groups, channels per group), normalised over the
+  channels of a group and the axes after them, reshaped back, then
+  ``gamma``/``beta`` per channel.
+* ``nn.l2_normalize(x)`` -> ``x / sqrt(maximum(sum(x * x, axis,
+  keepdims=True), eps))``.
 * A projection ``t.i`` of a tuple this pass created is the field itself,
   so ``nn.batch_norm(...).0`` becomes the arithmetic with no tuple in
   between (the other fields are the call's own arguments: nothing is
@@ -39,7 +47,7 @@ three such operators; ``nn.instance_norm``, ``nn.group_norm`` and
 
 Each rewrite is a dataflow pattern and a callback (:mod:`aot.ir.pattern`):
 ``nn.batch_norm(x, gamma, beta, mean, var)``, ``nn.dropout(x)``,
-``nn.layer_norm(x, gamma, beta)`` and ``(...).i``, applied in one
+the four normalisations and ``(...).i``, applied in one
 bottom-up walk (:func:`~aot.ir.pattern.rewrite_bottom_up`): a call is
 expanded once its arguments are, and a projection is matched after the
 tuple it projects has been built, so the projection callback recognises
@@ -63,8 +71,10 @@ from ..ir.attrs import Attrs
 from ..ir.expr import Call, Constant, Expr, Tuple, TupleGetItem, op
 from ..ir.module import IRModule
 from ..ir.ops.nn import BatchNormAttrs, LayerNormAttrs
+from ..ir.ops.nn_norm import GroupNormAttrs, InstanceNormAttrs, L2NormalizeAttrs
+from ..ir.ops.shape_util import group_shape, instance_axes, l2_axes
 from ..ir.ops.reduce import ReduceAttrs, VarianceAttrs
-from ..ir.ops.transform import ExpandDimsAttrs
+from ..ir.ops.transform import ExpandDimsAttrs, ReshapeAttrs
 from ..ir.pattern import (DFPattern, DFPatternCallback, is_op, is_tuple, is_tuple_get_item,
                           rewrite_bottom_up, wildcard)
 from ..ir.types import TensorType
@@ -76,12 +86,14 @@ NodeMap = dict[DFPattern, list[Expr]]
 
 
 def simplify_inference(mod: IRModule) -> IRModule:
-    """A new, typed module in which every ``nn.batch_norm``, ``nn.dropout``
-    and ``nn.layer_norm`` call is replaced by the arithmetic it computes
+    """A new, typed module in which every ``nn.batch_norm``, ``nn.dropout``,
+    ``nn.layer_norm``, ``nn.instance_norm``, ``nn.group_norm`` and
+    ``nn.l2_normalize`` call is replaced by the arithmetic it computes
     (the module itself when there is none)."""
     assert mod.is_typed, "simplify_inference needs a typed module (run aot.infer_types)"
     created: set[Tuple] = set()
     callbacks = [ExpandBatchNorm(created), ExpandDropout(created), ExpandLayerNorm(),
+                 ExpandInstanceNorm(), ExpandGroupNorm(), ExpandL2Normalize(),
                  ProjectExpansion(created)]
     out = rewrite_bottom_up(callbacks, mod)
     assert isinstance(out, IRModule)
@@ -171,32 +183,95 @@ class ExpandDropout(DFPatternCallback):
         return tup
 
 
-class ExpandLayerNorm(DFPatternCallback):
-    """``nn.layer_norm(x, gamma, beta)`` -> Relay's expansion (the note)."""
+NormAttrs = LayerNormAttrs | InstanceNormAttrs | GroupNormAttrs
+
+
+class _ExpandNorm(DFPatternCallback):
+    """``op(x, gamma, beta)`` -> ``(x - mean) / sqrt(var + eps)`` over the
+    operator's axes, then ``* gamma + beta`` per channel (the note)."""
+
+    op_name = ""
 
     def __init__(self) -> None:
         super().__init__()
         self.x, self.gamma, self.beta = wildcard(), wildcard(), wildcard()
-        self.pattern = is_op("nn.layer_norm")(self.x, self.gamma, self.beta)
+        self.pattern = is_op(self.op_name)(self.x, self.gamma, self.beta)
+
+    def axes(self, attrs: NormAttrs, ndim: int) -> tuple[int, ...]:
+        raise NotImplementedError
 
     def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
         x, gamma, beta = (node_map[p][0] for p in (self.x, self.gamma, self.beta))
         attrs = post.attrs
-        assert isinstance(attrs, LayerNormAttrs)
+        assert isinstance(attrs, (LayerNormAttrs, InstanceNormAttrs, GroupNormAttrs))
         xt = _data_type(pre)
         b = _Builder(post.span)
-        axes = (attrs.axis,)
-        mean = b.call("mean", x, attrs=ReduceAttrs(axis=axes, keepdims=True))
-        var = b.call("variance", x, mean, attrs=VarianceAttrs(axis=axes, keepdims=True))
-        denom = b.call("sqrt", b.call("add", var, b.scalar(attrs.epsilon, xt)))
-        out: Expr = b.call("divide", b.call("subtract", x, mean), denom)
         ndim = len(xt.shape)
         axis = attrs.axis % ndim
+        data: Expr = x
+        if isinstance(attrs, GroupNormAttrs):
+            split, axes = group_shape(tuple(int(d) for d in xt.shape), axis, attrs.num_groups)
+            data = b.call("reshape", x, attrs=ReshapeAttrs(newshape=split))
+        else:
+            axes = self.axes(attrs, ndim)
+        mean = b.call("mean", data, attrs=ReduceAttrs(axis=axes, keepdims=True))
+        var = b.call("variance", data, mean, attrs=VarianceAttrs(axis=axes, keepdims=True))
+        denom = b.call("sqrt", b.call("add", var, b.scalar(attrs.epsilon, xt)))
+        out: Expr = b.call("divide", b.call("subtract", data, mean), denom)
+        if isinstance(attrs, GroupNormAttrs):
+            out = b.call("reshape", out,
+                         attrs=ReshapeAttrs(newshape=tuple(int(d) for d in xt.shape)))
         if attrs.scale:
             out = b.call("multiply", out, b.expand_to_axis(gamma, ndim, axis))
         if attrs.center:
             out = b.call("add", out, b.expand_to_axis(beta, ndim, axis))
         return out
+
+
+class ExpandLayerNorm(_ExpandNorm):
+    """``nn.layer_norm(x, gamma, beta)``: over ``axis`` itself."""
+
+    op_name = "nn.layer_norm"
+
+    def axes(self, attrs: NormAttrs, ndim: int) -> tuple[int, ...]:
+        return (attrs.axis,)
+
+
+class ExpandInstanceNorm(_ExpandNorm):
+    """``nn.instance_norm(x, gamma, beta)``: over all axes but 0 and ``axis``."""
+
+    op_name = "nn.instance_norm"
+
+    def axes(self, attrs: NormAttrs, ndim: int) -> tuple[int, ...]:
+        return instance_axes(ndim, attrs.axis % ndim)
+
+
+class ExpandGroupNorm(_ExpandNorm):
+    """``nn.group_norm(x, gamma, beta)``: over a group's channels and the
+    axes after them, on the data reshaped to split the channels."""
+
+    op_name = "nn.group_norm"
+
+
+class ExpandL2Normalize(DFPatternCallback):
+    """``nn.l2_normalize(x)`` -> ``x / sqrt(max(sum(x * x), eps))``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.x = wildcard()
+        self.pattern = is_op("nn.l2_normalize")(self.x)
+
+    def callback(self, pre: Expr, post: Expr, node_map: NodeMap) -> Expr:
+        x = node_map[self.x][0]
+        attrs = post.attrs
+        assert isinstance(attrs, L2NormalizeAttrs)
+        xt = _data_type(pre)
+        b = _Builder(post.span)
+        axes = l2_axes(len(xt.shape), attrs.axis)
+        total = b.call("sum", b.call("multiply", x, x),
+                       attrs=ReduceAttrs(axis=axes, keepdims=True))
+        return b.call("divide", x, b.call("sqrt", b.call("maximum", total,
+                                                         b.scalar(attrs.eps, xt))))
 
 
 class ProjectExpansion(DFPatternCallback):

@@ -19,8 +19,25 @@ from ..emit.c.context import MODEL_CFLAGS
 from ..progress import stage
 from . import driver_arrays
 
-#: cores QEMU models on a board with the memory map of data/mps2.ld
+#: cores QEMU models, and the board for each
 BOARDS = {t.name: t.qemu_board for t in TARGETS.values() if t.qemu_board}
+#: each board's code and RAM as QEMU models them (origin, length): the
+#: MEMORY lines of data/mps2.ld.  The MPS2 AN385/AN386/AN500 boards have
+#: 4 MiB of each at 0x0 and 0x20000000; the AN505 (Cortex-M33) boots in the
+#: Secure state, its vector table at 0x10000000 (SSRAM1's Secure alias)
+#: and its RAM at 0x38000000 (SSRAM2); the MPS3 AN547 (Cortex-M55) runs
+#: from its 512 KiB ITCM at 0x0 with its 512 KiB DTCM at 0x20000000.
+#: The micro:bit (nRF51822) is QEMU's only Armv6-M board: a Cortex-M0,
+#: whose instruction set is the Cortex-M0+'s (the counts are the M0+'s;
+#: its cycles would differ), with 256 KiB of flash and 16 KiB of RAM.
+MEMORY_MAPS: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {
+    "mps2-an385": ((0x00000000, "4M"), (0x20000000, "4M")),
+    "mps2-an386": ((0x00000000, "4M"), (0x20000000, "4M")),
+    "mps2-an500": ((0x00000000, "4M"), (0x20000000, "4M")),
+    "mps2-an505": ((0x10000000, "4M"), (0x38000000, "2M")),
+    "mps3-an547": ((0x00000000, "512K"), (0x20000000, "512K")),
+    "microbit": ((0x00000000, "256K"), (0x20000000, "16K")),
+}
 QEMU = "qemu-system-arm"
 QEMU_TIMEOUT_S = 1800
 MARKER = "aot_profile_mark"
@@ -62,7 +79,7 @@ def board_of(target: Target) -> str:
         return BOARDS[target.name]
     except KeyError:
         raise DiagnosticError(
-            f"aot profile runs on the cores QEMU models with the MPS2 memory map: "
+            f"aot profile runs on the cores QEMU models: "
             f"{', '.join(BOARDS)} (and host); not {target.name}") from None
 
 
@@ -92,10 +109,26 @@ def _build_firmware(art: Path, meta: dict, inputs: Sequence[np.ndarray], work: P
     elf = work / "app.elf"
     run_tool([*cc, *MODEL_CFLAGS, "-c", "model.c", "-o", "model.o"], cwd=work,
              what="compiling the model for the profile", path=work / "model.c")
-    run_tool([*cc, "-T", str(_data("mps2.ld")), "--specs=rdimon.specs", "-nostartfiles",
+    script = work / "board.ld"
+    script.write_text(linker_script(board_of(target)))
+    run_tool([*cc, "-T", str(script), "--specs=rdimon.specs", "-nostartfiles",
               str(_data("startup.c")), "main.c", "model.o", "-lm", "-o", str(elf)],
              cwd=work, what="linking the profiling firmware", path=work / "main.c")
     return elf
+
+
+def linker_script(board: str) -> str:
+    """data/mps2.ld with ``board``'s memory map."""
+    (flash, flash_len), (ram, ram_len) = MEMORY_MAPS[board]
+    text = _data("mps2.ld").read_text()
+    memory = (f"MEMORY\n{{\n    FLASH (rx)  : ORIGIN = {flash:#010x}, LENGTH = {flash_len}\n"
+              f"    RAM   (rwx) : ORIGIN = {ram:#010x}, LENGTH = {ram_len}\n}}")
+    start = text.index("MEMORY\n{")
+    end = text.index("}", start) + 1
+    text = text[:start] + memory + text[end:]
+    if board == "microbit":                    # 16 KiB of RAM in all
+        text = text.replace("MIN_STACK_BYTES = 16K;", "MIN_STACK_BYTES = 4K;")
+    return text
 
 
 def _marker_address(elf: Path, target: Target) -> int:

@@ -144,6 +144,23 @@ def test_size_reports_flash_and_ram(build_dir):
 
 @needs_make
 @needs_arm
+def test_stack_reports_the_worst_case_on_the_core(build_dir):
+    """make stack: the fragment's tiny_cnn-stack target with the Cortex-M4F
+    compiler and flags; the figure is at least the entry's frame."""
+    result = make(build_dir, "stack")
+    assert result.returncode == 0, result.stdout + result.stderr
+    su = (build_dir / "tiny_cnn" / "arm-O2" / "stack" / "tiny_cnn.su").read_text()
+    frames = {line.split("\t")[0].rsplit(":", 1)[1]: int(line.split("\t")[1])
+              for line in su.splitlines()}
+    line = next(x for x in result.stdout.splitlines() if x.startswith("tiny_cnn_run: "))
+    figure = int(line.split("worst-case stack ")[1].split()[0].replace(",", ""))
+    assert figure >= frames["tiny_cnn_run"] + max(
+        (n for f, n in frames.items() if f.startswith("tiny_cnn_k")), default=0)
+    assert "the heaviest call chain" in line
+
+
+@needs_make
+@needs_arm
 @pytest.mark.skipif(not PLUGIN_SRC.is_file(),
                     reason=f"the QEMU instruction-count plugin source is not at {PLUGIN_SRC}")
 def test_count_instructions_per_inference(build_dir):

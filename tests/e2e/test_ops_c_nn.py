@@ -2,6 +2,7 @@
 activations, bias_add and softmax over dtypes and axes; dense, matmul and
 batch_matmul over the shapes, transposes and (integer, widening, wrapping)
 out_dtypes of tests/emit/test_lower_nn.py; batch_norm, layer_norm,
+instance_norm, group_norm, l2_normalize, einsum,
 dropout, batch_flatten and every pad mode.  One build per test (see
 test_ops_c.py)."""
 
@@ -101,6 +102,28 @@ def linear_cases():
     return out
 
 
+# ---------------------------------------------------------------- einsum
+
+def einsum_cases():
+    """Contractions, diagonals, implicit results, broadcast ellipses,
+    integer wrap-around, one operand and three."""
+    out = []
+    for eq, shapes in [("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ii->i", [(4, 4)]),
+                       ("ii", [(3, 3)]), ("ij,jk", [(3, 4), (4, 2)]),
+                       ("...j,...j->...", [(2, 3, 4), (1, 3, 4)]), ("bij->jb", [(2, 3, 4)]),
+                       ("i,j->ij", [(3,), (4,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+                       ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("i,i", [(6,), (6,)]),
+                       ("Ab,bC->AC", [(2, 3), (3, 2)])]:
+        for dt in ("float32", "int8", "float16"):
+            params = [(f"x{i}", s, dt) for i, s in enumerate(shapes)]
+            operands = ", ".join(f"%x{i}" for i in range(len(shapes)))
+            out.append(case(f"einsum:{eq}-{dt}", params,
+                            f'einsum(({operands},), equation="{eq}")'))
+    out.append(case("einsum:fused", [("a", (3, 4), "float32"), ("b", (4, 2), "float32")],
+                    'nn.relu(einsum((%a, negative(%b)), equation="ij,jk->ik"))'))
+    return out
+
+
 # ------------------------------------------- normalisation, flatten, pad
 
 def norm_and_shape_cases():
@@ -131,6 +154,28 @@ def norm_and_shape_cases():
                                 [("x", shape, dt), ("g", (c,), dt), ("b", (c,), dt)],
                                 f"nn.layer_norm(%x, %g, %b, axis={axis}, epsilon=1e-05f, "
                                 f"center={center}, scale={scale})"))
+    for dt in FLOATS:
+        for shape, axis in [((2, 3, 4), 1), ((1, 2, 3, 3), 1), ((2, 3, 2, 4), -1)]:
+            c = shape[axis]
+            vecs = [("g", (c,), dt), ("b", (c,), dt)]
+            out.append(case(f"nn.instance_norm:{dt}-{shape}-{axis}", [("x", shape, dt), *vecs],
+                            f"nn.instance_norm(%x, %g, %b, axis={axis}, epsilon=1e-05f)"))
+        for shape, groups, center, scale in [((2, 4, 3), 2, True, True),
+                                             ((1, 6, 2, 2), 3, False, True),
+                                             ((2, 4), 4, True, False),
+                                             ((1, 4, 2, 3), 1, True, True)]:
+            vecs = [("g", (shape[1],), dt), ("b", (shape[1],), dt)]
+            out.append(case(f"nn.group_norm:{dt}-{shape}-{groups}-{center}-{scale}",
+                            [("x", shape, dt), *vecs],
+                            f"nn.group_norm(%x, %g, %b, num_groups={groups}, epsilon=1e-05f, "
+                            f"center={center}, scale={scale})"))
+        for shape, axis in [((2, 5), "[1]"), ((2, 3, 4), "[0, 2]"), ((3, 4), None)]:
+            given = "" if axis is None else f", axis={axis}"
+            out.append(case(f"nn.l2_normalize:{dt}-{shape}-{axis}", [("x", shape, dt)],
+                            f"nn.l2_normalize(%x, eps=1e-06f{given})"))
+    out.append(case("nn.l2_normalize:zero-rows", [("x", (2, 3), "float32")],
+                    "nn.l2_normalize(%x, eps=1e-06f, axis=[1])",
+                    [np.array([[0, 0, 0], [3, 0, -4]], np.float32)]))
     const = np.array([[2.0, 2.0, 2.0, 2.0], [1e4, 1e4 + 1, 1e4, 1e4 - 1],
                       [np.nan, 0, 1, 2]], np.float32)
     out.append(case("nn.layer_norm:constant-rows",
@@ -192,7 +237,7 @@ def zero_variance_cases():
 
 def all_cases():
     return (activation_cases() + softmax_cases() + linear_cases() + norm_and_shape_cases()
-            + zero_variance_cases())
+            + zero_variance_cases() + einsum_cases())
 
 
 def test_activations_and_bias_add():
@@ -205,6 +250,10 @@ def test_softmax():
 
 def test_dense_matmul_batch_matmul():
     check_cases(linear_cases(), "nn_linear")
+
+
+def test_einsum():
+    check_cases(einsum_cases(), "nn_einsum")
 
 
 def test_normalisation_dropout_flatten_pad():

@@ -172,8 +172,37 @@ def sort_cases():
     return out
 
 
+def scan_cases():
+    """cumsum and cumprod: every axis form, exclusive, dtype conversion,
+    integer wrap-around, float16 rounding after every step, NaN and inf."""
+    out = []
+    for op in ("cumsum", "cumprod"):
+        for dt in ("float32", "int8", "float16", "uint8", "float64"):
+            for axis in (None, 0, -1, 1):
+                for exclusive in (False, True):
+                    name = f"{op}:{dt}-{axis}-{exclusive}"
+                    given = "" if axis is None else f"axis={axis}, "
+                    x = data(rng_for(name), (3, 4, 2), dt, lo=-4, hi=4) if op == "cumprod" \
+                        else data(rng_for(name), (3, 4, 2), dt, lo=-120, hi=120)
+                    out.append(case(name, [("x", (3, 4, 2), dt)],
+                                    f"{op}(%x, {given}exclusive={exclusive})", [x]))
+        out.append(case(f"{op}:widen", [("x", (2, 6), "int8")],
+                        f'{op}(%x, axis=1, dtype="int32")',
+                        [data(rng_for(op), (2, 6), "int8", lo=-128, hi=127)]))
+        out.append(case(f"{op}:bool", [("x", (5,), "bool")], f'{op}(%x, dtype="int16")',
+                        [np.array([True, False, True, True, False])]))
+        out.append(case(f"{op}:specials", [("x", (6,), "float32")], f"{op}(%x, axis=0)",
+                        [np.array([1.5, np.inf, -2, np.nan, 0.0, -0.0], np.float32)]))
+        out.append(case(f"{op}:to-float16", [("x", (8,), "float32")],
+                        f'{op}(%x, dtype="float16")',
+                        [np.array([1e4, 3.3, 7.1, -2.2, 6e4, 1e-3, 9.9, 0.5], np.float32)]))
+    out.append(case("cumsum:fused-input", [("x", (3, 4), "float32")],
+                    "exp(cumsum(negative(%x), axis=1))", [data(rng_for("cf"), (3, 4), "float32")]))
+    return out
+
+
 def all_cases():
-    return reduce_cases() + arg_and_statistics_cases() + sort_cases()
+    return reduce_cases() + arg_and_statistics_cases() + sort_cases() + scan_cases()
 
 
 def test_reductions():
@@ -186,3 +215,7 @@ def test_arg_reductions_variance_logsumexp():
 
 def test_argsort_sort_topk():
     check_cases(sort_cases(), "sorting")
+
+
+def test_cumsum_cumprod():
+    check_cases(scan_cases(), "scans")

@@ -222,6 +222,25 @@ def gather_onehot_where_cases():
     out.append(case("gather:int8-data", "%x: Tensor[(3, 4), int8], %i: Tensor[(2, 4), int16]",
                     "gather(%x, %i, axis=0)", values((3, 4), "int8"),
                     np.array([[0, 2, 1, 2], [2, 2, 0, 1]], np.int16)))
+    nd = np.array([[[0, 3], [1, 9]], [[4, 0], [-2, 1]]], np.int64)   # (M=2, 2, 2), clamped
+    out += [
+        case("gather_nd:tuples", f"%x: {T3}, %i: Tensor[(2, 2, 2), int64]",
+             "gather_nd(%x, %i)", X3, nd),
+        case("gather_nd:batch", f"%x: {T3}, %i: Tensor[(1, 4, 3), int16]",
+             "gather_nd(%x, %i, batch_dims=1)", X3,
+             values((1, 4, 3), "int16", seed=3, lo=-2, hi=7)),
+        case("gather_nd:full", "%x: Tensor[(3, 4), int8], %i: Tensor[(2, 5), int32]",
+             "gather_nd(%x, %i)", values((3, 4), "int8"),
+             np.array([[0, 2, 1, 2, 5], [3, 0, 1, -1, 2]], np.int32)),
+        case("gather_nd:fused", f"%x: {T3}, %i: Tensor[(1, 3), int32]",
+             "exp(gather_nd(negative(%x), add(%i, 1)))", X3, np.array([[0, 2, 3]], np.int32)),
+    ]
+    for k in (-2, 0, 1, 7):
+        for upper in (True, False):
+            out.append(case(f"trilu:{k}-{upper}", f"%x: {T3}, %k: int64",
+                            f"trilu(%x, %k, upper={upper})", X3, np.array(k, np.int64)))
+    out.append(case("trilu:int8-k", "%x: Tensor[(3, 2), uint8], %k: int8",
+                    "trilu(%x, %k, upper=False)", values((3, 2), "uint8"), np.array(-1, np.int8)))
     for axis, dt, odt in table.ONE_HOTS:
         i = table.one_hot_indices(dt)
         out.append(case(f"one_hot:{axis}-{dt}-{odt}", f"%i: Tensor[(2, 3), {dt}]",

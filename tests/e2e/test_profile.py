@@ -98,14 +98,32 @@ def test_programs_without_a_call_list_are_refused(tmp_path, capsys):
     assert "aot profile measures static tensor programs" in capsys.readouterr().err
 
 
-def test_a_core_qemu_does_not_model_is_refused_before_the_compile(capsys):
+def test_an_unknown_core_is_refused_before_the_compile(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "x.onnx", "--target", "cortex-m55"])
+        main(["profile", "x.onnx", "--target", "cortex-m85"])
     assert exit_info.value.code == 2
     from aot.profiler.qemu import board_of
-    from aot.emit.build.targets import get_target
+    from aot.emit.build.targets import Target
     with pytest.raises(aot.DiagnosticError, match="cores QEMU models"):
-        board_of(get_target("cortex-m33"))
+        board_of(Target("cortex-m85", "arm-none-eabi-"))
+
+
+@needs_qemu
+@pytest.mark.parametrize("target", ["cortex-m0plus", "cortex-m33", "cortex-m55"])
+def test_every_cortex_m_core_has_a_board(tmp_path, target):
+    """The cores beyond the MPS2 ones: the AN505 (M33, boots Secure at
+    0x10000000), the AN547 (M55, ITCM and DTCM) and the micro:bit (an M0,
+    the M0+'s instruction set, 16 KiB of RAM); a model's counts are exact
+    and the float-less M0+ takes more instructions (soft float)."""
+    from aot.profiler.qemu import linker_script, board_of
+    from aot.emit.build.targets import get_target
+    assert "ORIGIN = 0x" in linker_script(board_of(get_target(target)))
+    small = profile_module(elementwise(256), target=target, work_dir=tmp_path / "a")
+    m4 = profile_module(elementwise(256), target="cortex-m4", work_dir=tmp_path / "b")
+    assert small.total > 0 and all(c.value > 0 for c in small.calls)
+    assert board_of(get_target(target)) in small.where
+    if target == "cortex-m0plus":
+        assert small.total > 2 * m4.total
 
 
 def readme_table() -> list[tuple[str, str, str]]:

@@ -51,7 +51,7 @@ def test_layout_contract(tmp_path, which):
                    if p.is_file())
     assert files == sorted([f"include/{plan.name}.h", f"src/{plan.name}.c",
                             f"{plan.name}.mk", "metadata.json",
-                            "runtime_c/aot_kernel_helpers.h"])
+                            "runtime_c/aot_kernel_helpers.h", "tools/aot_stack.py"])
     assert (art.root / "runtime_c/aot_kernel_helpers.h").read_bytes() == \
         (runtime_dir() / "aot_kernel_helpers.h").read_bytes()
 
@@ -138,7 +138,7 @@ def test_rewriting_removes_stale_sources_and_an_old_model(tmp_path):
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
                    if p.is_file())
     assert files == ["include/new.h", "metadata.json", "new.mk",
-                     "runtime_c/aot_kernel_helpers.h", "src/new.c"]
+                     "runtime_c/aot_kernel_helpers.h", "src/new.c", "tools/aot_stack.py"]
 
 
 # ------------------------------------------------------------------ header
@@ -449,7 +449,7 @@ def test_a_failed_build_leaves_the_output_as_it_was(tmp_path, monkeypatch):
 
     def fail(*args, **kwargs):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(artifact_module, "build_artifact", fail)
+    monkeypatch.setattr(artifact_module, "build_and_measure", fail)
     with pytest.raises(OSError):
         _compile(out)
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -460,7 +460,7 @@ def test_a_failed_build_leaves_the_output_as_it_was(tmp_path, monkeypatch):
 def test_a_failed_first_build_leaves_nothing(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(artifact_module, "build_artifact", fail)
+    monkeypatch.setattr(artifact_module, "build_and_measure", fail)
     with pytest.raises(OSError):
         _compile(tmp_path / "out")
     assert list(tmp_path.iterdir()) == []

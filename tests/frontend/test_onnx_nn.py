@@ -270,3 +270,85 @@ def test_conv_relu_pool_gemm_chain():
              "fw": rand((5, 4), seed=3), "fb": rand((5,), seed=4)}
     x = rand((2, 3, 6, 6))
     check(model(nodes, {"x": x}, ["y"], inits), {"x": x})
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (1, 4, 3, 3)])
+def test_instance_norm(shape):
+    c = shape[1]
+    check_single("InstanceNormalization", {"x": rand(shape)},
+                 inits={"s": rand((c,), seed=1), "b": rand((c,), seed=2)}, epsilon=1e-3,
+                 rtol=1e-4, atol=1e-5)
+
+
+def group_norm_model(shape, groups, s, b, opset):
+    """GroupNormalization's output typed by hand: ONNX's shape inference
+    leaves the function operator's output untyped."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    graph = helper.make_graph(
+        [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups,
+                          epsilon=1e-4)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
+        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = min(m.ir_version, 10)
+    onnx.checker.check_model(m)
+    return m
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((1, 4, 3, 3), 2), ((2, 4, 2), 4)])
+def test_group_norm(shape, groups):
+    from onnx_helpers import check
+    c = shape[1]
+    x = rand(shape)
+    check(group_norm_model(shape, groups, rand((c,), seed=1), rand((c,), seed=2), 21), {"x": x},
+          rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("p,axis", [(2, -1), (2, 1), (1, 0), (1, -1)])
+def test_lp_normalization(p, axis):
+    check_single("LpNormalization", {"x": rand((3, 4, 2))}, p=p, axis=axis, rtol=1e-5,
+                 atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_of_a_zero_vector_is_zero(p):
+    """Found by the fuzzer: onnxruntime (and ONNX's reference) give 0
+    where the norm is 0, not 0/0."""
+    x = np.array([[[[1.0, 1.0]], [[-0.0, 1.0]], [[-0.0, 0.0]]]], np.float32)
+    check_single("LpNormalization", {"x": x}, p=p, axis=2)
+
+
+def test_lp_normalization_other_p_is_refused():
+    import aot
+    from onnx_helpers import model, node
+    m = model([node("LpNormalization", ["x"], ["y"], p=3)], {"x": (np.float32, (2, 3))}, ["y"])
+    with pytest.raises(aot.DiagnosticError, match="p must be 1 or 2, got 3"):
+        aot.from_onnx(m)
+
+
+def test_group_norm_float16_is_normalised_in_float32():
+    """stash_type 1 (float32, the default): a float16 input is cast up,
+    normalised and cast back; the cast calls are in the imported module."""
+    import aot
+    from onnx import TensorProto, helper, numpy_helper
+    from aot.ir.printer import print_module
+    x = rand((1, 4, 6)).astype(np.float16)
+    s, b = rand((4,), seed=1).astype(np.float16), rand((4,), seed=2).astype(np.float16)
+    graph = helper.make_graph(
+        [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4, 6])],
+        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = min(m.ir_version, 10)
+    mod = aot.from_onnx(m)
+    assert print_module(mod).count("cast(") == 4     # x, scale, bias up; y down
+    got = aot.interpret(mod, x)
+    xs = x.astype(np.float64).reshape(1, 2, 2, 6)
+    z = ((xs - xs.mean(axis=(2, 3), keepdims=True))
+         / np.sqrt(xs.var(axis=(2, 3), keepdims=True) + 1e-5)).reshape(1, 4, 6)
+    want = z * s.astype(np.float64).reshape(1, 4, 1) + b.astype(np.float64).reshape(1, 4, 1)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3)

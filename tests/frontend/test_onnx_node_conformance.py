@@ -53,16 +53,19 @@ if not NODE_DIR.is_dir():
 CLAIMED = frozenset("""
     Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
-    Cosh DepthToSpace DequantizeLinear Div Dropout Elu Equal Erf Exp Expand
-    Flatten Floor Gather GatherElements Gelu Gemm GlobalAveragePool
-    GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If IsInf
+    CumSum
+    Cosh DepthToSpace DequantizeLinear Div Dropout Einsum Elu Equal Erf Exp Expand
+    Flatten Floor Gather GatherElements GatherND Gelu Gemm GlobalAveragePool GroupNormalization
+    GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If
+    InstanceNormalization IsInf
     IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
+    LpNormalization
     MatMul Max MaxPool Mean Min Mod Mul Neg Not OneHot Or PRelu Pad Pow
     QLinearConv QLinearMatMul QuantizeLinear Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
     RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
     Sin Sinh Size Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt
-    Squeeze Sub Sum Tan Tanh Tile TopK Transpose Unsqueeze Where Xor
+    Squeeze Sub Sum Tan Tanh Tile TopK Transpose Trilu Unsqueeze Where Xor
 """.split())
 
 #: Node tests of claimed operators that the importer must refuse, with
@@ -209,6 +212,7 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "Pad": (1, 2, 3), "TopK": (1,), "OneHot": (1,), "Range": (0, 1, 2),
     "Resize": (1, 2, 3), "Dropout": (1, 2),
     "Loop": (0,),  # the trip count fixes the length of the scan outputs
+    "CumSum": (1,),
     "ReduceMean": (1,), "ReduceSum": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
     "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),

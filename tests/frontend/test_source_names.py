@@ -12,6 +12,7 @@ import pytest
 
 import aot
 from aot.diagnostics import Diagnostic, node_span
+from aot.ir.printer import print_module
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
@@ -117,3 +118,93 @@ def test_a_loaded_model_takes_inputs_by_the_models_own_names(tmp_path):
     for got in (run(x, b), run(**{"input.1": x, "bias-2": b}), run(input_1=x, bias_2=b),
                 run(x, **{"bias-2": b})):
         np.testing.assert_array_equal(got, [2, 3])
+
+
+def two_outputs() -> onnx.ModelProto:
+    """Two graph outputs, listed in another order than computed, one with
+    a name that is no C identifier."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["input.1"], ["logits:0"], name="relu"),
+         helper.make_node("Softmax", ["logits:0"], ["probs"], name="softmax")], "g",
+        [helper.make_tensor_value_info("input.1", onnx.TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("probs", onnx.TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("logits:0", onnx.TensorProto.FLOAT, [2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_loaded_model_returns_outputs_by_the_models_own_names(tmp_path):
+    mod = aot.from_onnx(two_outputs())
+    assert mod["main"].attrs.get("output_names") == ("probs", "logits:0")
+    art = aot.compile(mod, tmp_path / "a", name="two")
+    meta = json.loads((art.root / "metadata.json").read_text())
+    assert [(o["name"], o["source_name"]) for o in meta["outputs"]] == \
+        [("out0", "probs"), ("out1", "logits:0")]
+    run = aot.load(art)
+    x = np.array([[1, -2, 3], [0.5, 4, -1]], np.float32)
+    relu = np.maximum(x, 0)
+    softmax = np.exp(relu) / np.exp(relu).sum(axis=1, keepdims=True)
+    out = run(x)
+    probs, logits = out                       # still a tuple, by position
+    assert isinstance(out, tuple) and len(out) == 2
+    np.testing.assert_array_equal(logits, relu)
+    np.testing.assert_allclose(probs, softmax, rtol=1e-6)
+    assert out["probs"] is out[0] and out["logits:0"] is out[1]
+    assert out["out1"] is out[1]              # the C name too
+    assert out.names() == ["probs", "logits:0", "out0", "out1"]
+    with pytest.raises(KeyError, match="no output named `logit`.*probs, logits:0"):
+        out["logit"]
+    assert run.output_names == ["probs", "logits:0"]
+    named = run.named(**{"input.1": x})
+    assert list(named) == ["probs", "logits:0"]
+    np.testing.assert_array_equal(named["probs"], probs)
+    np.testing.assert_array_equal(named["logits:0"], logits)
+
+
+def test_a_single_output_is_an_array_and_named_by_its_graph_name(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["minus_x"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("minus_x", onnx.TensorProto.FLOAT, [2])])
+    mod = aot.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    run = aot.load(aot.compile(mod, tmp_path / "a", name="one"))
+    x = np.array([1, -2], np.float32)
+    np.testing.assert_array_equal(run(x), -x)
+    assert list(run.named(x)) == ["minus_x"]
+
+
+def test_relay_text_names_outputs_with_the_output_names_attribute(tmp_path):
+    text = ('def @main(%x: Tensor[(2), float32], output_names=["twice", "square"]) '
+            '{ (%x + %x, %x * %x) }')
+    mod = aot.parse(text)
+    assert aot.parse(print_module(mod))["main"].attrs.get("output_names") == ("twice", "square")
+    run = aot.load(aot.compile(mod, tmp_path / "a", name="rel"))
+    got = run.named(np.array([3, 4], np.float32))
+    assert list(got) == ["twice", "square"]
+    np.testing.assert_array_equal(got["square"], [9, 16])
+    # a count that does not match the outputs names none of them
+    mod = aot.parse('def @main(%x: Tensor[(2), float32], output_names=["only"]) { (%x, %x) }')
+    assert aot.load(aot.compile(mod, tmp_path / "b", name="rel")).output_names == \
+        ["out0", "out1"]
+
+
+def test_tflite_outputs_are_named_by_their_tensors(tmp_path):
+    pytest.importorskip("tflite")
+    mod = aot.from_tflite(str(TFLITE_MODELS / "cnn_i8.tflite"))
+    meta, _ = compiled(tmp_path, mod, "cnn")
+    assert [o["source_name"] for o in meta["outputs"]] == ["logits"]
+
+
+def test_a_program_backend_result_is_named_too(tmp_path):
+    """A whole-language program's tuple result: tensor leaves by the
+    ``output_names`` attribute, other leaves by their C names."""
+    text = ('def @main(%x: Tensor[(2), float32], %c: bool, output_names=["y", "n"]) '
+            '{ (if (%c) { %x + %x } else { %x }, 7) }')
+    art = aot.compile(aot.parse(text), tmp_path / "a", name="prog")
+    assert json.loads((art.root / "metadata.json").read_text())["backend"] == "program"
+    run = aot.load(art)
+    x = np.array([1, 2], np.float32)
+    out = run(x, np.array(True))
+    np.testing.assert_array_equal(out["y"], [2, 4])
+    assert int(out["n"]) == 7
+    assert list(run.named(x, np.array(False))) == ["y", "n"]
+    np.testing.assert_array_equal(run.named(x, np.array(False))["y"], x)

@@ -53,6 +53,7 @@ EXCLUDED = {
     "TopK": "ties", "ArgMax": "ties", "ArgMin": "ties",
     "Dropout": "training mode output mask", "Resize": "covered by its own tests",
     "Where": "bool condition", "GatherElements": "indices", "Gather": "indices",
+    "GatherND": "indices",
     # ill-conditioned: near its poles tan turns an ulp of difference from
     # another libm (onnxruntime's LRN pow, say) into any difference at all
     # (found by the fuzzer: Tan(Tan(GlobalMaxPool(LRN(x)))) off by 0.7%)
@@ -386,6 +387,39 @@ def _layernorm(b: Builder):
             {"axis": axis, "epsilon": 1e-3})
 
 
+def _instancenorm(b: Builder):
+    x = b.pick(min_rank=3)
+    c = x.shape[1]
+    return ("InstanceNormalization", [x.name, b.weight((c,)), b.weight((c,))], {"epsilon": 1e-3})
+
+
+def _trilu(b: Builder):
+    x = b.pick(min_rank=2)
+    ins = [x.name]
+    if b.rng.random() < 0.7:
+        ins.append(b.const(np.array(b.rng.randint(-3, 3), np.int64), "k"))
+    return ("Trilu", ins, {"upper": b.rng.randint(0, 1)})
+
+
+def _cumsum(b: Builder):
+    x = b.pick()
+    axis = b.const(np.array(_axis(b, len(x.shape)), np.int64), "axis")
+    return ("CumSum", [x.name, axis], {"exclusive": b.rng.randint(0, 1),
+                                       "reverse": b.rng.randint(0, 1)})
+
+
+def _einsum(b: Builder):
+    """One operand: its axes kept in a drawn order, or summed; or two
+    operands of one shape multiplied and contracted over drawn axes."""
+    x = b.pick()
+    letters = "abcdefgh"[:len(x.shape)]
+    kept = [c for c in letters if b.rng.random() < 0.6]
+    b.rng.shuffle(kept)
+    if b.rng.random() < 0.5:
+        return ("Einsum", [x.name], {"equation": f"{letters}->{''.join(kept)}"})
+    return ("Einsum", [x.name, x.name], {"equation": f"{letters},{letters}->{''.join(kept)}"})
+
+
 def _d2s(op: str) -> Recipe:
     def make(b: Builder):
         x = b.pick(rank=4)
@@ -422,7 +456,8 @@ SPECIAL: dict[str, Recipe] = {
     "Slice": _slice, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Pad": _pad,
     "Clip": _clip, "Expand": _expand, "Tile": _tile, "Split": _split,
     "BatchNormalization": _batchnorm, "LayerNormalization": _layernorm,
-    "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
+    "InstanceNormalization": _instancenorm, "Trilu": _trilu,
+    "CumSum": _cumsum, "Einsum": _einsum, "DepthToSpace": _d2s("DepthToSpace"), "SpaceToDepth": _d2s("SpaceToDepth"),
     "LRN": _lrn, "ReduceSum": _reduce_sum,
 }
 

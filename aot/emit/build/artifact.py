@@ -8,6 +8,7 @@ The artifact (layout contract, see DESIGN.md)::
     DIR/runtime_c/*.h               a copy of the runtime headers it uses
     DIR/<name>.mk                   variables for firmware Makefiles
     DIR/metadata.json               shapes, sizes, kernels, ... (sorted JSON)
+    DIR/tools/aot_stack.py          the stack tool (:mod:`.stack_usage`; `make <name>-stack`)
     DIR/lib/lib<name>.a             after :func:`build_artifact`
 
 Rendering is :mod:`aot.emit.c.context` (every string) plus the Jinja
@@ -34,10 +35,11 @@ from typing import Any, Mapping, Sequence
 
 import jinja2
 
-from ...diagnostics import DiagnosticError
+from ...diagnostics import DiagnosticError, warn
 from ...progress import stage
+from . import cache, stack_usage
 from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
-                      check_model_name, write_sources)
+                      check_model_name, stack_usage_path, write_sources)
 from ..plan.model import ModelPlan
 from ..c.context import (BUILD_FLAGS, RenderContext, build_context,
                          build_metadata)
@@ -45,7 +47,14 @@ from ..resources import runtime_file, templates_dir
 from .toolchain import Toolchain
 
 __all__ = ["Artifact", "TemplateRenderError", "render_artifact", "write_artifact",
-           "write_and_build", "open_artifact", "build_artifact", "build_artifacts", "TEMPLATES"]
+           "write_and_build", "open_artifact", "build_artifact", "build_artifacts",
+           "build_and_measure", "TEMPLATES", "STACK_TOOL", "MEMORY_REPORT"]
+
+#: the artifact's copy of :mod:`aot.emit.build.stack_usage` (standard library only)
+STACK_TOOL = "tools/aot_stack.py"
+
+#: the memory report's files (``aot compile --memory-report``)
+MEMORY_REPORT = ("memory.svg", "memory.txt")
 
 #: template -> artifact path ({name} is the model name)
 TEMPLATES: tuple[tuple[str, str], ...] = (
@@ -112,9 +121,10 @@ def _metadata_text(metadata: Mapping[str, Any]) -> str:
                       allow_nan=False) + "\n"
 
 
-def render_artifact(plan: ModelPlan) -> dict[str, str | bytes]:
+def render_artifact(plan: ModelPlan, *, memory_report: bool = False) -> dict[str, str | bytes]:
     """Every file of the artifact (path relative to its root -> content),
-    the library excepted.  Pure: no file system writes."""
+    the library excepted; ``memory_report``: also ``memory.svg`` and
+    ``memory.txt`` (:mod:`.memory_report`).  Pure: no file system writes."""
     check_model_name(plan.name)
     ctx = build_context(plan)
     files: dict[str, str | bytes] = {}
@@ -123,6 +133,11 @@ def render_artifact(plan: ModelPlan) -> dict[str, str | bytes]:
     for runtime_name in ctx.runtime_files:
         files[f"runtime_c/{runtime_name}"] = runtime_file(runtime_name).read_bytes()
     files["metadata.json"] = _metadata_text(build_metadata(plan, ctx))
+    files[STACK_TOOL] = Path(stack_usage.__file__).read_bytes()
+    if memory_report:
+        from .memory_report import memory_svg, memory_table
+        files[MEMORY_REPORT[0]] = memory_svg(plan)
+        files[MEMORY_REPORT[1]] = memory_table(plan)
     return files
 
 
@@ -136,6 +151,9 @@ def _remove_stale(root: Path, name: str, keep: set[str]) -> None:
             for path in sorted(base.rglob("*")):
                 if path.is_file() and path.relative_to(root).as_posix() not in keep:
                     path.unlink()
+    for report in MEMORY_REPORT:                  # an earlier compile's report
+        if report not in keep:
+            (root / report).unlink(missing_ok=True)
     old = root / "metadata.json"
     if old.is_file():
         try:
@@ -147,27 +165,39 @@ def _remove_stale(root: Path, name: str, keep: set[str]) -> None:
                 (root / stale).unlink(missing_ok=True)
 
 
-def write_artifact(plan: ModelPlan, out_dir: Path | str) -> Artifact:
+def write_artifact(plan: ModelPlan, out_dir: Path | str, *, memory_report: bool = False,
+                   write_metadata: bool = True) -> Artifact:
     """Render ``plan`` into ``out_dir`` (created if needed) and return the
-    artifact.  Only files whose content changed are rewritten."""
+    artifact.  Only files whose content changed are rewritten.
+    ``write_metadata=False`` leaves metadata.json to the caller (the build
+    adds the stack figure: written once, its time kept when unchanged)."""
     root = Path(out_dir).resolve()
-    files = render_artifact(plan)
+    files = render_artifact(plan, memory_report=memory_report)
     root.mkdir(parents=True, exist_ok=True)
     _remove_stale(root, plan.name, set(files))
-    write_sources(root, files)
     metadata = json.loads(files["metadata.json"])
+    if not write_metadata:
+        del files["metadata.json"]
+    write_sources(root, files)
     return Artifact(root, plan.name, metadata)
 
 
 def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True,
-                    toolchain: Toolchain | None = None) -> Artifact:
+                    toolchain: Toolchain | None = None,
+                    ram_budget: int | None = None,
+                    memory_report: bool = False) -> Artifact:
     """Write ``plan``'s artifact into ``out_dir`` and (``build``) build its
     library, all or nothing: the work happens in a staging directory beside
     ``out_dir`` (a copy of the old artifact, so files whose content did not
     change keep their times and a firmware ``make`` rebuilds nothing more),
     which replaces ``out_dir`` only when everything succeeded.  ``toolchain``
-    builds the library (default: the host's).  A failure
-    (a compiler error, a full disk) leaves ``out_dir`` as it was."""
+    builds the library (default: the host's); the built library's
+    worst-case stack goes into metadata.json (``stack.library``, see
+    :func:`build_and_measure`).  ``ram_budget`` (bytes) fails the compile
+    when arena, pool and stack need more (:func:`aot.emit.build.memory.check_ram_budget`).
+    A failure (a compiler error, a full disk, the budget) leaves ``out_dir``
+    as it was."""
+    from .memory import check_ram_budget
     root = Path(out_dir).resolve()
     if root.exists() and not root.is_dir():
         raise FileExistsError(errno.EEXIST, "exists and is not a directory", str(root))
@@ -177,10 +207,15 @@ def write_and_build(plan: ModelPlan, out_dir: Path | str, *, build: bool = True,
         with stage("rendering"):
             if root.is_dir():
                 shutil.copytree(root, staging, dirs_exist_ok=True, symlinks=True)
-            artifact = write_artifact(plan, staging)
+            artifact = write_artifact(plan, staging, memory_report=memory_report,
+                                      write_metadata=not build)
         if build:
             with stage("C build"):
-                build_artifact(artifact, toolchain=toolchain)
+                artifact = build_and_measure(artifact, toolchain=toolchain)
+        if ram_budget is not None:
+            unbuilt = "not known: the library was not built (--no-build)"
+            check_ram_budget(artifact.metadata, ram_budget,
+                             stack_note=None if build else unbuilt)
         _replace(staging, root)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -227,6 +262,46 @@ def build_artifacts(artifacts: Sequence[Artifact], *, toolchain: Toolchain | Non
     builds = build_static_libraries(requests, toolchain=toolchain, jobs=jobs,
                                     cache_dir=cache_dir)
     return [b.library for b in builds]
+
+
+def build_and_measure(artifact: Artifact, *, toolchain: Toolchain | None = None,
+                      cache_dir: Path | str | None = None) -> Artifact:
+    """Build the artifact's library, then bound its entry's stack from the
+    objects' ``-fstack-usage`` files and the call graph in metadata.json
+    (:mod:`.stack_usage`); the figure goes into metadata.json as
+    ``stack.library`` (with the compiler and its flags), which is (re)written
+    from ``artifact.metadata``.  Returns the artifact with the new metadata."""
+    from .toolchain import find_toolchain
+    toolchain = toolchain or find_toolchain()
+    request = LibraryRequest(artifact.root, artifact.name, extra_flags=BUILD_FLAGS)
+    built = build_static_libraries([request], toolchain=toolchain, cache_dir=cache_dir)[0]
+    root = cache.cache_root(cache_dir)
+    metadata = dict(artifact.metadata)
+    spec = dict(metadata.get("stack") or {})
+    texts = []
+    for obj in built.objects:
+        try:
+            texts.append((obj.source, stack_usage_path(root, obj.key).read_text()))
+        except OSError:
+            spec = {}               # evicted meanwhile: no figure rather than a wrong one
+    if not spec:
+        write_sources(artifact.root, {"metadata.json": _metadata_text(metadata)})
+        return Artifact(artifact.root, artifact.name, metadata)
+    try:
+        figure = stack_usage.worst_case(spec, stack_usage.parse_su(texts))
+    except stack_usage.StackUsageError as exc:      # the compiler's .su, not the model
+        warn(str(artifact.root / "metadata.json"), f"no worst-case stack figure: {exc}")
+        write_sources(artifact.root, {"metadata.json": _metadata_text(metadata)})
+        return Artifact(artifact.root, artifact.name, metadata)
+    tool = Path(toolchain.command[-1]).name         # arm-none-eabi-gcc, or the host's gcc
+    spec["library"] = {"compiler": toolchain.label if tool in ("cc", toolchain.kind.value)
+                       else f"{tool}-{toolchain.version}",
+                       "flags": [*toolchain.target_flags, *toolchain.opt_flags,
+                                 *toolchain.sanitize_flags],
+                       **figure.record()}
+    metadata["stack"] = spec
+    write_sources(artifact.root, {"metadata.json": _metadata_text(metadata)})
+    return Artifact(artifact.root, artifact.name, metadata)
 
 
 def build_artifact(artifact: Artifact, *, toolchain: Toolchain | None = None,

@@ -143,6 +143,50 @@ def _tree(value: Any) -> Any:
     return int(value)
 
 
+class Outputs(tuple):
+    """A model's outputs when it has several: a tuple (by position, nested
+    as the model's result is), whose tensors can also be read by name,
+    ``outputs["probs"]``: the model's own name for the output (an ONNX or
+    TFLite graph output's, or Relay's ``output_names`` attribute of
+    ``@main``) or its C name (``out0``, ...)."""
+
+    _by_name: dict[str, Any]
+
+    def __new__(cls, items: Sequence[Any], by_name: Mapping[str, Any]) -> Outputs:
+        obj = super().__new__(cls, items)
+        obj._by_name = dict(by_name)
+        return obj
+
+    def __getitem__(self, key: Any) -> Any:   # type: ignore[override]
+        if isinstance(key, str):
+            if key not in self._by_name:
+                names = ", ".join(self._by_name) or "none"
+                raise KeyError(f"no output named `{key}` (outputs: {names})")
+            return self._by_name[key]
+        return super().__getitem__(key)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Outputs, (tuple(self), self._by_name))
+
+    def names(self) -> list[str]:
+        """The outputs' names, in order (model names where they exist)."""
+        return list(self._by_name)
+
+
+def output_names(infos: Sequence[TensorInfo]) -> list[str]:
+    """Each output's name for users: the model's own, else the C name."""
+    return [t.source_name or t.name for t in infos]
+
+
+def _named(infos: Sequence[TensorInfo], values: Sequence[Any]) -> dict[str, Any]:
+    """Output values by name: the model's own names first, then the C
+    names that differ from them."""
+    by_name = dict(zip(output_names(infos), values))
+    for info, value in zip(infos, values):
+        by_name.setdefault(info.name, value)
+    return by_name
+
+
 class CompiledModel:
     """A model's C entry function, callable on NumPy arrays."""
 
@@ -237,8 +281,29 @@ class CompiledModel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the model on its inputs, by position or by name (the input's
         C name or, if it differs, the model's own name for it, e.g. an ONNX
-        graph input ``input.1``: pass those as ``**{"input.1": x}``)."""
-        args = self._bind(args, kwargs)
+        graph input ``input.1``: pass those as ``**{"input.1": x}``).  A
+        model with several outputs returns :class:`Outputs`, a tuple that
+        also takes the outputs' names."""
+        results = self._run(self._bind(args, kwargs))
+        shaped = self._shape(self.output_tree, results)
+        if isinstance(shaped, tuple):
+            return Outputs(shaped, _named(self.outputs, results))
+        return shaped
+
+    def named(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        """Run the model (inputs as for a call) and return its output
+        tensors by name, in order: the model's own names where it has
+        them (ONNX and TFLite graph outputs), else the C names."""
+        results = self._run(self._bind(args, kwargs))
+        return dict(zip(output_names(self.outputs), results))
+
+    @property
+    def output_names(self) -> list[str]:
+        """The outputs' names, in order (see :meth:`named`)."""
+        return output_names(self.outputs)
+
+    def _run(self, args: tuple[Any, ...]) -> list[np.ndarray]:
+        """The flat output tensors of one run on the bound inputs."""
         arrays = [self._convert(info, value) for info, value in zip(self.inputs, args)]
         pointers = [self._pointer(a, info.c_type) for a, info in zip(arrays, self.inputs)]
         results = []
@@ -256,7 +321,7 @@ class CompiledModel:
             macro, meaning = self._status.get(status, ("unknown status", "?"))
             raise DiagnosticError(f"model `{self.name}` failed with status {status} "
                                   f"({macro}: {meaning})")
-        return self._shape(self.output_tree, results)
+        return results
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The inputs in order, from positional then keyword arguments."""

@@ -31,7 +31,7 @@ from ...ir.adt import Constructor
 from ...ir.dtype import DType
 from ...ir.types import GlobalTypeVar
 from ...values import ConstructorValue, FunctionValue, RefValue
-from .compiled_model import CompiledModel, TensorInfo
+from .compiled_model import CompiledModel, Outputs, TensorInfo, output_names
 
 __all__ = ["CompiledProgram", "OpaqueValue", "program_cdef"]
 
@@ -273,11 +273,38 @@ class CompiledProgram(CompiledModel):
     # -- the call --------------------------------------------------------
 
     def __call__(self, *args: Any) -> Any:
+        """Run the program on interpreter values; a tuple result is
+        :class:`Outputs` (its leaves also by name, see :meth:`named`)."""
+        results = self._leaf_results(args)
+        joined = _join(self._types["result"], iter(results))
+        if isinstance(joined, tuple) and joined:
+            return Outputs(joined, dict(zip(self._leaf_names(), results)))
+        return joined
+
+    def named(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The result's leaves by name, in order: a tensor leaf under the
+        model's own output name where it has one, every leaf under its C
+        name (``out0``, ...) otherwise."""
+        if kwargs:
+            raise DiagnosticError(f"model `{self.name}`: a whole-language program takes its "
+                                  "arguments by position")
+        return dict(zip(self._leaf_names(), self._leaf_results(args)))
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._leaf_names()
+
+    def _leaf_names(self) -> list[str]:
+        sources = iter(output_names(self.outputs))
+        return [next(sources) if leaf["kind"] == "tensor" else str(leaf["name"])
+                for leaf in self._out_leaves]
+
+    def _leaf_results(self, args: tuple[Any, ...]) -> list[Any]:
         # the whole call: its inputs and outputs are handles in the pool
         with self._lock:
             return self._call(*args)
 
-    def _call(self, *args: Any) -> Any:
+    def _call(self, *args: Any) -> list[Any]:
         params = self._types["params"]
         if len(args) != len(params):
             raise DiagnosticError(f"model `{self.name}` takes {len(params)} argument(s), got "
@@ -326,7 +353,7 @@ class CompiledProgram(CompiledModel):
         finally:
             for h in owned:
                 self._fn("value_release")(h)
-        return _join(self._types["result"], iter(results))
+        return results
 
 
 def _split(value: Any, t: Any, where: str, name: str) -> list[tuple[Any, Any]]:

@@ -54,6 +54,10 @@ from aot.emit.build import cache
 from aot.emit.build.toolchain import BuildError, Toolchain, find_toolchain, run_tool
 
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Every object is compiled with it: the compiler writes each function's
+#: frame to ``<object>.su``, kept in the cache beside the object, from which
+#: :mod:`aot.emit.build.stack_usage` bounds the entry's stack (gcc and clang).
+STACK_USAGE_FLAG = "-fstack-usage"
 #: Files hashed as possible ``#include`` targets.
 HEADER_SUFFIXES = (".h", ".inc")
 
@@ -259,7 +263,7 @@ def _compile_jobs(request: LibraryRequest, toolchain: Toolchain,
             text = source_path.read_bytes()
         except OSError as exc:
             raise BuildError(f"cannot read C source: {exc.strerror}", path=source_path) from None
-        argv = (*toolchain.command, *flags, *include_flags, "-c", shown)
+        argv = (*toolchain.command, *flags, STACK_USAGE_FLAG, *include_flags, "-c", shown)
         headers = header_key_parts([*include_paths, source_path.parent], root)
         key = cache.content_key([toolchain.identity, *argv, shown, text, *headers])
         jobs.append((_CompileJob(key, root, argv, shown), member))
@@ -274,12 +278,21 @@ def _object_path(cache_root: Path, key: str) -> Path:
     return cache.entry_path(cache_root, "objects", key, key + ".o")
 
 
+def stack_usage_path(cache_root: Path, key: str) -> Path:
+    """The ``-fstack-usage`` file of the object ``key`` (beside it in the cache)."""
+    return cache.entry_path(cache_root, "objects", key, key + ".su")
+
+
 def _run_compile(job: _CompileJob, cache_root: Path) -> None:
-    """Compile ``job`` into its cache slot."""
+    """Compile ``job`` into its cache slot (the ``.su`` file first: an
+    object in the cache has its stack usage beside it)."""
     with cache.scratch_dir(cache_root, "cc-") as scratch:
         output = Path(scratch) / "out.o"
         run_tool([*job.argv, "-o", str(output)], cwd=job.root,
                  what="C compiler", path=job.root / job.source)
+        su = output.with_suffix(".su")
+        if su.is_file():
+            cache.install_file(su, stack_usage_path(cache_root, job.key))
         cache.install_file(output, _object_path(cache_root, job.key))
 
 
@@ -300,8 +313,10 @@ def _compile_all(jobs: Sequence[_CompileJob], cache_root: Path,
         if job.key in pending:
             continue
         cached = _object_path(cache_root, job.key)
-        if cached.is_file():
+        su = stack_usage_path(cache_root, job.key)
+        if cached.is_file() and su.is_file():
             cache.touch(cached)        # used now: least recently used goes first
+            cache.touch(su)
         else:
             pending[job.key] = job
     if not pending:

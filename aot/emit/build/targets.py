@@ -64,7 +64,7 @@ HOST = Target("host", description="this machine's C compiler ($CC, else gcc, cla
 TARGETS: dict[str, Target] = {t.name: t for t in (
     HOST,
     Target("cortex-m0plus", ARM_PREFIX, ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
-           "scalar-nofma", "Armv6-M, no FPU"),
+           "scalar-nofma", "Armv6-M, no FPU", "microbit"),
     Target("cortex-m3", ARM_PREFIX, ("-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"),
            "scalar-nofma", "Armv7-M, no FPU", "mps2-an385"),
     Target("cortex-m4", ARM_PREFIX, ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
@@ -75,9 +75,9 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            "scalar", "Armv7E-M with DSP, double-precision FPU", "mps2-an500"),
     Target("cortex-m33", ARM_PREFIX, ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard",
                                       "-mfpu=fpv5-sp-d16"),
-           "scalar", "Armv8-M Mainline with DSP, single-precision FPU"),
+           "scalar", "Armv8-M Mainline with DSP, single-precision FPU", "mps2-an505"),
     Target("cortex-m55", ARM_PREFIX, ("-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"),
-           "scalar", "Armv8.1-M with MVE (Helium) and FPU"),
+           "scalar", "Armv8.1-M with MVE (Helium) and FPU", "mps3-an547"),
 )}
 
 

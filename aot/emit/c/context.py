@@ -62,6 +62,7 @@ from .objects import print_entry_body, print_functions, print_prototypes, print_
 from .program_api import (api_definitions, api_prototypes, context_prototypes, context_typedef,
                           entry_parameters)
 from .printer import format_int, printed_kernel
+from .stack_graph import stack_graph
 from ..kernel.ir import Kernel
 from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
                           KernelInfo, ModelPlan, OutputTree, TensorSpec, entry_name)
@@ -742,6 +743,7 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
             "runtime": [f"runtime_c/{f}" for f in ctx.runtime_files],
         },
         "extra": extra,
+        "stack": stack_graph(plan),
         **({} if plan.program is None else {"backend": "program",
                                             "program": program_metadata(plan)}),
     }

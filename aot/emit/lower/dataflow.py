@@ -46,6 +46,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from ...diagnostics import DiagnosticError, Span
+from ...ir.attrs import output_names
 from ...ir.dtype import DType
 from ...ir.adt import Constructor
 from ...ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, RefCreate,
@@ -264,7 +265,9 @@ def plan_model(mod: IRModule, name: str, *, arena: str = "caller",
     with stage("lowering"):
         b, inputs, outputs, tree = _lower(main, name)
     with stage("planning"):
-        return _finish(b, name, arena, inputs, outputs, tree)
+        sources = output_names(main.attrs, len(outputs))
+        return _finish(b, name, arena, inputs, outputs, tree, sources)
+
 
 
 def _lower(main: Function, name: str) -> tuple[_Builder, list[TensorSpec],
@@ -391,9 +394,11 @@ def _copy_kernel(b: _Builder, dtype: DType, size: int) -> str:
 
 
 def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
-            pairs: list[tuple[_Slot, _Slot | None]], tree: OutputTree) -> ModelPlan:
+            pairs: list[tuple[_Slot, _Slot | None]], tree: OutputTree,
+            source_names: list[str]) -> ModelPlan:
     out_names = ["out"] if len(pairs) == 1 else [f"out{i}" for i in range(len(pairs))]
-    outputs = [TensorSpec(n, slot.shape, slot.dtype) for n, (slot, _) in zip(out_names, pairs)]
+    outputs = [TensorSpec(n, slot.shape, slot.dtype, source)
+               for n, (slot, _), source in zip(out_names, pairs, source_names)]
     output_of: dict[str, int] = {}
     for i, (slot, copy_from) in enumerate(pairs):
         if copy_from is None:

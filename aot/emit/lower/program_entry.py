@@ -23,6 +23,7 @@ its kernels unused, which C compilers warn about.
 from __future__ import annotations
 
 from ...diagnostics import DiagnosticError
+from ...ir.attrs import output_names
 from ...ir.expr import Function
 from ...ir.module import IRModule
 from ...ir.types import FuncType, TensorType, TupleType, Type
@@ -83,8 +84,9 @@ def plan_program(mod: IRModule, name: str, *, entry: str = "main",
     main_c = low.lower_globals(gv)
     param_leaves, inputs = _input_leaves(main)
     out_leaves = io_leaves(_result_type(main))
-    outputs = [_leaf("out" if len(out_leaves) == 1 else f"out{k}", t, "")
-               for k, (_, t) in enumerate(out_leaves)]
+    sources = output_names(main.attrs, len(out_leaves))
+    outputs = [_leaf("out" if len(out_leaves) == 1 else f"out{k}", t, source)
+               for k, ((_, t), source) in enumerate(zip(out_leaves, sources))]
     entry_fn = _EntryBuilder(f"{name}_run", param_leaves).function(main_c, out_leaves, outputs,
                                                                    low.writes_refs)
     program = O.ObjectProgram(tuple(low.functions), tuple(low.declared), tuple(low.statics),

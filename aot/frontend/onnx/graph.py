@@ -54,12 +54,12 @@ import onnx
 from onnx import numpy_helper
 
 from ...diagnostics import node_span, warn
-from ...ir.expr import Expr, Function, Tuple, Var
+from ...ir.expr import Expr, Var
 from ...ir.module import IRModule
 from ...ir.types import TensorType
 from ..context import Context, ContextUser
 from ..errors import ConvertError, file_error, file_errors
-from ..names import sanitize_names
+from ..names import entry_module, sanitize_names
 from .dtypes import onnx_type_name, to_dtype
 from .registry import Converter, lookup, normalize_domain
 
@@ -299,10 +299,7 @@ def import_graph(model: onnx.ModelProto, source: str,
         outputs.append(values[out.name])
     if not outputs:
         raise file_error(source, "the graph has no outputs")
-    body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
-    mod = IRModule()
-    mod.add("main", Function(tuple(params), body))
-    return mod
+    return entry_module(params, outputs, [out.name for out in graph.output])
 
 
 def convert_subgraph(outer: Node, graph: onnx.GraphProto, inputs: list[Expr]) -> list[Expr]:

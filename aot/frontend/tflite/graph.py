@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 
 from ...diagnostics import node_span
-from ...ir.expr import Expr, Function, Tuple, Var
+from ...ir.expr import Expr, Var
 from ...ir.module import IRModule
 from ...ir.types import TensorType
 from ..context import Context, ContextUser
 from ..errors import ConvertError, file_error, file_errors
-from ..names import sanitize_names
+from ..names import entry_module, sanitize_names
 from .reader import ModelData, OperatorInfo, QuantInfo, TensorInfo
 from .registry import ConvertFn, lookup
 
@@ -169,10 +169,7 @@ def import_model(model: ModelData, source: str) -> IRModule:
         outputs.append(values[k] if k in values else ctx.constant(t.data))
     if not outputs:
         raise file_error(source, "the graph has no outputs")
-    body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
-    mod = IRModule()
-    mod.add("main", Function(tuple(params), body))
-    return mod
+    return entry_module(params, outputs, [model.tensors[k].name for k in model.outputs])
 
 
 def _convert(ctx: Context, info: OperatorInfo, fn: ConvertFn, model: ModelData,

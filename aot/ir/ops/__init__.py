@@ -3,11 +3,13 @@ each family lives in its own module and registers its records with
 :func:`aot.ir.ops.common.defop`."""
 
 from . import algorithm
+from . import einsum
 from . import elemwise
 from . import image
 from . import layout
 from . import nn
 from . import nn_conv
+from . import nn_norm
 from . import nn_pool
 from . import qnn
 from . import qnn_common
@@ -16,7 +18,9 @@ from . import qnn_nonlinear
 from . import qnn_reduce
 from . import qnn_softmax
 from . import reduce
+from . import scan
 from . import transform
 from . import transform_broadcast
 from . import transform_index
 from . import transform_init
+from . import transform_nd

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..expr import Call, Constant, Expr, op
 from ..types import TensorType
+from .shape_util import group_shape, instance_axes, l2_axes
 
 __all__ = ["RULES", "NOT_DIFFERENTIABLE", "NoGradient", "why_not_differentiable", "call",
            "tensor_type"]
@@ -664,28 +665,95 @@ def _variance_grad(std: bool) -> Rule:
     return rule
 
 
-def _layer_norm_grad(c: Call, g: Expr) -> Adjoints:
-    """``y = xhat * gamma + beta`` with ``xhat = (x - mean) * rstd`` along
-    one axis: ``dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat))``
-    with ``dxhat = g * gamma``; ``dgamma = sum(g xhat)``, ``dbeta = sum(g)``
-    over the other axes."""
+def _norm_grad(c: Call, g: Expr, axes: list[int], split: tuple[int, ...] | None = None
+               ) -> Adjoints:
+    """``y = xhat * gamma + beta`` with ``xhat = (x - mean) * rstd``, the
+    statistics over ``axes`` (of ``x`` reshaped to ``split`` when given,
+    group norm's channel groups): ``dx = rstd (dxhat - mean(dxhat) - xhat
+    mean(dxhat xhat))`` with ``dxhat = g * gamma``; ``dgamma = sum(g
+    xhat)``, ``dbeta = sum(g)`` over the axes but the channel's."""
     x, gamma, _ = c.args
     shape = _shape(x)
     axis = _attr(c, "axis") % len(shape)
     channel = [1] * len(shape)
     channel[axis] = shape[axis]
-    mean = call("mean", x, axis=[axis], keepdims=True)
-    centered = _sub(x, mean)
-    var = call("mean", _mul(centered, centered), axis=[axis], keepdims=True)
+
+    def view(e: Expr) -> Expr:
+        return e if split is None else call("reshape", e, newshape=list(split))
+
+    def back(e: Expr) -> Expr:
+        return e if split is None else call("reshape", e, newshape=list(shape))
+    xs = view(x)
+    mean = call("mean", xs, axis=axes, keepdims=True)
+    centered = _sub(xs, mean)
+    var = call("mean", _mul(centered, centered), axis=axes, keepdims=True)
     rstd = call("rsqrt", _add(var, _scalar(float(_attr(c, "epsilon")), x)))
     xhat = _mul(centered, rstd)
-    dxhat = _mul(g, call("reshape", gamma, newshape=channel)) if _attr(c, "scale") else g
-    mean_d = call("mean", dxhat, axis=[axis], keepdims=True)
-    mean_dx = call("mean", _mul(dxhat, xhat), axis=[axis], keepdims=True)
-    dx = _mul(rstd, _sub(_sub(dxhat, mean_d), _mul(xhat, mean_dx)))
-    dgamma = call("sum", _mul(g, xhat), axis=[axis], exclude=True) if _attr(c, "scale") else None
+    dxhat = view(_mul(g, call("reshape", gamma, newshape=channel)) if _attr(c, "scale") else g)
+    mean_d = call("mean", dxhat, axis=axes, keepdims=True)
+    mean_dx = call("mean", _mul(dxhat, xhat), axis=axes, keepdims=True)
+    dx = back(_mul(rstd, _sub(_sub(dxhat, mean_d), _mul(xhat, mean_dx))))
+    dgamma = call("sum", _mul(g, back(xhat)), axis=[axis], exclude=True) \
+        if _attr(c, "scale") else None
     dbeta = call("sum", g, axis=[axis], exclude=True) if _attr(c, "center") else None
     return [dx, dgamma, dbeta]
+
+
+def _layer_norm_grad(c: Call, g: Expr) -> Adjoints:
+    """Statistics along the one axis (:func:`_norm_grad`)."""
+    return _norm_grad(c, g, [_attr(c, "axis") % len(_shape(c.args[0]))])
+
+
+def _instance_norm_grad(c: Call, g: Expr) -> Adjoints:
+    """Statistics over every axis but 0 and ``axis`` (:func:`_norm_grad`)."""
+    ndim = len(_shape(c.args[0]))
+    return _norm_grad(c, g, list(instance_axes(ndim, _attr(c, "axis") % ndim)))
+
+
+def _group_norm_grad(c: Call, g: Expr) -> Adjoints:
+    """Statistics over each channel group and the axes after it, on the
+    data with ``axis`` split into (groups, channels per group)."""
+    shape = _shape(c.args[0])
+    split, axes = group_shape(shape, _attr(c, "axis") % len(shape), _attr(c, "num_groups"))
+    return _norm_grad(c, g, list(axes), split)
+
+
+def _l2_normalize_grad(c: Call, g: Expr) -> Adjoints:
+    """``y = x / s``, ``s = sqrt(max(S, eps))``, ``S = sum(x^2)`` over the
+    axes: ``dx = g / s - x sum(g x) / s^3`` where ``S > eps``; where the
+    floor ``eps`` holds, ``s`` is constant and ``dx = g / s``."""
+    x = c.args[0]
+    axes = list(l2_axes(len(_shape(x)), _attr(c, "axis")))
+    total = call("sum", _mul(x, x), axis=axes, keepdims=True)
+    eps = _scalar(float(_attr(c, "eps")), x)
+    s = call("sqrt", call("maximum", total, eps))
+    through = call("sum", _mul(g, x), axis=axes, keepdims=True)
+    cube = _mul(s, _mul(s, s))
+    varying = call("where", call("greater", total, eps), _div(through, cube),
+                   call("zeros_like", cube))
+    return [_sub(_div(g, s), _mul(x, varying))]
+
+
+def _cumsum_grad(c: Call, g: Expr) -> Adjoints:
+    """Element ``k`` feeds every output from ``k`` on (after ``k`` when
+    exclusive): ``dx`` is the same scan of ``g`` run backwards (reverse,
+    scan, reverse), reshaped back when the scan flattened, in the data's
+    dtype."""
+    x = c.args[0]
+    axis = _attr(c, "axis")
+    along = 0 if axis is None else axis
+    back = call("reverse", g, axis=along)
+    back = call("cumsum", back, axis=along, exclusive=_attr(c, "exclusive"))
+    dx: Expr = call("reverse", back, axis=along)
+    if axis is None:
+        dx = call("reshape", dx, newshape=list(_shape(x)))
+    return [call("cast_like", dx, x)]
+
+
+def _trilu_grad(c: Call, g: Expr) -> Adjoints:
+    """The kept triangle passes the gradient, the rest none: ``trilu(g, k)``;
+    ``k`` is an integer."""
+    return [call("trilu", g, c.args[1], upper=_attr(c, "upper")), None]
 
 
 def _global_max_pool_grad(c: Call, g: Expr) -> Adjoints:
@@ -782,6 +850,11 @@ RULES: dict[str, Rule] = {
     "variance": _variance_grad(std=False),
     "std": _variance_grad(std=True),
     "nn.layer_norm": _layer_norm_grad,
+    "nn.instance_norm": _instance_norm_grad,
+    "nn.group_norm": _group_norm_grad,
+    "nn.l2_normalize": _l2_normalize_grad,
+    "trilu": _trilu_grad,
+    "cumsum": _cumsum_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
     "nn.prelu": _prelu_grad,
@@ -841,7 +914,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
     **{name: _TODO for name in (
-        "gather", "prod",
+        "gather", "gather_nd", "prod", "cumprod", "einsum",
         "sort", "topk", "image.resize2d",
         "nn.conv1d", "nn.conv2d_transpose")},
 }

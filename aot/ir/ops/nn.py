@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
@@ -103,7 +103,7 @@ class PReluAttrs(Attrs):
     axis: int = 1
 
 
-def _channel_vector(data: TensorType, given: Type, axis: int, what: str) -> TensorType | None:
+def channel_vector(data: TensorType, given: Type, axis: int, what: str) -> TensorType | None:
     """The ``(data.shape[axis],)`` vector type expected for a per-channel
     argument; None when ``given`` already is (or is compatible with) it, the
     expected type when ``given`` is a hole; an error otherwise."""
@@ -127,11 +127,11 @@ def _channel_op_rel(args: Sequence[Type], axis: int, what: str) -> RelResult:
     if data is None:
         return None
     axis = normalize_axis(axis, data.ndim)
-    vector = _channel_vector(data, args[1], axis, what)
+    vector = channel_vector(data, args[1], axis, what)
     return Solved(data, (None, vector)) if vector is not None else data
 
 
-def _channel_shape(ndim: int, axis: int, size: int) -> list[int]:
+def channel_shape(ndim: int, axis: int, size: int) -> list[int]:
     """The shape that broadcasts a ``(size,)`` vector along ``axis`` of a
     rank-``ndim`` tensor."""
     shape = [1] * ndim
@@ -146,7 +146,7 @@ def _prelu_rel(args: Sequence[Type], attrs: PReluAttrs) -> RelResult:
 def _prelu(args: Sequence[np.ndarray], attrs: PReluAttrs, out: Type) -> np.ndarray:
     x, alpha = args
     axis = attrs.axis % x.ndim
-    shape = _channel_shape(x.ndim, axis, x.shape[axis])
+    shape = channel_shape(x.ndim, axis, x.shape[axis])
     with np.errstate(all="ignore"):
         return as_array(np.where(x > 0, x, x * alpha.reshape(shape)), x.dtype)
 
@@ -363,7 +363,7 @@ def _bias_add_rel(args: Sequence[Type], attrs: BiasAddAttrs) -> RelResult:
 def _bias_add(args: Sequence[np.ndarray], attrs: BiasAddAttrs, out: Type) -> np.ndarray:
     x, b = args
     axis = attrs.axis % x.ndim
-    shape = _channel_shape(x.ndim, axis, x.shape[axis])
+    shape = channel_shape(x.ndim, axis, x.shape[axis])
     with np.errstate(all="ignore"):
         return as_array(x + b.reshape(shape), x.dtype)
 
@@ -392,7 +392,7 @@ def _batch_norm_rel(args: Sequence[Type], attrs: BatchNormAttrs) -> RelResult:
         return None
     require_float(data)
     axis = normalize_axis(attrs.axis, data.ndim)
-    refined = tuple(_channel_vector(data, args[i + 1], axis, name)
+    refined = tuple(channel_vector(data, args[i + 1], axis, name)
                     for i, name in enumerate(_BN_ARGS))
     vec = TensorType((data.shape[axis],), data.dtype)
     out = TupleType((data, vec, vec))
@@ -401,11 +401,12 @@ def _batch_norm_rel(args: Sequence[Type], attrs: BatchNormAttrs) -> RelResult:
     return out
 
 
-def _scale_center(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray, shape: list[int],
-                  attrs: BatchNormAttrs | LayerNormAttrs) -> np.ndarray:
-    """The float64 ``y * gamma + beta`` that ends batch_norm and layer_norm
-    (``gamma`` only with ``scale``, ``beta`` only with ``center``), the
-    per-channel vectors reshaped to ``shape``."""
+def scale_center(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray, shape: list[int],
+                  attrs: Any) -> np.ndarray:
+    """The float64 ``y * gamma + beta`` that ends the normalisations
+    (``attrs`` has their ``scale`` and ``center``: ``gamma`` only with
+    ``scale``, ``beta`` only with ``center``), the per-channel vectors
+    reshaped to ``shape``."""
     if attrs.scale:
         y = y * gamma.astype(np.float64).reshape(shape)
     if attrs.center:
@@ -416,7 +417,7 @@ def _scale_center(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray, shape: lis
 def _batch_norm(args: Sequence[np.ndarray], attrs: BatchNormAttrs, out: Type) -> tuple:
     x, gamma, beta, mean, var = args
     axis = attrs.axis % x.ndim
-    shape = _channel_shape(x.ndim, axis, x.shape[axis])
+    shape = channel_shape(x.ndim, axis, x.shape[axis])
     # inference batch norm is the per-channel affine map x * scale + shift
     # (exactly what SimplifyInference rewrites it to, so the rewrite keeps
     # the meaning even where var + eps == 0 makes the scale infinite)
@@ -451,8 +452,8 @@ def _layer_norm_rel(args: Sequence[Type], attrs: LayerNormAttrs) -> RelResult:
         return None
     require_float(data)
     axis = normalize_axis(attrs.axis, data.ndim)
-    refined = (_channel_vector(data, args[1], axis, "gamma"),
-               _channel_vector(data, args[2], axis, "beta"))
+    refined = (channel_vector(data, args[1], axis, "gamma"),
+               channel_vector(data, args[2], axis, "beta"))
     if any(r is not None for r in refined):
         return Solved(data, (None, *refined))
     return data
@@ -461,12 +462,12 @@ def _layer_norm_rel(args: Sequence[Type], attrs: LayerNormAttrs) -> RelResult:
 def _layer_norm(args: Sequence[np.ndarray], attrs: LayerNormAttrs, out: Type) -> np.ndarray:
     x, gamma, beta = args
     axis = attrs.axis % x.ndim
-    shape = _channel_shape(x.ndim, axis, x.shape[axis])
+    shape = channel_shape(x.ndim, axis, x.shape[axis])
     xf = x.astype(np.float64)
     mean = np.mean(xf, axis=axis, keepdims=True)
     var = np.mean((xf - mean) ** 2, axis=axis, keepdims=True)
     y = (xf - mean) / np.sqrt(var + attrs.epsilon)
-    y = _scale_center(y, gamma, beta, shape, attrs)
+    y = scale_center(y, gamma, beta, shape, attrs)
     return as_array(y, x.dtype)
 
 

@@ -94,3 +94,29 @@ def require_int_dtype(t: TensorType, what: str) -> None:
 def require_scalar(t: TensorType, what: str) -> None:
     if t.shape != ():
         raise RelationError(f"{what} must be a scalar (shape ()), got {t}")
+
+
+# ------------------------------------------------ normalisation axes (nn_norm)
+
+def instance_axes(ndim: int, axis: int) -> tuple[int, ...]:
+    """The axes instance norm reduces: all but the batch and ``axis``."""
+    return tuple(i for i in range(1, ndim) if i != axis)
+
+
+def group_shape(shape: Sequence[int], axis: int, groups: int) -> tuple[tuple[int, ...],
+                                                                       tuple[int, ...]]:
+    """The data's shape with ``axis`` split into (groups, channels per
+    group), and the axes that shape normalises over (the channels of a
+    group and every axis after)."""
+    split = (*shape[:axis], groups, shape[axis] // groups, *shape[axis + 1:])
+    return tuple(int(d) for d in split), tuple(range(axis + 1, len(split)))
+
+
+def l2_axes(ndim: int, axis: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The axes l2_normalize sums over (None: all), sorted and checked."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(sorted({normalize_axis(a, ndim) for a in axis}))
+    if len(axes) != len(axis):
+        raise RelationError(f"axis {list(axis)} names an axis twice")
+    return axes

@@ -6,6 +6,8 @@ from . import elemwise  # noqa: F401
 from . import nn  # noqa: F401
 from . import reduce  # noqa: F401
 from . import algorithm  # noqa: F401
+from . import scan  # noqa: F401
+from . import einsum  # noqa: F401
 from . import transform  # noqa: F401  (and transform_index, transform_init, layout)
 from . import nn_conv
 from . import nn_pool

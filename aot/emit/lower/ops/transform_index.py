@@ -1,5 +1,6 @@
-"""Lowering of the index-based transforms (``aot/ir/ops/transform_index.py``):
-strided_slice, take, gather, one_hot, where -- all index lowerings.
+"""Lowering of the index-based transforms (``aot/ir/ops/transform_index.py``,
+``transform_nd.py``): strided_slice, take, gather, gather_nd, one_hot,
+where, trilu -- all index lowerings.
 
 * strided_slice resolves its attributes with the reference's own
   canonicalisation (``slice_spec`` / ``resolve_slice``); output position ``o``
@@ -8,6 +9,9 @@ strided_slice, take, gather, one_hot, where -- all index lowerings.
   computed indices fuse) and make each index valid with
   :func:`~.index_math.fix_index` (clip / wrap / fast = clip, in the
   kernel), so a load never leaves its buffer whatever the indices hold.
+* gather_nd reads each component of the index tuple at ``(k, batch,
+  rest)`` and clamps it to its axis (``fix_index``, clip).
+* trilu compares ``j - i`` (widened to the type of ``k``) with ``k``.
 * one_hot compares the widened index with the position along the new
   axis; on/off values are converted with cast's rules.
 * where is a select on ``cond != 0`` over the broadcast operands.
@@ -104,6 +108,35 @@ def _gather(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
         src[axis] = fix_index(indices.read(idx), extent, TakeMode.CLIP)
         return data.read(tuple(src))
     return TensorValue(indices.shape, data.dtype, read)
+
+
+@index_lowering("gather_nd")
+def _gather_nd(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
+    data, indices = tensor(args[0]), tensor(args[1])
+    shape = _out_shape(out_type)
+    b, m = attrs.batch_dims, indices.shape[0]
+    n_rest = len(indices.shape) - 1 - b
+    for k in range(m):
+        _check_extent(data.shape[b + k], shape)
+
+    def read(idx: Index) -> K.Expr:
+        batch, rest, tail = idx[:b], idx[b:b + n_rest], idx[b + n_rest:]
+        tup = tuple(fix_index(indices.read((idx_const(k), *batch, *rest)), data.shape[b + k],
+                              TakeMode.CLIP) for k in range(m))
+        return data.read((*batch, *tup, *tail))
+    return TensorValue(shape, data.dtype, read)
+
+
+@index_lowering("trilu")
+def _trilu(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
+    data, k = tensor(args[0]), tensor(args[1])
+    shift = widen_index(k.read(()))
+
+    def read(idx: Index) -> K.Expr:
+        diff = K.cast(shift.dtype, isub(idx[-1], idx[-2]))
+        keep = K.ge(diff, shift) if attrs.upper else K.le(diff, shift)
+        return K.select(keep, data.read(idx), K.Const(0, data.dtype))
+    return TensorValue(data.shape, data.dtype, read)
 
 
 @index_lowering("one_hot")

@@ -1,4 +1,5 @@
-"""Indexing: Slice, Gather, GatherElements, OneHot, ArgMax, ArgMin, TopK.
+"""Indexing: Slice, Gather, GatherElements, GatherND, OneHot, ArgMax, ArgMin,
+TopK, Trilu.
 
 * Slice's starts/ends/axes/steps must be constants; each axis is resolved
   here exactly as the specification says (negative values count from the
@@ -11,6 +12,10 @@
   from the end, as ONNX says (out-of-range indices are an error in ONNX;
   here they wrap).  GatherElements is ``gather``, negative indices first
   made non-negative.
+* GatherND is ``gather_nd`` with the index tuple moved from the last axis
+  (ONNX) to the first (Relay) and negative components counted from the
+  end of their axis.
+* Trilu is ``trilu``; an omitted ``k`` is 0.
 * OneHot: ``depth`` must be a constant; negative indices count from the
   end (version 11); values ``[off, on]`` become ``one_hot``'s scalars.
 * ArgMax/ArgMin: int64 results (the IR's are int32, then cast).
@@ -18,8 +23,8 @@
   IR's sort is stable in both directions), as ONNX requires; indices are
   int64.
 
-Versions: Slice 11, 13; Gather 11, 13; GatherElements 11, 13; OneHot 11; ArgMax/ArgMin 11, 12, 13;
-TopK 11, 24 (bfloat16 only).
+Versions: Slice 11, 13; Gather 11, 13; GatherElements 11, 13; GatherND 11, 12, 13; OneHot 11;
+ArgMax/ArgMin 11, 12, 13; TopK 11, 24 (bfloat16 only); Trilu 14.
 """
 
 from __future__ import annotations
@@ -185,3 +190,39 @@ def convert_topk(node: Node) -> list[Expr]:
     largest = bool(node.attr("largest", 1))
     both = node.call("topk", [x], k=k, axis=axis, is_ascend=not largest, dtype=DType.INT64)
     return [node.ctx.get_item(both, 0), node.ctx.get_item(both, 1)]
+
+
+@converter("GatherND", (11, 12, 13))
+def convert_gather_nd(node: Node) -> list[Expr]:
+    data, idx = node.input(0), _index_input(node, 1)
+    shape, ishape = node.shape(data), node.shape(idx)
+    b = int(node.attr("batch_dims", 0))
+    if not ishape or not 1 <= ishape[-1] <= len(shape) - b:
+        raise node.error(f"indices of shape {list(ishape)} do not index data of shape "
+                         f"{list(shape)} after {b} batch axes")
+    m = ishape[-1]
+    extents = np.asarray(shape[b:b + m], node.dtype(idx).np)
+    value = node.ctx.const_value(idx)
+    if value is not None:
+        bad = (value < -extents) | (value >= extents)
+        if bad.any():
+            raise node.error(f"index {int(value[bad].flat[0])} is out of range (the index "
+                             f"tuples address axes of extents {extents.tolist()})")
+        idx = node.constant(np.where(value < 0, value + extents, value).astype(value.dtype))
+    else:
+        neg = node.call("less", [idx, node.constant(np.zeros((), extents.dtype))])
+        idx = node.call("where", [neg, node.call("add", [idx, node.constant(extents)]), idx])
+    perm = (len(ishape) - 1, *range(len(ishape) - 1))
+    first = node.call("transpose", [idx], axes=perm)
+    return [node.call("gather_nd", [data, first], batch_dims=b)]
+
+
+@converter("Trilu", (14,))
+def convert_trilu(node: Node) -> list[Expr]:
+    data = node.input(0)
+    k = node.optional(1)
+    if k is None:
+        k = node.constant(np.zeros((), np.int64))
+    elif node.shape(k) != ():
+        k = node.call("reshape", [k], newshape=())
+    return [node.call("trilu", [data, k], upper=bool(node.attr("upper", 1)))]

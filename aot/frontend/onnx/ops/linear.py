@@ -1,4 +1,4 @@
-"""Matrix products: Gemm and MatMul.
+"""Matrix products: Gemm, MatMul and Einsum.
 
 Gemm ``alpha * A' @ B' + beta * C``: ``nn.dense`` when only B is
 transposed (the fully connected layer PyTorch exports), ``nn.matmul`` with
@@ -12,6 +12,9 @@ prepended (first) or appended (second) that is removed from the result; a
 the batch dimensions broadcast, both operands are reshaped to 3-d and
 multiplied by ``nn.batch_matmul`` (a batch of 1 broadcasts), and the result
 is reshaped back.  Versions 9 and 13.
+
+Einsum (12) is ``einsum`` of its inputs, the equation as given (its
+letters, ``...`` and implicit result are NumPy's, which the IR follows).
 """
 
 from __future__ import annotations
@@ -117,3 +120,14 @@ def _as_batch(node: Node, x: Expr, shape: tuple[int, ...], batch: tuple[int, ...
     if shape != target:
         x = reshape_to(node, x, target)
     return x
+
+
+@converter("Einsum", (12,))
+def convert_einsum(node: Node) -> list[Expr]:
+    xs = [node.input(i) for i in range(len(node.inputs))]
+    if not xs:
+        raise node.error("Einsum needs at least one input")
+    equation = node.attr("equation")
+    if not isinstance(equation, str) or not equation:
+        raise node.error("the equation attribute is required")
+    return [node.call("einsum", [node.ctx.make_tuple(xs)], equation=equation)]

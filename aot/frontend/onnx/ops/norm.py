@@ -1,4 +1,5 @@
-"""Normalisation: BatchNormalization (inference), LayerNormalization, LRN.
+"""Normalisation: BatchNormalization (inference), LayerNormalization,
+InstanceNormalization, GroupNormalization, LpNormalization, LRN.
 
 BatchNormalization maps onto ``nn.batch_norm`` on axis 1 (its first
 output); only inference is supported (``training_mode`` 0, and only the
@@ -12,6 +13,16 @@ for ``nn.layer_norm`` without scale and centre, the result reshaped back,
 and Scale/B applied with broadcasting.  The optional Mean and InvStdDev
 outputs are computed apart (``mean``, ``variance``, ``rsqrt``) in float32
 (``stash_type`` 1, the default and only one supported).
+
+InstanceNormalization is ``nn.instance_norm`` on axis 1 (rank 3 or more).
+GroupNormalization (21: scale and bias per channel) is ``nn.group_norm``
+on axis 1; version 18, whose scale and bias were per group, is deprecated
+and refused by ONNX's own checker.  A float16 input
+with ``stash_type`` 1 (float32, the default) is normalised in float32 and
+cast back.  LpNormalization is ``x / norm`` over its axis with ``norm``
+``sqrt(sum(x * x))`` (``p`` 2) or ``sum(abs(x))`` (``p`` 1), and 0 where the
+norm is 0 (ONNX's reference and onnxruntime; ``nn.l2_normalize`` would give
+NaN there, or change tiny vectors through its ``eps``).
 """
 
 from __future__ import annotations
@@ -128,3 +139,53 @@ def convert_lrn(node: Node) -> list[Expr]:
     base = node.call("add", [scaled, node.constant(np.asarray(bias, dt.np))])
     den = node.call("power", [base, node.constant(np.asarray(beta, dt.np))])
     return [node.call("divide", [x, den])]
+
+
+@converter("InstanceNormalization", (6, 22))
+def convert_instance_norm(node: Node) -> list[Expr]:
+    x, scale, bias = node.input(0), node.input(1), node.input(2)
+    require_float(node, x)
+    if node.rank(x) < 3:
+        raise node.error(f"the input must have rank >= 3, got {list(node.shape(x))}")
+    return [node.call("nn.instance_norm", [x, scale, bias], axis=1,
+                      epsilon=float(node.attr("epsilon", 1e-5)))]
+
+
+@converter("GroupNormalization", (21,))
+def convert_group_norm(node: Node) -> list[Expr]:
+    x, scale, bias = node.input(0), node.input(1), node.input(2)
+    dt = require_float(node, x)
+    shape = node.shape(x)
+    if len(shape) < 2:
+        raise node.error(f"the input must have rank >= 2, got {list(shape)}")
+    groups = node.attr("num_groups")
+    if groups is None or int(groups) < 1 or shape[1] % int(groups):
+        raise node.error(f"num_groups must be a positive divisor of the {shape[1]} channels, "
+                         f"got {groups}")
+    groups = int(groups)
+    stash = int(node.attr("stash_type", 1))
+    if stash != 1:
+        raise node.unsupported("stash_type")
+    wide = dt is not DType.FLOAT32 and dt.itemsize < 4
+    if wide:
+        x, scale, bias = (node.call("cast", [v], dtype=DType.FLOAT32) for v in (x, scale, bias))
+    y = node.call("nn.group_norm", [x, scale, bias], num_groups=groups, axis=1,
+                  epsilon=float(node.attr("epsilon", 1e-5)))
+    return [node.call("cast", [y], dtype=dt) if wide else y]
+
+
+@converter("LpNormalization", (1, 22))
+def convert_lp_norm(node: Node) -> list[Expr]:
+    x = node.input(0)
+    require_float(node, x)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), node.rank(x))
+    p = int(node.attr("p", 2))
+    if p not in (1, 2):
+        raise node.error(f"p must be 1 or 2, got {p}")
+    terms = node.call("multiply", [x, x]) if p == 2 else node.call("abs", [x])
+    norm = node.call("sum", [terms], axis=(axis,), keepdims=True)
+    if p == 2:
+        norm = node.call("sqrt", [norm])
+    zero = node.constant(np.zeros((), node.dtype(x).np))
+    return [node.call("where", [node.call("equal", [norm, zero]), zero,
+                                node.call("divide", [x, norm])])]

@@ -1,5 +1,6 @@
 """Reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd,
-ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare, ReduceLogSum.
+ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare, ReduceLogSum; and
+the running sum CumSum.
 
 Axes come from the ``axes`` attribute before version 18 (13 for
 ReduceSum) and from an optional constant input from then on.  Absent or
@@ -9,8 +10,11 @@ reductions follow the specification's definitions: L1 ``sum(|x|)``, L2
 ``sqrt(sum(x*x))``, SumSquare ``sum(x*x)``, LogSum ``log(sum(x))``;
 LogSumExp is the IR's ``logsumexp`` (computed stably).
 
+CumSum is ``cumsum`` along its (constant) axis; ``reverse`` reverses the
+axis before and after, ``exclusive`` is the IR's.
+
 Versions: 11, 13, 18 (ReduceSum 11, 13; ReduceMax/ReduceMin also 12 for
-int8/uint8 and 20 for bool).
+int8/uint8 and 20 for bool); CumSum 11, 14.
 """
 
 from __future__ import annotations
@@ -72,3 +76,17 @@ converter("ReduceL2", _V18)(_reduction("sum", pre="square", post="sqrt"))
 converter("ReduceSumSquare", _V18)(_reduction("sum", pre="square"))
 converter("ReduceLogSum", _V18)(_reduction("sum", post="log"))
 converter("ReduceLogSumExp", _V18)(_reduction("logsumexp"))
+
+
+@converter("CumSum", (11, 14))
+def convert_cumsum(node: Node) -> list[Expr]:
+    x = node.input(0)
+    axes = node.const_ints(1, "axis")
+    if len(axes) != 1:
+        raise node.error(f"axis must be one integer, got {axes}")
+    axis = normalize_axis(node, axes[0], node.rank(x))
+    reverse = bool(node.attr("reverse", 0))
+    if reverse:
+        x = node.call("reverse", [x], axis=axis)
+    y = node.call("cumsum", [x], axis=axis, exclusive=bool(node.attr("exclusive", 0)))
+    return [node.call("reverse", [y], axis=axis) if reverse else y]
