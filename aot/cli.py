@@ -381,7 +381,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
               f"constants {meta['constant_bytes']} bytes{stack_text}")
     else:
         print(f"{artifact.root}: {len(meta['kernels'])} kernels, arena {meta['arena_bytes']} "
-              f"bytes (lower bound {meta['arena_lower_bound_bytes']}), constants "
+              f"bytes (lower bound {meta['arena_lower_bound_bytes']}, of whole tensors "
+              f"{meta['arena_whole_tensor_bound_bytes']}), constants "
               f"{meta['constant_bytes']} bytes{stack_text}")
     target = TARGETS[args.target]
     if not target.is_host and not args.no_build:

@@ -230,8 +230,11 @@ def linear_cases():
     # int8 convolutions with a constant weight: the dual 16-bit kernel
     # (aot/emit/lower/ops/qnn_conv_dsp.py, portable path here;
     # tests/e2e/test_qnn_dsp.py runs the DSP path under QEMU)
+    # (72 output channels: wider than the staged order's local array, the
+    # plain order with channel pairs outermost)
     for xs, o, zp_in, fill in [((1, 4, 2, 4), 4, 127, -128), ((1, 4, 2, 4), 2, -128, 127),
-                               ((2, 9, 3, 3), 7, -5, None), ((1, 2, 1, 5), 3, 0, None)]:
+                               ((2, 9, 3, 3), 7, -5, None), ((1, 2, 1, 5), 3, 0, None),
+                               ((1, 4, 2, 3), 72, 3, None)]:
         n = o * xs[1]
         wconst = (f'reshape(cast(subtract(mod(multiply(arange(0f, {n}f, 1f, start=0f, '
                   f'stop={n}f, step=1f, dtype="float32"), 255f), 256f), 128f), '

@@ -202,7 +202,7 @@ def test_one_output_two_candidate_inputs_uses_one():
     assert plan.arena_bytes == 128
 
 
-def test_equal_size_pairs_are_tried_first():
+def test_tight_pairs_are_tried_first():
     # b (64) or c (16) may overwrite a (64); b over a wastes nothing: a|b
     # and c give 80, a|c and b give 128.
     tensors = [T("a", 64, 0, 1), T("b", 64, 1, 2), T("c", 16, 1, 2)]
@@ -210,7 +210,7 @@ def test_equal_size_pairs_are_tried_first():
     plan = plan_memory(tensors, pairs)
     verify_plan(tensors, plan)
     assert plan.inplace == (InPlace("b", "a"),)
-    assert plan.trials[0] == ("greedy_by_size/inplace=equal", 80)
+    assert plan.trials[0] == ("greedy_by_size/inplace=tight", 80)
     assert plan.arena_bytes == 80 == plan.lower_bound_bytes
 
 
@@ -227,8 +227,8 @@ def test_single_step_link_is_refused():
 
 def test_invalid_pair_is_a_bug():
     tensors = [T("a", 32, 0, 1), T("b", 64, 1, 2), T("c", 32, 3, 4)]
-    with pytest.raises(AssertionError, match="larger"):
-        plan_memory(tensors, [InPlace("b", "a")])
+    with pytest.raises(AssertionError, match="not a multiple"):
+        plan_memory(tensors, [InPlace("b", "a", -8)])
     with pytest.raises(AssertionError, match="last read"):
         plan_memory(tensors, [InPlace("c", "a")])
     with pytest.raises(AssertionError, match="unknown"):
@@ -259,7 +259,7 @@ VERIFY_TENSORS = [T("a", 32, 0, 2), T("b", 32, 1, 3), T("c", 32, 3, 4)]
     ({"a": 0, "b": 32, "c": 0}, 48, (), "exceeds the arena"),
     ({"a": 0, "b": 32}, 64, (), "'c' has no offset"),
     ({"a": 0, "b": 32, "c": 0, "d": 0}, 64, (), "unknown"),
-    ({"a": 0, "b": 32, "c": 0}, 64, (InPlace("c", "b"),), "different offsets"),
+    ({"a": 0, "b": 32, "c": 0}, 64, (InPlace("c", "b"),), "is placed at offsets"),
     ({"a": 0, "b": 32, "c": 0}, 64, (InPlace("c", "a"),), "last read"),
 ])
 def test_verify_rejects(offsets, arena, inplace, match):

@@ -647,7 +647,10 @@ def build_context(plan: ModelPlan) -> RenderContext:
                                                 if plan.arena == "static" else "")),
         _define(f"{NAME}_ARENA_ALIGN", ARENA_ALIGNMENT, "required alignment of the arena"),
         _define(f"{NAME}_ARENA_LOWER_BOUND_BYTES", plan.arena_lower_bound_bytes,
-                "no plan could use less"),
+                "liveness bound with overlaps"),
+        _define(f"{NAME}_ARENA_WHOLE_TENSOR_BOUND_BYTES",
+                max(plan.arena_whole_tensor_bound_bytes, plan.arena_lower_bound_bytes),
+                "liveness bound of whole tensors"),
         _define(f"{NAME}_POOL_BYTES", plan.pool_bytes, _pool_comment(plan)),
         _define(f"{NAME}_CONSTANT_BYTES", plan.constant_bytes, "constant tables (flash)"),
     )
@@ -718,6 +721,14 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
         "arena_align": ARENA_ALIGNMENT,
         "arena_bytes": plan.arena_bytes,
         "arena_lower_bound_bytes": plan.arena_lower_bound_bytes,
+        "arena_whole_tensor_bound_bytes": max(plan.arena_whole_tensor_bound_bytes,
+                                              plan.arena_lower_bound_bytes),
+        "arena_tensors": [{"key": t.key, "offset": t.offset, "bytes": t.nbytes,
+                           "first_call": t.first, "last_call": t.last}
+                          for t in plan.arena_tensors],
+        "arena_overlaps": [{"call": o.call, "out": o.out, "inp": o.inp, "shift": o.shift,
+                            "out_arg": o.out_arg, "in_args": list(o.in_args)}
+                           for o in plan.arena_overlaps],
         "pool_bytes": plan.pool_bytes,
         "pool": _pool_record(plan),
         "constant_bytes": plan.constant_bytes,

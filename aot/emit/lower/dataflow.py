@@ -20,10 +20,13 @@ prints:
    that is an input, a constant, or a tensor already claimed by another
    output is copied by a small copy kernel at the end.
 4. **Memory.**  Intermediates (and kernel scratch buffers) get a lifetime
-   ``[step that writes it, last step that reads it]``; an elementwise
-   kernel may write over an input that dies there (an in-place candidate,
-   see :mod:`aot.emit.lower.group`).  :mod:`aot.emit.plan.arena` packs
-   them into one arena and reports the liveness lower bound next to it.
+   ``[step that writes it, last step that reads it]``; a kernel may write
+   its output over (part of) an input that dies there when its loop nest
+   allows it (:mod:`aot.emit.lower.overlap_pairs`).
+   :mod:`aot.emit.plan.arena` packs them into one arena and reports the
+   liveness lower bound next to it, and the bound of whole tensors (an
+   elementwise kernel over its input only, see
+   :mod:`aot.emit.lower.group`) next to that.
 
 Programs this dataflow backend does not compile (control flow, ADTs,
 closures, references: the whole-language backend's job) are rejected with
@@ -57,9 +60,11 @@ from .group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_gr
                     unflatten)
 from ...passes.manager import current
 from ...progress import stage
-from ..plan.arena import InPlace, TensorLife, plan_memory, verify_plan
-from ..plan.model import (ArgKind, BufferRef, ConstantData, KernelCall, KernelInfo, ModelPlan,
-                          OutputTree, TensorSpec)
+from ..plan.arena import InPlace, TensorLife, lower_bound, plan_memory, verify_plan
+from ..plan.model import (ARENA_ALIGNMENT, ArenaOverlap, ArenaTensor, ArgKind, BufferRef,
+                          ConstantData, KernelCall, KernelInfo, ModelPlan, OutputTree,
+                          TensorSpec)
+from .overlap_pairs import overlap_candidates, unrestrict
 from .registry import LoweringError
 
 __all__ = ["plan_model", "describe_group", "KernelTable", "check_dataflow"]
@@ -417,17 +422,31 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
             if s.key in start:
                 end[s.key] = k
     lives = [TensorLife(key, max(sizes[key], 1), start[key], end[key]) for key in start]
-    inplace = []
+    whole = []
     for k, step in enumerate(b.steps):
         for pos in step.inplace:
             src = step.inputs[pos]
             out = step.outputs[0]
             if (src.key in start and end[src.key] == k and out.key in start and
                     sizes[out.key] <= sizes[src.key] and src.key != out.key):
-                inplace.append(InPlace(out.key, src.key))
-    memory = plan_memory(lives, inplace)
+                whole.append(InPlace(out.key, src.key))
+    kernels = {k.name: k for k in b.kernels}
+    inplace, sites = overlap_candidates(b.steps, kernels, start, end, ARENA_ALIGNMENT)
+    memory = plan_memory(lives, inplace, ARENA_ALIGNMENT)
     if current().verify:
-        verify_plan(lives, memory)
+        verify_plan(lives, memory, ARENA_ALIGNMENT)
+    whole_bound = lower_bound(lives, whole, ARENA_ALIGNMENT)
+    aliased: dict[str, set[str]] = {}
+    overlaps = []
+    for pair in memory.inplace:
+        site = sites[pair.out, pair.inp]
+        params = kernels[site.kernel].params
+        aliased.setdefault(site.kernel, set()).update(
+            params[j].name for j in (site.out_arg, *site.in_args))
+        overlaps.append(ArenaOverlap(site.step, site.out_arg, site.in_args, pair.out, pair.inp,
+                                     pair.shift))
+    b.kernels = [unrestrict(k, frozenset(aliased[k.name])) if k.name in aliased else k
+                 for k in b.kernels]
 
     def ref(s: _Slot) -> BufferRef:
         if s.kind is ArgKind.INPUT:
@@ -454,5 +473,10 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         kernels=tuple(b.kernels), kernel_info=tuple(b.infos), calls=tuple(calls),
         constants=tuple(b.constants), arena_bytes=memory.arena_bytes,
         arena_lower_bound_bytes=memory.lower_bound_bytes, arena=arena,
+        arena_whole_tensor_bound_bytes=max(whole_bound, memory.lower_bound_bytes),
+        arena_tensors=tuple(ArenaTensor(t.key, memory.offsets[t.key], sizes[t.key], t.start,
+                                        t.end) for t in sorted(lives, key=lambda t: (t.start,
+                                                                                    t.key))),
+        arena_overlaps=tuple(overlaps),
         extra=(("memory_planner", memory.algorithm),
                ("inplace", len(memory.inplace))))

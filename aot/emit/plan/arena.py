@@ -16,16 +16,24 @@ measured against (``arena_bytes / lower_bound_bytes``).
 
 In-place pairs
 --------------
-``InPlace(out, inp)`` says the elementwise kernel at step ``k == inp.end ==
-out.start`` may write ``out`` over ``inp``.  A *used* pair shares one
-offset; at step ``k`` the output replaces the input, so the lower bound does
-not count a tensor consumed in place at its last step.
+``InPlace(out, inp, shift)`` says the kernel at step ``k == inp.end ==
+out.start`` may write ``out`` at ``offset(inp) + shift`` although both are
+live at ``k`` (a fact about the kernel's loop nest,
+:mod:`aot.emit.plan.overlap`; ``shift == 0`` for an elementwise kernel
+writing over its input, ``< 0`` for a kernel whose output streams over
+the part of its input already consumed).  A *used* pair is placed exactly
+so; at step ``k`` the two cover ``union_bytes(inp, out, shift)`` bytes
+instead of the sum of their sizes, and the lower bound counts that (each
+input and each output at its best pair, a bound valid for any subset of
+the pairs).
 
-Pairs are chosen greedily (:func:`_select_pairs`): equal-size pairs first
-(they waste nothing), then larger outputs first.  A tensor is consumed in
+Pairs are chosen greedily (:func:`_select_pairs`): *tight* pairs first
+(their union is the larger of the two: they waste nothing), then by the
+bytes they save.  A tensor is consumed in
 place at most once and produced in place at most once, so used pairs link
 tensors into *chains* ``a -> b -> c`` (``b`` over ``a``, ``c`` over ``b``).
-A chain is placed as one *group* at one offset.  A pair is refused when it
+A chain is placed as one *group*: one base offset, each member at its
+fixed offset relative to it (the sum of the shifts along the chain).  A pair is refused when it
 would make two members of one chain that are not a used pair live at the
 same step (only possible through a member whose lifetime is a single
 step), because they would overlap in memory.
@@ -37,9 +45,14 @@ only its own bytes for the rest of its life.
 
 A used pair is still a constraint: tying a small long-lived output to a
 big input's offset can make packing worse.  The planner therefore tries
-three pair sets in this order and keeps the smallest arena: the equal-size
+three pair sets in this order and keeps the smallest arena: the tight
 pairs alone (they never waste bytes), all usable pairs, and no pairs (the
-last two while the work budget lasts).
+last two while the work budget lasts).  Shifts add up along a chain (a
+network of streaming layers drifts by a little at every layer) and a chain
+is placed rigidly, so then, while the budget lasts and the arena is above
+the bound, links are dropped from the set of all usable pairs one at a
+time, in a fixed order, keeping a drop when it makes the arena smaller
+(first improvement, until no drop helps).
 
 Placement: first fit
 --------------------
@@ -90,7 +103,7 @@ import numpy as np
 
 __all__ = [
     "TensorLife", "InPlace", "MemoryPlan", "plan_memory", "lower_bound",
-    "verify_plan", "align_up", "ALGORITHMS",
+    "verify_plan", "align_up", "union_bytes", "ALGORITHMS",
 ]
 
 #: The strategies, in the order they are tried (ties keep the first).
@@ -115,11 +128,12 @@ class TensorLife:
 
 @dataclass(frozen=True, slots=True)
 class InPlace:
-    """The kernel at step ``inp.end == out.start`` may write ``out`` over
-    ``inp`` (same offset); ``out.nbytes <= inp.nbytes``."""
+    """The kernel at step ``inp.end == out.start`` may write ``out`` at
+    ``offset(inp) + shift`` bytes (``shift`` a multiple of the alignment)."""
 
     out: str
     inp: str
+    shift: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,18 +167,32 @@ def lower_bound(tensors: Sequence[TensorLife], inplace: Sequence[InPlace] = (),
     consumed in place at step ``k`` is not counted at ``k``.  Valid for any
     plan that uses any subset of ``inplace``."""
     by_key = _index_tensors(tensors, alignment)
-    consumed = set()
+    by_inp: dict[str, int] = {}
+    by_out: dict[str, int] = {}
     for pair in inplace:
-        _check_pair(by_key, pair)
-        consumed.add(pair.inp)
+        _check_pair(by_key, pair, alignment)
+        inp, out = by_key[pair.inp], by_key[pair.out]
+        si, so = align_up(inp.nbytes, alignment), align_up(out.nbytes, alignment)
+        saving = si + so - union_bytes(si, so, pair.shift)
+        by_inp[pair.inp] = max(by_inp.get(pair.inp, 0), saving)
+        by_out[pair.out] = max(by_out.get(pair.out, 0), saving)
+    # at step k: at most the best saving of each input dying there, and of
+    # each output born there (each tensor is in at most one used pair each way)
+    saved_in: dict[int, int] = {}
+    saved_out: dict[int, int] = {}
+    for key, saving in by_inp.items():
+        saved_in[by_key[key].end] = saved_in.get(by_key[key].end, 0) + saving
+    for key, saving in by_out.items():
+        saved_out[by_key[key].start] = saved_out.get(by_key[key].start, 0) + saving
     events: list[tuple[int, int]] = []
     for t in tensors:
-        last = t.end - 1 if t.key in consumed else t.end
-        if last < t.start:
-            continue
         size = align_up(t.nbytes, alignment)
         events.append((t.start, size))
-        events.append((last + 1, -size))
+        events.append((t.end + 1, -size))
+    for step, saving in saved_in.items():
+        saving = min(saving, saved_out.get(step, 0))
+        events.append((step, -saving))
+        events.append((step + 1, saving))
     events.sort()
     best = live = 0
     i = 0
@@ -177,11 +205,16 @@ def lower_bound(tensors: Sequence[TensorLife], inplace: Sequence[InPlace] = (),
     return best
 
 
+def union_bytes(in_bytes: int, out_bytes: int, shift: int) -> int:
+    """Bytes an input and an output placed ``shift`` bytes after it cover."""
+    return max(in_bytes, shift + out_bytes) - min(0, shift)
+
+
 def verify_plan(tensors: Sequence[TensorLife], plan: MemoryPlan, alignment: int = 16) -> None:
     """Raise AssertionError (naming the tensors) unless ``plan`` is a valid
     placement of ``tensors``: every tensor has an aligned offset, fits in
     the arena, and no two tensors live at one step overlap in memory,
-    except a used in-place pair, which must share its offset."""
+    except a used in-place pair, which must be placed at its shift."""
     by_key = _index_tensors(tensors, alignment)
     extra = sorted(set(plan.offsets) - set(by_key))
     assert not extra, f"plan has offsets for unknown tensors {extra}"
@@ -195,10 +228,10 @@ def verify_plan(tensors: Sequence[TensorLife], plan: MemoryPlan, alignment: int 
             f"{plan.arena_bytes} bytes")
     shared: set[tuple[str, str]] = set()
     for pair in plan.inplace:
-        _check_pair(by_key, pair)
-        assert plan.offsets[pair.out] == plan.offsets[pair.inp], (
-            f"in-place pair {pair.out!r} over {pair.inp!r} has different offsets "
-            f"{plan.offsets[pair.out]} and {plan.offsets[pair.inp]}")
+        _check_pair(by_key, pair, alignment)
+        assert plan.offsets[pair.out] == plan.offsets[pair.inp] + pair.shift, (
+            f"in-place pair {pair.out!r} over {pair.inp!r} (shift {pair.shift}) is placed "
+            f"at offsets {plan.offsets[pair.out]} and {plan.offsets[pair.inp]}")
         shared.add((pair.out, pair.inp))
         shared.add((pair.inp, pair.out))
     active: list[TensorLife] = []
@@ -228,7 +261,7 @@ def _index_tensors(tensors: Sequence[TensorLife], alignment: int) -> dict[str, T
     return by_key
 
 
-def _check_pair(by_key: dict[str, TensorLife], pair: InPlace) -> None:
+def _check_pair(by_key: dict[str, TensorLife], pair: InPlace, alignment: int) -> None:
     assert pair.out in by_key, f"in-place pair names unknown output {pair.out!r}"
     assert pair.inp in by_key, f"in-place pair names unknown input {pair.inp!r}"
     assert pair.out != pair.inp, f"in-place pair of {pair.out!r} with itself"
@@ -236,9 +269,9 @@ def _check_pair(by_key: dict[str, TensorLife], pair: InPlace) -> None:
     assert inp.end == out.start, (
         f"in-place pair {pair.out!r} over {pair.inp!r}: input's last read "
         f"(step {inp.end}) is not the output's first write (step {out.start})")
-    assert out.nbytes <= inp.nbytes, (
-        f"in-place pair {pair.out!r} ({out.nbytes} B) over {pair.inp!r} "
-        f"({inp.nbytes} B): the output is larger")
+    assert pair.shift % alignment == 0, (
+        f"in-place pair {pair.out!r} over {pair.inp!r}: shift {pair.shift} is not a "
+        f"multiple of {alignment}")
 
 
 # --------------------------------------------------------------------------
@@ -301,17 +334,27 @@ def _intersecting_pairs(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray,
 # In-place pair selection and groups
 # --------------------------------------------------------------------------
 
+def _saving(p: _Problem, o: int, i: int, shift: int) -> int:
+    return p.size[o] + p.size[i] - union_bytes(p.size[i], p.size[o], shift)
+
+
+def _tight(p: _Problem, o: int, i: int, shift: int) -> bool:
+    return union_bytes(p.size[i], p.size[o], shift) == max(p.size[i], p.size[o])
+
+
 def _select_pairs(p: _Problem, pairs: Sequence[InPlace],
-                  equal_only: bool) -> tuple[tuple[int, int], ...]:
-    """Greedily choose usable pairs, as (out id, inp id)."""
-    candidates = set()
+                  tight_only: bool) -> tuple[tuple[int, int, int], ...]:
+    """Greedily choose usable pairs, as (out id, inp id, shift)."""
+    best: dict[tuple[int, int], int] = {}
     for pair in pairs:
         o, i = p.index[pair.out], p.index[pair.inp]
-        if equal_only and p.size[o] != p.size[i]:
+        if tight_only and not _tight(p, o, i, pair.shift):
             continue
-        candidates.add((o, i))
-    ranked = sorted(candidates, key=lambda oi: (p.size[oi[0]] != p.size[oi[1]],
-                                                -p.size[oi[0]], p.start[oi[0]], oi))
+        if (o, i) not in best or _saving(p, o, i, pair.shift) > _saving(p, o, i, best[o, i]):
+            best[o, i] = pair.shift
+    ranked = sorted(best, key=lambda oi: (not _tight(p, oi[0], oi[1], best[oi]),
+                                          -_saving(p, oi[0], oi[1], best[oi]), p.start[oi[0]],
+                                          oi))
     succ: dict[int, int] = {}   # inp -> out
     pred: dict[int, int] = {}   # out -> inp
     for o, i in ranked:
@@ -324,39 +367,44 @@ def _select_pairs(p: _Problem, pairs: Sequence[InPlace],
             continue
         succ[i] = o
         pred[o] = i
-    return tuple(sorted((o, i) for i, o in succ.items()))
+    return tuple(sorted((o, i, best[o, i]) for i, o in succ.items()))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _Groups:
-    """Chains of tensors linked by used pairs, each placed at one offset.
+    """Chains of tensors linked by used pairs, each member at a fixed offset
+    ``rel`` from its group's base offset.
 
     The conflicts of group ``g`` are entries ``row_ptr[g]:row_ptr[g+1]`` of
-    three parallel arrays: a member's size, the conflicting tensor's group
-    and that tensor's size.  Short rows are also needed as Python lists
-    (see :func:`_place`); :meth:`row` makes them on first use."""
+    three parallel arrays: the low end of the open interval of base offsets
+    the conflict forbids relative to the other group's base, that group,
+    and the high end (for member ``a`` and the other group's member ``b``:
+    ``(rel_b - rel_a - size_a, rel_b + size_b - rel_a)``).  Short rows are
+    also needed as Python lists (see :func:`_place`); :meth:`row` makes
+    them on first use."""
 
     members: tuple[tuple[int, ...], ...]
     group_of: tuple[int, ...]
-    size: tuple[int, ...]        # largest member
+    size: tuple[int, ...]        # extent: max of rel + size over the members
+    rel: tuple[int, ...]         # per tensor: offset from its group's base
     start: tuple[int, ...]
     end: tuple[int, ...]
     row_ptr: tuple[int, ...]
-    c_member_size: np.ndarray
+    c_lo: np.ndarray
     c_group: np.ndarray
-    c_size: np.ndarray
+    c_hi: np.ndarray
     _rows: list
 
     def degree(self, g: int) -> int:
         return self.row_ptr[g + 1] - self.row_ptr[g]
 
     def row(self, g: int) -> list[tuple[int, int, int]]:
-        """(member size, other group, other size) for each conflict of g."""
+        """(forbidden low, other group, forbidden high) for each conflict of g."""
         cached = self._rows[g]
         if cached is None:
             lo, hi = self.row_ptr[g], self.row_ptr[g + 1]
-            cached = list(zip(self.c_member_size[lo:hi].tolist(), self.c_group[lo:hi].tolist(),
-                              self.c_size[lo:hi].tolist()))
+            cached = list(zip(self.c_lo[lo:hi].tolist(), self.c_group[lo:hi].tolist(),
+                              self.c_hi[lo:hi].tolist()))
             self._rows[g] = cached
         return cached
 
@@ -364,12 +412,14 @@ class _Groups:
         return self.c_group[self.row_ptr[g]:self.row_ptr[g + 1]].tolist()
 
 
-def _build_groups(p: _Problem, used: tuple[tuple[int, int], ...]) -> _Groups:
-    succ = {i: o for o, i in used}
-    pred = {o: i for o, i in used}
+def _build_groups(p: _Problem, used: tuple[tuple[int, int, int], ...]) -> _Groups:
+    succ = {i: o for o, i, _ in used}
+    pred = {o: i for o, i, _ in used}
+    shift = {o: s for o, _, s in used}
     n = len(p.keys)
     members: list[tuple[int, ...]] = []
     group_of = [-1] * n
+    rel = [0] * n
     for head in range(n):
         if head in pred:
             continue
@@ -379,6 +429,12 @@ def _build_groups(p: _Problem, used: tuple[tuple[int, int], ...]) -> _Groups:
         for t in chain:
             assert group_of[t] == -1, f"tensor {p.keys[t]!r} is in two in-place chains"
             group_of[t] = len(members)
+        at = [0]
+        for t in chain[1:]:
+            at.append(at[-1] + shift[t])
+        base = min(at)
+        for t, r in zip(chain, at):
+            rel[t] = r - base
         members.append(tuple(chain))
     assert all(g >= 0 for g in group_of), "in-place pairs form a cycle"
 
@@ -386,6 +442,7 @@ def _build_groups(p: _Problem, used: tuple[tuple[int, int], ...]) -> _Groups:
     # group order), then drop conflicts inside a group.
     gof = np.array(group_of, dtype=np.int64)
     size = np.array(p.size, dtype=np.int64)
+    rel_a = np.array(rel, dtype=np.int64)
     perm = np.fromiter((t for chain in members for t in chain), dtype=np.int64, count=n)
     count = p.ptr[perm + 1] - p.ptr[perm]
     total = int(count.sum())
@@ -401,11 +458,12 @@ def _build_groups(p: _Problem, used: tuple[tuple[int, int], ...]) -> _Groups:
     return _Groups(
         members=tuple(members),
         group_of=tuple(group_of),
-        size=tuple(max(p.size[m] for m in c) for c in members),
+        size=tuple(max(rel[m] + p.size[m] for m in c) for c in members),
+        rel=tuple(rel),
         start=tuple(p.start[c[0]] for c in members),
         end=tuple(max(p.end[m] for m in c) for c in members),
         row_ptr=tuple(row_ptr.tolist()),
-        c_member_size=size[a], c_group=gb, c_size=size[b],
+        c_lo=rel_a[b] - rel_a[a] - size[a], c_group=gb, c_hi=rel_a[b] + size[b] - rel_a[a],
         _rows=[None] * len(members),
     )
 
@@ -469,7 +527,7 @@ def _place(gr: _Groups, order: Sequence[int], offs: _Offsets, first: int, work: 
 
 
 def _first_fit_list(row: list[tuple[int, int, int]], goff: list[int]) -> int:
-    forbidden = [(ou - sm, ou + su) for sm, gu, su in row if (ou := goff[gu]) >= 0]
+    forbidden = [(ou + lo, ou + hi) for lo, gu, hi in row if (ou := goff[gu]) >= 0]
     if not forbidden:
         return 0
     forbidden.sort()
@@ -492,8 +550,8 @@ def _first_fit_vector(gr: _Groups, goff: np.ndarray, lo_i: int, hi_i: int) -> in
     if not placed.any():
         return 0
     ou = ou[placed]
-    lo = ou - gr.c_member_size[lo_i:hi_i][placed]
-    hi = ou + gr.c_size[lo_i:hi_i][placed]
+    lo = ou + gr.c_lo[lo_i:hi_i][placed]
+    hi = ou + gr.c_hi[lo_i:hi_i][placed]
     by_lo = np.argsort(lo, kind="stable")
     lo, hi = lo[by_lo], hi[by_lo]
     candidate = np.empty(len(lo) + 1, dtype=np.int64)
@@ -593,7 +651,7 @@ class _Candidate:
     arena: int
     algorithm: str
     groups: _Groups
-    used: tuple[tuple[int, int], ...]
+    used: tuple[tuple[int, int, int], ...]
     order: list[int]
     goff: list[int]
 
@@ -607,7 +665,7 @@ def plan_memory(tensors: Sequence[TensorLife], inplace: Sequence[InPlace] = (),
     in-place pair sets, hill climbing) in conflict-list entries visited."""
     by_key = _index_tensors(tensors, alignment)
     for pair in inplace:
-        _check_pair(by_key, pair)
+        _check_pair(by_key, pair, alignment)
     bound = lower_bound(tensors, inplace, alignment)
     if not tensors:
         return MemoryPlan(offsets={}, arena_bytes=0, lower_bound_bytes=0,
@@ -616,29 +674,42 @@ def plan_memory(tensors: Sequence[TensorLife], inplace: Sequence[InPlace] = (),
     work = _Work(work_budget)
     trials: list[tuple[str, int]] = []
 
-    pair_sets: list[tuple[str, tuple[tuple[int, int], ...]]] = []
-    for label, chosen in (("equal", _select_pairs(p, inplace, equal_only=True)),
-                          ("all", _select_pairs(p, inplace, equal_only=False)),
+    pair_sets: list[tuple[str, tuple[tuple[int, int, int], ...]]] = []
+    for label, chosen in (("tight", _select_pairs(p, inplace, tight_only=True)),
+                          ("all", _select_pairs(p, inplace, tight_only=False)),
                           ("none", ())):
         if all(chosen != c for _, c in pair_sets):
             pair_sets.append((label, chosen))
 
     best: _Candidate | None = None
+    arena_of: dict[tuple[tuple[int, int, int], ...], int] = {}
     for label, used in pair_sets:
         if best is not None and (best.arena <= bound or work.exhausted):
             break
-        gr = _build_groups(p, used)
-        for name, key in _ORDERS:
-            order = sorted(range(len(gr.members)), key=key(gr))
-            offs = _Offsets(len(order))
-            _place(gr, order, offs, 0, work)
-            arena = _arena(gr, offs.list)
-            trials.append((f"{name}/inplace={label}" if len(pair_sets) > 1 else name, arena))
-            if best is None or arena < best.arena:
-                best = _Candidate(arena, name, gr, used, order, offs.copy())
-            if best.arena <= bound:
-                break
+        before = len(trials)
+        best = _try_pairs(p, used, label if len(pair_sets) > 1 else "", best, bound, work,
+                          trials)
+        arena_of[used] = min(a for _, a in trials[before:])
     assert best is not None
+
+    # Links of a chain add up their shifts and tie tensors that never meet:
+    # starting from all usable pairs, drop one link at a time while that
+    # makes the arena smaller (first improvement, in a fixed order).
+    current = _select_pairs(p, inplace, tight_only=False)
+    current_arena = arena_of.get(current, 0)
+    while current and best.arena > bound and not work.exhausted:
+        for link in current:
+            trial = tuple(x for x in current if x != link)
+            before = len(trials)
+            best = _try_pairs(p, trial, "drop", best, bound, work, trials)
+            arena = min(a for _, a in trials[before:])
+            if arena < current_arena or work.exhausted:
+                break
+        else:
+            break
+        if arena >= current_arena:
+            break
+        current, current_arena = trial, arena
 
     target = max(bound, max(best.groups.size))
     if best.arena > target and not work.exhausted and climb_steps > 0:
@@ -655,13 +726,33 @@ def plan_memory(tensors: Sequence[TensorLife], inplace: Sequence[InPlace] = (),
     return _make_plan(p, best, bound, tuple(trials))
 
 
+def _try_pairs(p: _Problem, used: tuple[tuple[int, int, int], ...], label: str,
+               best: _Candidate | None, bound: int, work: _Work,
+               trials: list[tuple[str, int]]) -> _Candidate:
+    """Place the groups of ``used`` in every greedy order; the better of
+    that and ``best``."""
+    gr = _build_groups(p, used)
+    for name, key in _ORDERS:
+        order = sorted(range(len(gr.members)), key=key(gr))
+        offs = _Offsets(len(order))
+        _place(gr, order, offs, 0, work)
+        arena = _arena(gr, offs.list)
+        trials.append((f"{name}/inplace={label}" if label else name, arena))
+        if best is None or arena < best.arena:
+            best = _Candidate(arena, name, gr, used, order, offs.copy())
+        if best.arena <= bound:
+            break
+    assert best is not None
+    return best
+
+
 def _make_plan(p: _Problem, best: _Candidate, bound: int,
                trials: tuple[tuple[str, int], ...]) -> MemoryPlan:
     gr = best.groups
-    offsets = {k: best.goff[gr.group_of[i]] for i, k in enumerate(p.keys)}
+    offsets = {k: best.goff[gr.group_of[i]] + gr.rel[i] for i, k in enumerate(p.keys)}
     arena = max(offsets[k] + p.size[i] for i, k in enumerate(p.keys))
     assert arena == best.arena and arena >= bound, (arena, best.arena, bound)
-    used = tuple(InPlace(out=p.keys[o], inp=p.keys[i])
-                 for o, i in sorted(best.used, key=lambda oi: (p.start[oi[0]], oi)))
+    used = tuple(InPlace(out=p.keys[o], inp=p.keys[i], shift=s)
+                 for o, i, s in sorted(best.used, key=lambda ois: (p.start[ois[0]], ois)))
     return MemoryPlan(offsets=offsets, arena_bytes=arena, lower_bound_bytes=bound,
                       algorithm=best.algorithm, inplace=used, trials=trials)

@@ -42,7 +42,8 @@ from ..kernel.ir import Kernel
 
 __all__ = [
     "TensorSpec", "ConstantData", "ArgKind", "BufferRef", "KernelCall",
-    "KernelInfo", "ModelPlan", "OutputTree", "STATUS_CODES", "ARENA_ALIGNMENT", "entry_name",
+    "KernelInfo", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree", "STATUS_CODES",
+    "ARENA_ALIGNMENT", "entry_name",
 ]
 
 #: Every arena offset is a multiple of this; a caller's arena should be
@@ -143,6 +144,35 @@ class KernelInfo:
     nodes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ArenaTensor:
+    """One intermediate tensor in the arena: bytes ``[offset, offset +
+    nbytes)`` from the call ``first`` that writes it to the call ``last``
+    that reads it (indices into :attr:`ModelPlan.calls`, inclusive)."""
+
+    key: str
+    offset: int
+    nbytes: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaOverlap:
+    """Call ``call`` writes its output argument ``out_arg`` over its input
+    arguments ``in_args`` (positions in the call's ``args``; one tensor,
+    ``inp``), placed at ``offset(inp) + shift`` bytes: the kernel's loop
+    nest never reads an input byte after writing an output byte over it
+    (:mod:`aot.emit.plan.overlap`)."""
+
+    call: int
+    out_arg: int
+    in_args: tuple[int, ...]
+    out: str
+    inp: str
+    shift: int
+
+
 OutputTree = Union[int, tuple["OutputTree", ...]]
 
 
@@ -158,11 +188,19 @@ class ModelPlan:
     calls: tuple[KernelCall, ...]        # the entry function's body, in order
     constants: tuple[ConstantData, ...]
     arena_bytes: int
+    #: the liveness lower bound with the overlaps the kernels allow
     arena_lower_bound_bytes: int
     pool_bytes: int = 0
     arena: str = "caller"                # "caller" or "static"
     #: free-form extra metadata (planner algorithm, pass timings, ...)
     extra: tuple[tuple[str, object], ...] = ()
+    #: the liveness lower bound when tensors overlap only whole (an
+    #: elementwise kernel writing over its input), the bound before overlaps
+    arena_whole_tensor_bound_bytes: int = 0
+    #: every arena tensor's place and lifetime (dataflow models)
+    arena_tensors: tuple[ArenaTensor, ...] = ()
+    #: the overlapping arguments the plan uses, each proven by its kernel
+    arena_overlaps: tuple[ArenaOverlap, ...] = ()
     #: a whole-language program's functions and entry
     #: (:class:`aot.emit.plan.program.ProgramPart`); None for dataflow models
     program: Any = None

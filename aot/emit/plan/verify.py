@@ -12,6 +12,10 @@ unused static does not compile warning-free); every call passes arguments
 of the kernel's parameter types; inputs and constants are never written;
 arena arguments are aligned, inside the arena, and arguments written
 through ``restrict`` parameters do not overlap others of the same call;
+two arena arguments of one call overlap only as a declared
+:class:`~aot.emit.plan.model.ArenaOverlap` -- output over input at the
+declared shift -- that the kernel's loop nest allows
+(:func:`aot.emit.plan.overlap.safe_shift`, checked again here);
 the output tree lists every output once, in order.
 """
 
@@ -19,8 +23,9 @@ from __future__ import annotations
 
 from ..kernel.ir import BufferScope, Kernel, is_c_identifier
 from ..kernel.walk import buffers_in, stored_buffers
-from .model import (ARENA_ALIGNMENT, ArgKind, BufferRef, KernelCall, ModelPlan, OutputTree,
-                    entry_name)
+from .model import (ARENA_ALIGNMENT, ArenaOverlap, ArgKind, BufferRef, KernelCall, ModelPlan,
+                    OutputTree, entry_name)
+from .overlap import safe_shift
 
 __all__ = ["verify_model_plan"]
 
@@ -87,13 +92,18 @@ def _check_calls(plan: ModelPlan) -> set[str]:
     kernels = {k.name: k for k in plan.kernels}
     called: set[str] = set()
     used_constants: set[str] = set()
-    for call in plan.calls:
+    declared: dict[int, list[ArenaOverlap]] = {}
+    for ov in plan.arena_overlaps:
+        if not 0 <= ov.call < len(plan.calls):
+            _fail(plan, f"overlap {ov.out} over {ov.inp} names no call ({ov.call})")
+        declared.setdefault(ov.call, []).append(ov)
+    for index, call in enumerate(plan.calls):
         kernel = kernels.get(call.kernel)
         if kernel is None:
             _fail(plan, f"call of unknown kernel {call.kernel}")
         assert kernel is not None
         called.add(kernel.name)
-        _check_call(plan, kernel, call, used_constants)
+        _check_call(plan, kernel, call, used_constants, declared.get(index, []))
     for k in plan.kernels:
         if k.name not in called:
             _fail(plan, f"kernel {k.name} is never called (an unused static function "
@@ -117,18 +127,18 @@ def _check_output_tree(plan: ModelPlan) -> None:
                     "each once")
 
 
-#: an arena argument of one call: bytes [start, end), written, restrict
-_Span = tuple[int, int, bool, bool]
+#: an arena argument of one call: bytes [start, end), written, restrict, position
+_Span = tuple[int, int, bool, bool, int]
 
 
 def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
-                used_constants: set[str]) -> None:
+                used_constants: set[str], overlaps: list[ArenaOverlap]) -> None:
     if len(call.args) != len(kernel.params):
         _fail(plan, f"{kernel.name} takes {len(kernel.params)} arguments, "
                     f"the call passes {len(call.args)}")
     written = stored_buffers(kernel.body)
     spans: list[_Span] = []
-    for ref, param in zip(call.args, kernel.params):
+    for position, (ref, param) in enumerate(zip(call.args, kernel.params)):
         where = f"{kernel.name}'s argument {param.name}"
         if ref.dtype is not param.dtype or ref.size != param.size:
             _fail(plan, f"{where}: {ref.size} x {ref.dtype} passed for "
@@ -145,12 +155,44 @@ def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
                     ref.offset + nbytes > plan.arena_bytes:
                 _fail(plan, f"{where}: arena bytes [{ref.offset}, {ref.offset + nbytes}) are "
                             f"misaligned or outside the {plan.arena_bytes}-byte arena")
-            spans.append((ref.offset, ref.offset + nbytes, is_written, param.restrict))
-    for i, (a0, a1, aw, ar) in enumerate(spans):
-        for b0, b1, bw, br in spans[i + 1:]:
+            spans.append((ref.offset, ref.offset + nbytes, is_written, param.restrict,
+                          position))
+    allowed = {(ov.out_arg, j) for ov in overlaps for j in ov.in_args}
+    for ov in overlaps:
+        _check_overlap(plan, kernel, call, ov)
+    for i, (a0, a1, aw, ar, ap) in enumerate(spans):
+        for b0, b1, bw, br, bp in spans[i + 1:]:
             if a0 < b1 and b0 < a1 and (aw or bw) and (ar or br):
                 _fail(plan, f"{kernel.name}: overlapping arena arguments, one written, "
                             "through restrict parameters")
+            if a0 < b1 and b0 < a1 and (aw or bw) and \
+                    (ap, bp) not in allowed and (bp, ap) not in allowed:
+                _fail(plan, f"{kernel.name}: arena arguments {kernel.params[ap].name} and "
+                            f"{kernel.params[bp].name} overlap, one written, and no overlap "
+                            "is declared for them")
+
+
+def _check_overlap(plan: ModelPlan, kernel: Kernel, call: KernelCall, ov: ArenaOverlap) -> None:
+    """A declared overlap: an arena output over arena inputs of one tensor,
+    at the declared shift, allowed by the kernel's loop nest."""
+    n = len(call.args)
+    if not (0 <= ov.out_arg < n and ov.in_args and all(0 <= j < n for j in ov.in_args)):
+        _fail(plan, f"overlap {ov.out} over {ov.inp}: argument positions out of range")
+    out_ref = call.args[ov.out_arg]
+    in_refs = [call.args[j] for j in ov.in_args]
+    if out_ref.kind is not ArgKind.ARENA or any(r.kind is not ArgKind.ARENA or
+                                                r.offset != in_refs[0].offset for r in in_refs):
+        _fail(plan, f"overlap {ov.out} over {ov.inp}: not arena arguments of one tensor")
+    if out_ref.offset - in_refs[0].offset != ov.shift:
+        _fail(plan, f"overlap {ov.out} over {ov.inp}: placed {out_ref.offset - in_refs[0].offset} "
+                    f"bytes apart, declared {ov.shift}")
+    out_name = kernel.params[ov.out_arg].name
+    in_names = [kernel.params[j].name for j in ov.in_args]
+    if out_name not in stored_buffers(kernel.body):
+        _fail(plan, f"overlap {ov.out} over {ov.inp}: {kernel.name} does not write {out_name}")
+    if not safe_shift(kernel, out_name, in_names, ov.shift):
+        _fail(plan, f"overlap {ov.out} over {ov.inp}: {kernel.name}'s loop nest does not "
+                    f"allow writing {out_name} at {ov.shift} bytes from {', '.join(in_names)}")
 
 
 def _check_io_arg(plan: ModelPlan, ref: BufferRef, where: str, is_written: bool) -> None:

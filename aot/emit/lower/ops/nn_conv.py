@@ -68,6 +68,17 @@ instruction counts on a Cortex-M4F: float32 4x4, int32 2x4).
 * Output order: channel tiles outermost for channels-first outputs (the
   tile's weights stay in place while the image streams by), innermost for
   channels-last outputs (whose channels are contiguous).
+* *Staged pointwise* (channels-first, 1x1, stride 1, no padding, one group,
+  at most :data:`STAGE_BYTES` of outputs per column tile): column tiles
+  outermost, channel tiles inside, each tile's results (cast to the output
+  type) stored in a small local array, and all channels of the column tile
+  handed to the sink after the last channel tile.  Every output element is
+  the same expression as in the plain order (bit-identical), but the output
+  of a column tile is written only once every input it needs has been read:
+  the output may then take the input's place in the arena (the memory
+  planner's overlap analysis, :mod:`aot.emit.plan.overlap`, proves it from
+  this loop nest).  In the plain order each channel tile reads the whole
+  input again, so no byte of it dies before the last tile.
 
 **Tuning.**  These are the ``scalar`` tuning's nests (the default, for a
 scalar FPU such as a Cortex-M4F).  Under the ``simd`` tuning
@@ -150,6 +161,9 @@ MAX_TILE_CHANNELS = {DType.FLOAT32: 4, I32: 2, DType.FLOAT64: 2, DType.INT64: 2}
 #: window row (MobileNet 3x3 depthwise layers, Cortex-M4F -O2: 3.9-4.4
 #: -> 3.5-3.9 instructions per MAC with 6 columns; 4 and 8 are close)
 DEPTHWISE_COLUMNS = 6
+#: bytes of the local array a staged pointwise convolution keeps one column
+#: tile's outputs of all channels in (on the stack)
+STAGE_BYTES = 1024
 #: border positions are computed with constant tap ranges (one copy of the
 #: tile per run of equal ranges) when there are at most this many runs;
 #: otherwise by one loop that computes the range per position
@@ -794,10 +808,12 @@ def _channel_tiles(ctx: LowerContext, cv: ConvGeometry, bo: int,
 
 def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _ChanTile,
                oh: K.Expr, htap: _Tap, ow0: K.Expr, ow_step: int, wtap: _Tap,
-               bw: int, cols: Sequence[tuple[K.Expr, K.Expr]] | None = None) -> K.Stmt:
+               bw: int, cols: Sequence[tuple[K.Expr, K.Expr]] | None = None,
+               stage: K.Buffer | None = None) -> K.Stmt:
     """One register tile: ``ch.bo`` channels x ``bw`` columns (outputs
     ``ow0 + j*ow_step``) of output row ``oh``, or the output positions
-    ``cols[j]`` (row, column) of a flattened pointwise tile."""
+    ``cols[j]`` (row, column) of a flattened pointwise tile.  With a
+    ``stage`` the results go to ``stage[channel * bw + j]``, not the sink."""
     bo = ch.bo
     accs = [[ctx.scalar("acc", cv.acc) for _ in range(bw)] for _ in range(bo)]
     stmts: list[K.Stmt] = [K.Decl(a, K.Const(0, cv.acc)) for row in accs for a in row]
@@ -841,6 +857,10 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
         stmts.append(nest)
     for i in range(bo):
         for j in range(bw):
+            if stage is not None:
+                stmts.append(K.store(stage, iadd(imul(iadd(ch.o0, i), bw), j),
+                                     K.cast(cv.out_dtype, accs[i][j])))
+                continue
             if cols is None:
                 index = {"N": n, "C": iadd(ch.o0, i), "H": oh, "W": iadd(ow0, j * ow_step)}
             else:
@@ -865,6 +885,39 @@ def _nest(ctx: LowerContext, cv: ConvGeometry, spatial: Callable[[Callable], K.S
     else:
         body = _channel_tiles(ctx, cv, bo, lambda ch: spatial(lambda *a: tile(n, ch, *a)))
     return K.for_range(n, cv.n, body)
+
+
+def _stageable(cv: ConvGeometry, h: Axis, w: Axis, max_bw: int) -> bool:
+    """A pointwise convolution the staged order applies to (module note)."""
+    pointwise = all(a.kernel == 1 and a.stride == 1 and a.pad == 0 and a.out == a.size
+                    for a in (h, w))
+    return (pointwise and not cv.channels_last and not cv.transposed and cv.groups == 1
+            and cv.og * max_bw * cv.out_dtype.itemsize <= STAGE_BYTES)
+
+
+def _staged_nest(ctx: LowerContext, cv: ConvGeometry, spatial: Callable[[Callable], K.Stmt],
+                 sink: Sink, max_bw: int) -> K.Stmt:
+    """Column tiles outermost; per column tile every channel tile into the
+    local stage, then every channel of the column tile to the sink."""
+    bo = _tile_channels(cv)
+    n = ctx.index_var("n")
+    stage = K.Buffer(ctx.fresh("stage"), cv.out_dtype, (cv.og * max_bw,), K.BufferScope.LOCAL)
+
+    def at(oh: K.Expr, htap: _Tap, ow0: K.Expr, ow_step: int, wtap: _Tap, bw: int,
+           cols: Sequence[tuple[K.Expr, K.Expr]] | None = None) -> K.Stmt:
+        tiles = _channel_tiles(ctx, cv, bo, lambda ch: _conv_tile(
+            ctx, cv, sink, n, ch, oh, htap, ow0, ow_step, wtap, bw, cols, stage))
+        co = ctx.index_var("oc")
+        copies = []
+        for j in range(bw):
+            if cols is None:
+                index = {"N": n, "C": co, "H": oh, "W": iadd(ow0, j * ow_step)}
+            else:
+                index = {"N": n, "C": co, "H": cols[j][0], "W": cols[j][1]}
+            copies.append(sink(tuple(idx(index[c]) for c in cv.out_layout),
+                               K.load(stage, iadd(imul(co, bw), j))))
+        return K.block(tiles, K.for_range(co, cv.og, K.block(*copies)))
+    return K.for_range(n, cv.n, spatial(at))
 
 
 def _max_columns(cv: ConvGeometry) -> int:
@@ -942,7 +995,11 @@ def _flat_spatial(ctx: LowerContext, h: Axis, w: Axis, max_bw: int,
 
 def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
     max_bw = _max_columns(cv)
+    staged = _stageable(cv, h, w, max_bw)
     if _flattenable(cv, h, w, max_bw):
+        if staged:
+            return _staged_nest(ctx, cv, lambda inner: _flat_spatial(ctx, h, w, max_bw, inner),
+                                sink, max_bw)
         return _nest(ctx, cv, lambda inner: _flat_spatial(ctx, h, w, max_bw, inner),
                      lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
 
@@ -956,6 +1013,8 @@ def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: S
             return columns(ctx, w, max_bw, col)
         return K.block(*rows(ctx, h, row))
 
+    if staged:
+        return _staged_nest(ctx, cv, spatial, sink, max_bw)
     return _nest(ctx, cv, spatial, lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
 
 
