@@ -137,6 +137,26 @@ def conv_cases():
     return out
 
 
+def ragged_tile_cases():
+    """float32 channels-first convolutions whose border columns share the
+    interior's register tiles, each column skipping its taps in the
+    padding (nn_conv's ``ragged_columns``): widths that split into unequal
+    tiles, channel remainders, stride 2 with the extra padding at the end,
+    dilation, 1x1 windows whose border columns read nothing, a window
+    wider than the input, depthwise."""
+    rows = [
+        ((1, 3, 4, 13), (5, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+        ((1, 2, 5, 15), (6, 2, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1),
+        ((1, 2, 3, 11), (4, 2, 3, 3), (1, 1), (2, 2), (2, 2), 1),
+        ((1, 2, 3, 5), (3, 2, 1, 1), (1, 1), (1, 1), (1, 1), 1),
+        ((1, 2, 3, 3), (4, 2, 3, 5), (1, 1), (1, 3), (1, 1), 1),
+        ((1, 3, 4, 14), (3, 1, 3, 3), (1, 1), (1, 1), (1, 1), 3),
+        ((1, 2, 10, 7), (5, 2, 10, 4), (2, 2), (4, 1, 5, 1), (1, 1), 1),
+    ]
+    return [conv("nn.conv2d", xs, ws, pads(strides, padding, dilation, groups))
+            for xs, ws, strides, padding, dilation, groups in rows]
+
+
 def non_finite_weight_cases():
     """Zero padding times a NaN or infinite weight is NaN (0 * inf): the
     padded taps are part of the sum, as in the definition over the
@@ -275,12 +295,16 @@ def image_cases():
 
 
 def all_cases():
-    return (conv_cases() + non_finite_weight_cases() + conv_transpose_cases() + pool_cases()
+    return (conv_cases() + ragged_tile_cases() + non_finite_weight_cases() + conv_transpose_cases() + pool_cases()
             + image_cases())
 
 
 def test_conv1d_conv2d():
     check_cases(conv_cases(), "conv")
+
+
+def test_conv2d_ragged_tiles():
+    check_cases(ragged_tile_cases(), "conv_ragged")
 
 
 def test_conv_non_finite_weights_meet_the_padding():

@@ -36,6 +36,7 @@ LAYERS = [
     ((3, 9), (70, 9), None, None),                              # dense, batch 3
     ((1, 130), (8, 130), None, "relu"),
     ((2, 33), (129, 33), None, "relu"),                         # dense, a 1-unit tail tile
+    ((1, 5), (48, 5), None, None),                              # dense, odd K, whole tiles
 ]
 
 

@@ -304,7 +304,7 @@ def test_pointwise_nchw_is_a_dot_product_over_channels_with_register_tiles():
     body = reductions[0].body
     loads = [e for s in walk_stmts(body) for e in walk_exprs_of(s) if isinstance(e, K.Load)]
     macs = [s for s in walk_stmts(body) if isinstance(s, K.Assign)]
-    assert len(macs) == 16 and len(loads) == 8           # a 4 x 4 tile: 8 loads, 16 MACs
+    assert len(macs) == 24 and len(loads) == 10          # a 4 x 6 tile: 10 loads, 24 MACs
     assert all(isinstance(s.var, K.Var) and s.var.dtype is DType.FLOAT32 for s in macs)
 
 

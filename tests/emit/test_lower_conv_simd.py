@@ -179,11 +179,14 @@ SCALAR_DENSE = [((1, 8), (4, 8)), ((2, 7), (5, 7)), ((1, 1), (9, 1)), ((3, 10), 
 
 @pytest.mark.parametrize("xs,ws", SCALAR_DENSE, ids=[f"{x}-{w}" for x, w in SCALAR_DENSE])
 def test_dense_scalar_tiles(xs, ws):
-    """The scalar tuning's float32 dense: 4-unit tiles (a remainder tile,
-    odd and single-step reductions, a fused prologue), the weight read in
-    place (no packed copy doubling the flash)."""
+    """The scalar tuning's float32 dense with a constant weight: 24-unit
+    tiles over the weight packed at compile time (remainder tiles, odd and
+    single-step reductions, a fused prologue); the packed table replaces
+    the weight (no second copy in flash)."""
     text = (f"def @main(%x: Tensor[{xs}, float32], %w: Tensor[{ws}, float32]) {{\n"
             f"  nn.relu(nn.dense(negative(%x), %w))\n}}\n")
     group = check(text, sample(xs), {"w": sample(ws)}, tuning="scalar")
     assert not is_simd(group)
-    assert not any(b.name.startswith("tab") for b, _ in group.constants)
+    tables = [b for b, _ in group.constants]
+    assert [b.name.startswith("tab") for b in tables] == [True]
+    assert sum(int(np.prod(b.shape)) for b in tables) == ws[0] * ws[1]

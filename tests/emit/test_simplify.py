@@ -86,6 +86,17 @@ RULES = [
     ("min(x, c) is one compare", K.minimum(x, c(6.0, D.FLOAT32)), "x >= 6.0f ? 6.0f : x"),
     ("min(c, x) is one compare", K.minimum(c(6.0, D.FLOAT32), x), "6.0f < x ? 6.0f : x"),
     ("max with NaN stays", K.maximum(x, c(math.nan, D.FLOAT32)), "aot_max_f32(x, AOT_NAN_F32)"),
+    ("quotient and remainder recombine", K.add(K.mul(K.div(a, c(5)), c(5)), K.mod(a, c(5))), "a"),
+    ("... as the tail of a sum", K.add(K.add(K.mul(b, 500, True), K.mul(K.div(K.add(a, 1, True),
+                                                                                c(5)), 5, True),
+                                             True), K.mod(K.add(a, 1, True), c(5)), True),
+     "b * 500 + a + 1"),
+    ("... not with another divisor", K.add(K.mul(K.div(a, c(5)), c(4), True), K.mod(a, c(5)),
+                                           True),
+     "aot_div_i32(a, 5) * 4 + aot_mod_i32(a, 5)"),
+    ("... not with a negative divisor", K.add(K.mul(K.div(a, c(-5)), c(-5), True),
+                                              K.mod(a, c(-5)), True),
+     "aot_div_i32(a, -5) * -5 + aot_mod_i32(a, -5)"),
 ]
 
 

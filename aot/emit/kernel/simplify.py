@@ -17,6 +17,9 @@ the original for every input, NaN and wrap-around included:
   ``x & ~x``, ``x | ~x``, ``x ^ ~x``, ``x & ~0``, ``x | ~0`` (gcc's folder
   turns some of these into constants it then warns about).
   Floats get none (``x + 0.0`` is not ``x`` for ``x = -0.0``).
+* **Quotient and remainder**: ``(a / k) * k + a % k`` -> ``a`` for a
+  constant ``k > 0`` (truncating or floor pair), also as the last two
+  terms of a sum.
 * **Constant offsets** of integer sums are gathered to the right:
   ``((i + 1) + j) - 3`` becomes ``i + j - 2``; products of constants
   likewise (``(i * 4) * 8`` -> ``i * 32``).  Wrapping arithmetic is
@@ -206,6 +209,10 @@ def _integer(e: BinOp) -> Expr:
     op = e.op
     if op.is_bitwise and (_complements(a, b) or _complements(b, a)):   # x | ~x
         return Const(0 if op is _O.BIT_AND else _all_ones(t), t)
+    if op is _O.ADD:
+        whole = _recombined(e)
+        if whole is not None:
+            return _sum(whole) if isinstance(whole, BinOp) and whole.op is _O.ADD else whole
     if op in (_O.ADD, _O.SUB):
         return _sum(e)
     if op is _O.MUL:
@@ -229,6 +236,50 @@ def _integer(e: BinOp) -> Expr:
             if _is_const(y, ones):      # x & ~0 is x; x | ~0 is ~0
                 return x if op is _O.BIT_AND else y
     return e
+
+
+_DIVMOD = {_O.DIV: _O.MOD, _O.FLOORDIV: _O.FLOORMOD}
+
+
+def _quotient_times(m: Expr) -> tuple[Expr, int, BinaryOperator] | None:
+    """``m`` as ``(a / k) * k`` with a constant ``k > 0``: ``(a, k, op)``."""
+    if not (isinstance(m, BinOp) and m.op is _O.MUL):
+        return None
+    for q, c in ((m.a, m.b), (m.b, m.a)):
+        if isinstance(c, Const) and isinstance(q, BinOp) and q.op in _DIVMOD \
+                and _is_const(q.b, int(c.value)) and int(c.value) > 0:
+            return q.a, int(c.value), q.op
+    return None
+
+
+def _pairs(m: Expr, r: Expr) -> Expr | None:
+    """``a`` when ``m + r`` is ``(a / k) * k + a % k`` (or the floor pair)."""
+    found = _quotient_times(m)
+    if found is None:
+        return None
+    a, k, op = found
+    if isinstance(r, BinOp) and r.op is _DIVMOD[op] and r.a == a and _is_const(r.b, k):
+        return a
+    return None
+
+
+def _recombined(e: BinOp) -> Expr | None:
+    """``(a / k) * k + a % k`` is ``a`` (``k > 0`` constant; C's truncating
+    pair and the floor pair alike, no overflow possible), also as the last
+    two terms of a sum ``x + (a / k) * k + a % k`` -> ``x + a``.  An output
+    index of a pointwise convolution whose positions are flattened
+    (``p / W`` and ``p % W`` as row and column) becomes ``p`` again."""
+    for m, r in ((e.a, e.b), (e.b, e.a)):
+        a = _pairs(m, r)
+        if a is not None:
+            return a
+    inner = e.a
+    if isinstance(inner, BinOp) and inner.op is _O.ADD and inner.no_wrap == e.no_wrap:
+        for m, rest in ((inner.b, inner.a), (inner.a, inner.b)):
+            a = _pairs(m, e.b)
+            if a is not None and a.dtype is e.dtype:
+                return BinOp(_O.ADD, rest, a, e.no_wrap)
+    return None
 
 
 def _all_ones(t: DType) -> int:

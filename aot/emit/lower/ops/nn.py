@@ -30,7 +30,9 @@ element instead of once per ``j``).
 
 Float32 ``nn.dense`` has nests of its own: under the ``scalar`` tuning
 (:mod:`.tuning`, the default) tiles of 4 units in scalar accumulators
-(:func:`_dense_scalar_tiles`: each ``x[k]`` loaded once per 4 MACs), under
+(:func:`_dense_scalar_tiles`: each ``x[k]`` loaded once per 4 MACs; with a
+constant float32 weight, 8-unit tiles over a weight packed at compile time,
+:mod:`.nn_dense_packed`), under
 ``simd`` with a constant weight a weight packed at compile time and a
 vectorisable accumulator array (:func:`_dense_simd`).  Both keep each
 output's summation order.
@@ -436,6 +438,12 @@ def _dense(ctx: LowerContext, args: Sequence, attrs: DenseAttrs, out_type: Type,
             and w.ndim == 2 and x.shape[-1] > 0 and w.shape[0] >= DENSE_SIMD_MIN_UNITS):
         return _dense_simd(ctx, x, np.asarray(w.constant, dtype=np.float32), shape, dtype,
                            sinks[0])
+    if (dtype is DType.FLOAT32 and x.dtype is dtype and w.dtype is dtype and w.ndim == 2
+            and w.constant is not None and x.shape[-1] > 0 and w.shape[0] >= DENSE_SCALAR_UNITS
+            and not current_tuning().simd):
+        from .nn_dense_packed import dense_packed
+        return dense_packed(ctx, x, np.asarray(w.constant, dtype=np.float32), shape, dtype,
+                            sinks[0])
     if (dtype in (DType.FLOAT32, DType.FLOAT16) and x.dtype is dtype and w.dtype is dtype
             and x.shape[-1] > 0 and w.shape[0] >= DENSE_SCALAR_UNITS):
         return _dense_scalar_tiles(ctx, x, w, shape, dtype, sinks[0])

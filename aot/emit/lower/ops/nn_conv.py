@@ -22,12 +22,13 @@ every input value is loaded once into a temporary and reused by the
 ``BW`` columns: ``BW + BO`` loads feed ``BO * BW`` multiply-accumulates (a
 1x1 tile would need two loads per MAC).  Tile sizes per accumulator type
 are in :data:`TILE_BUDGET` / :data:`MAX_TILE_CHANNELS` (chosen from
-instruction counts on a Cortex-M4F: float32 4x4, int32 2x4).
+instruction counts on a Cortex-M4F: float32 4x6, int32 2x4).
 
 ::
 
     for n, [group, channel tile]          (channel tiles innermost instead
-      for oh in border rows | interior rows    for channels-last outputs)
+      for oh in border rows | interior rows    for channels-last outputs
+                                               and float32 accumulators)
         kh range: computed per row | constant [0, KH)
         for ow in border columns: (1 column, kw range per run / per column)
           tile
@@ -65,9 +66,16 @@ instruction counts on a Cortex-M4F: float32 4x4, int32 2x4).
   column tiles run across row ends (a buffer read's flat index is the
   position itself; reads through ``read`` and the sink get ``p / W`` and
   ``p % W``).
-* Output order: channel tiles outermost for channels-first outputs (the
-  tile's weights stay in place while the image streams by), innermost for
-  channels-last outputs (whose channels are contiguous).
+* Output order: channel tiles innermost for channels-last outputs (whose
+  channels are contiguous) and for float32 accumulators whatever the
+  layout; outermost for other channels-first outputs (the tile's weights
+  stay in place while the image streams by).  With the channel tiles
+  outside, gcc hoists the tile's bias loads (and other per-channel values
+  of the fused epilogue) out of the column loops and then spills
+  accumulators of the 4x6 float32 tile (Cortex-M4F, DS-CNN's pointwise
+  layer: 1.89 instructions per MAC against 1.67 with the channel tiles
+  innermost); a microcontroller has no cache for the outer order to
+  favour.
 * *Staged pointwise* (channels-first, 1x1, stride 1, no padding, one group,
   at most :data:`STAGE_BYTES` of outputs per column tile): column tiles
   outermost, channel tiles inside, each tile's results (cast to the output
@@ -151,11 +159,20 @@ FLOAT32_ACCUMULATOR = DType.FLOAT32
 #: Register tiles (measured with arm-none-eabi-gcc 12 -O2 on a Cortex-M4F,
 #: which has 32 single-precision and 14 general registers): accumulators
 #: per tile and at most this many output channels per tile, by accumulator
-#: type.  A float32 4x4 tile needs 8 loads per 16 MACs; integer tiles stay
-#: at 8 accumulators (2 channels x 4 columns) so the loop's pointers and
-#: loaded values still fit in the general registers.
-TILE_BUDGET = {DType.FLOAT32: 16, I32: 8, DType.FLOAT64: 4, DType.INT64: 4}
+#: type.  A float32 4x6 tile needs 10 loads per 24 MACs (24 accumulators,
+#: the 6 inputs of a column run and one weight at a time fit the 32
+#: registers; 4x4: 8 loads per 16 MACs, DS-CNN's 64->64 pointwise layer
+#: 1.67 instead of 1.88 instructions per MAC, 6x4 and 8x3 1.83 and 1.72);
+#: integer tiles stay at 8 accumulators (2 channels x 4 columns) so the
+#: loop's pointers and loaded values still fit in the general registers.
+TILE_BUDGET = {DType.FLOAT32: 24, I32: 8, DType.FLOAT64: 4, DType.INT64: 4}
 MAX_TILE_CHANNELS = {DType.FLOAT32: 4, I32: 2, DType.FLOAT64: 2, DType.INT64: 2}
+#: columns of a float32 tile at most when the column stride is above 1: a
+#: 4x6 tile's 6 columns read 13 inputs per kernel row at stride 2 and the
+#: accumulators spill (Cortex-M4F -O2, ResNet-8's stride-2 3x3 layer: 1.77
+#: -> 1.71 instructions per MAC; DS-CNN's 10x4 stride-2 first layer 1.86
+#: -> 1.67, its 4 columns' 4 taps now unrolled)
+STRIDED_COLUMNS = 4
 #: columns of a channels-first depthwise float32 tile (one channel): 16
 #: accumulators leave too few registers for the 18 input values of a 3x3
 #: window row (MobileNet 3x3 depthwise layers, Cortex-M4F -O2: 3.9-4.4
@@ -163,7 +180,7 @@ MAX_TILE_CHANNELS = {DType.FLOAT32: 4, I32: 2, DType.FLOAT64: 2, DType.INT64: 2}
 DEPTHWISE_COLUMNS = 6
 #: bytes of the local array a staged pointwise convolution keeps one column
 #: tile's outputs of all channels in (on the stack)
-STAGE_BYTES = 1024
+STAGE_BYTES = 1536
 #: border positions are computed with constant tap ranges (one copy of the
 #: tile per run of equal ranges) when there are at most this many runs;
 #: otherwise by one loop that computes the range per position
@@ -425,6 +442,40 @@ def column_tiles(width: int, max_bw: int) -> list[tuple[int, int]]:
 ColumnTile = Callable[[K.Expr, K.Expr, int, tuple, list[int]], K.Stmt]
 
 
+def ragged_columns(ctx: LowerContext, axis: WindowAxis, max_bw: int,
+                   tile: ColumnTile) -> list[K.Stmt]:
+    """Every position of the axis in tiles of up to ``max_bw`` (border
+    positions included), as ``tile(o0, first, bw, ranges, starts)`` calls
+    where ``ranges`` holds each column's constant tap range ``(lo, hi)``.
+    Consecutive tiles of the same size and ranges (the interior) share one
+    loop."""
+    groups: list[list] = []      # [size, ranges, starts]
+    start = 0
+    for size, count in column_tiles(axis.count, max_bw):
+        for o0 in range(start, start + size * count, size):
+            ranges = tuple(axis.clip(o) for o in range(o0, o0 + size))
+            if groups and groups[-1][0] == size and groups[-1][1] == ranges:
+                groups[-1][2].append(o0)
+            else:
+                groups.append([size, ranges, [o0]])
+        start += size * count
+    stmts: list[K.Stmt] = []
+    for size, ranges, starts in groups:
+        if len(starts) == 1:
+            o: K.Expr = idx(starts[0])
+            loop = None
+        else:
+            t = ctx.index_var("owt")
+            o = iadd(imul(t, size), starts[0])
+            loop = t
+        d, ov = decl_index(ctx, "ow", o)
+        d1, first = decl_index(ctx, "iw", axis.start(ov))
+        body = K.block(*(x for x in (d, d1) if x is not None),
+                       tile(ov, first, size, ranges, starts))
+        stmts.append(body if loop is None else K.for_range(loop, len(starts), body))
+    return stmts
+
+
 def columns(ctx: LowerContext, axis: WindowAxis, max_bw: int, tile: ColumnTile,
             max_runs: int = MAX_BORDER_RUNS) -> list[K.Stmt]:
     """The positions of one axis as ``tile(o0, first, bw, (lo, hi), starts)``
@@ -642,6 +693,28 @@ Emit = Callable[[dict[str, K.Expr], Dedup], list[K.Stmt]]
 Body = Callable[[dict[str, K.Expr], set[str]], tuple[list[K.Stmt], Emit]]
 
 
+def _unroll_plan(extents: Sequence[tuple[str, int | None]],
+                 macs: int) -> tuple[list[str], list[str]]:
+    """``(loops, unrolled)``: the letters of the axes of extent other than
+    1 that :func:`reduction_nest` loops over and unrolls (``None``: an
+    extent computed at run time)."""
+    live = [(c, n) for c, n in extents if n != 1]
+    unrolled: list[str] = []
+    size = macs
+    for c, n in reversed(live):
+        if n is not None and n <= UNROLL_MAX_TRIP and size * n <= UNROLL_MAX_MACS:
+            unrolled.insert(0, c)
+            size *= n
+    return [c for c, _ in live if c not in unrolled], unrolled
+
+
+def sum_order(extents: Sequence[tuple[str, int | None]], macs: int) -> tuple[str, ...]:
+    """The order (outer to inner) in which :func:`reduction_nest` visits
+    the reduction axes -- the order of every output's sum."""
+    loops, unrolled = _unroll_plan(extents, macs)
+    return tuple(loops + unrolled)
+
+
 def reduction_nest(ctx: LowerContext, axes: Sequence[RAxis], body: Body,
                    macs: int) -> K.Stmt | None:
     """Loops over ``axes`` (outer to inner) around the accumulation.
@@ -665,13 +738,8 @@ def reduction_nest(ctx: LowerContext, axes: Sequence[RAxis], body: Body,
             outer[ax.letter] = idx(ax.lo)
         else:
             live.append(ax)
-    unrolled: list[RAxis] = []
-    size = macs
-    for ax in reversed(live):
-        n = ax.extent
-        if n is not None and n <= UNROLL_MAX_TRIP and size * n <= UNROLL_MAX_MACS:
-            unrolled.insert(0, ax)
-            size *= n
+    _, names = _unroll_plan([(ax.letter, ax.extent) for ax in live], macs)
+    unrolled = [ax for ax in live if ax.letter in names]
     loops = [ax for ax in live if ax not in unrolled]
     variables = {ax.letter: ctx.index_var(ax.letter.lower() + "r") for ax in loops}
     inner = loops[-1] if loops else None
@@ -712,6 +780,15 @@ class _Tap:
     #: the input position per column when not ``x_base + x_col*j``
     #: (flattened pointwise tiles; reads through ``read`` only)
     x_jbase: tuple[K.Expr, ...] | None = None
+    #: each column's own constant tap range (ragged tiles, whose ``lo, hi``
+    #: is their union): the taps outside it are skipped
+    col_taps: tuple[tuple[int, int], ...] | None = None
+
+    def valid(self, j: int, tap: int) -> bool:
+        if self.col_taps is None:
+            return True
+        lo, hi = self.col_taps[j]
+        return lo <= tap < hi
 
 
 @dataclass(frozen=True, slots=True)
@@ -841,12 +918,16 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
 
         def emit(values: dict[str, K.Expr], dedup: Dedup) -> list[K.Stmt]:
             out: list[K.Stmt] = []
-            xs = [[dedup.value(K.cast(cv.acc, xa.read(values, i, j)), out, "x")
-                   for j in range(bw)] for i in range(1 if shared_x else bo)]
+            tap = _unrolled_tap(values, ranges["W"], wtap)
+            cols = [j for j in range(bw) if wtap.valid(j, tap)]
+            if not cols:
+                return out
+            xs = [{j: dedup.value(K.cast(cv.acc, xa.read(values, i, j)), out, "x")
+                   for j in cols} for i in range(1 if shared_x else bo)]
             ws = [dedup.value(K.cast(cv.acc, wa.read(values, i, 0)), out, "w")
                   for i in range(bo)]
             for i in range(bo):
-                for j in range(bw):
+                for j in cols:
                     out.append(K.Assign(accs[i][j], mac(accs[i][j], xs[0 if shared_x else i][j],
                                                         ws[i])))
             return out
@@ -870,6 +951,19 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
     return K.block(*stmts)
 
 
+def _unrolled_tap(values: dict[str, K.Expr], axis: RAxis, tap: _Tap) -> int:
+    """The ``W`` tap of one unrolled body of a ragged tile (-1 otherwise):
+    the unrolled constant, or the start of an axis of extent 1."""
+    if tap.col_taps is None:
+        return -1
+    v = values.get("W")
+    if v is None:
+        assert axis.extent == 1, axis
+        return int(axis.lo)
+    assert isinstance(v, K.Const), v
+    return int(v.value)
+
+
 TileAt = Callable[[K.Expr, _ChanTile, K.Expr, _Tap, K.Expr, int, _Tap, int], K.Stmt]
 
 
@@ -880,7 +974,7 @@ def _nest(ctx: LowerContext, cv: ConvGeometry, spatial: Callable[[Callable], K.S
     per spatial tile."""
     bo = _tile_channels(cv)
     n = ctx.index_var("n")
-    if cv.channels_last:
+    if cv.channels_last or (cv.acc is DType.FLOAT32 and bo > 1):
         body = spatial(lambda *a: _channel_tiles(ctx, cv, bo, lambda ch: tile(n, ch, *a)))
     else:
         body = _channel_tiles(ctx, cv, bo, lambda ch: spatial(lambda *a: tile(n, ch, *a)))
@@ -993,8 +1087,76 @@ def _flat_spatial(ctx: LowerContext, h: Axis, w: Axis, max_bw: int,
     return K.block(*stmts)
 
 
+def _ragged(cv: ConvGeometry, w: Axis, max_bw: int) -> bool:
+    """Border columns join the interior's tiles (each column skipping its
+    invalid taps) when the ``W`` taps are unrolled in every tile: ``W``
+    innermost in the data (channels first) and the tile's unrolled body
+    within :func:`reduction_nest`'s limits.  Only for float32
+    accumulators (the scalar tuning's Cortex-M4F tiles)."""
+    if cv.acc is not DType.FLOAT32 or cv.transposed:
+        return False
+    order = [c for c in cv.data.layout if c in "CHW"]
+    if order[-1] != "W" or w.kernel > UNROLL_MAX_TRIP:
+        return False
+    if all(w.clip(o) == (0, w.kernel) for o in range(w.out)):
+        return False
+    return _tile_channels(cv) * max_bw * w.kernel <= UNROLL_MAX_MACS
+
+
+def _same_order(cv: ConvGeometry, w: Axis, max_bw: int, htaps: tuple) -> bool:
+    """Whether ragged tiles sum every output of a row in the order the
+    separate border-column tiles do (:func:`columns`).  The order is the
+    reduction loops in data-layout order with the unrolled axes moved
+    inside (:func:`sum_order`), and what gets unrolled depends on the
+    tile's size: a one-column border tile of a 3-channel input unrolls the
+    channels inside a row loop of computed range, ``(kh, c, kw)``, where
+    a wider tile keeps ``(c, kh, kw)``.  Sums stay bit-identical: such rows
+    keep the separate border tiles."""
+    lo, hi = htaps
+    hext = max(hi - lo, 0) if isinstance(lo, int) and isinstance(hi, int) else None
+    letters = [c for c in cv.data.layout if c in "CHW"]
+    bos = {_tile_channels(cv)}
+    per = cv.groups if cv.depthwise else cv.og
+    if per % _tile_channels(cv):
+        bos.add(per % _tile_channels(cv))
+
+    def order(macs: int, wext: int | None) -> tuple[str, ...] | None:
+        ext = {"C": cv.cg, "H": hext, "W": wext}
+        return sum_order([(c, ext[c]) for c in letters], macs)
+
+    a, b = interior(w)
+    edge = [o for r in border(w) for o in range(r[0], r[1])]
+    few = len(clip_runs(w, edge)) <= MAX_BORDER_RUNS
+    old: dict[int, tuple[int, int | None]] = {}     # column -> (tile size, W extent)
+    for o in edge:
+        lo_w, hi_w = w.clip(o)
+        old[o] = (1, max(hi_w - lo_w, 0) if few else None)
+    start = a
+    for size, count in column_tiles(b - a, max_bw):
+        for o in range(start, start + size * count):
+            old[o] = (size, w.kernel)
+        start += size * count
+    start = 0
+    for size, count in column_tiles(w.out, max_bw):
+        for o0 in range(start, start + size * count, size):
+            ranges = [w.clip(o) for o in range(o0, o0 + size)]
+            valid = [r for r in ranges if r[1] > r[0]]
+            wext = (max(r[1] for r in valid) - min(r[0] for r in valid)) if valid else 0
+            for o, (lo_w, hi_w) in zip(range(o0, o0 + size), ranges):
+                if hi_w <= lo_w or hext == 0:
+                    continue
+                osize, oext = old[o]
+                for bo in bos:
+                    if order(bo * osize, oext) != order(bo * size, wext):
+                        return False
+        start += size * count
+    return True
+
+
 def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
     max_bw = _max_columns(cv)
+    if w.stride > 1 and cv.acc is DType.FLOAT32 and _tile_channels(cv) > 1:
+        max_bw = min(max_bw, STRIDED_COLUMNS)
     staged = _stageable(cv, h, w, max_bw)
     if _flattenable(cv, h, w, max_bw):
         if staged:
@@ -1007,9 +1169,18 @@ def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: S
         """Rows, then each row's column tiles."""
         def row(oh: K.Expr, ih0: K.Expr, htaps: tuple) -> list[K.Stmt]:
             htap = _Tap(ih0, h.dilation, 0, 0, 1, *htaps)
+            ragged_ok = _ragged(cv, w, max_bw)
 
             def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple, starts: list[int]):
                 return inner(oh, htap, ow0, 1, _Tap(iw0, w.dilation, w.stride, 0, 1, *taps), bw)
+
+            def ragged(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple, starts: list[int]):
+                lo = min(a for a, b in taps if b > a) if any(b > a for a, b in taps) else 0
+                hi = max((b for a, b in taps if b > a), default=0)
+                return inner(oh, htap, ow0, 1,
+                             _Tap(iw0, w.dilation, w.stride, 0, 1, lo, hi, col_taps=taps), bw)
+            if ragged_ok and _same_order(cv, w, max_bw, htaps):
+                return ragged_columns(ctx, w, max_bw, ragged)
             return columns(ctx, w, max_bw, col)
         return K.block(*rows(ctx, h, row))
 
