@@ -190,17 +190,18 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    stack_bytes: int | None = None, target: str = "host"):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a`` for ``target`` (:mod:`aot.emit.build.targets`:
-    the host, or a Cortex-M core with the Arm cross compiler; its loop-nest
-    tuning unless ``tuning`` is given).  Returns the
+    the host, or a Cortex-M core with the Arm cross compiler; the loop-nest
+    tuning of what is built unless ``tuning`` is given:
+    :func:`~aot.emit.build.targets.default_tuning`).  Returns the
     :class:`~aot.emit.build.artifact.Artifact`."""
     from .emit.build.artifact import write_and_build
-    from .emit.build.targets import get_target, target_toolchain
+    from .emit.build.targets import default_tuning, get_target, target_toolchain
 
     chosen = get_target(target)
     # the toolchain first: a missing cross compiler is said before a long compile
     toolchain = target_toolchain(chosen) if build and not chosen.is_host else None
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
                  pool_bytes=pool_bytes, max_depth=max_depth,
-                 tuning=tuning if tuning is not None else chosen.tuning, quantized=quantized,
-                 stack_bytes=stack_bytes)
+                 tuning=tuning if tuning is not None else default_tuning(chosen, build),
+                 quantized=quantized, stack_bytes=stack_bytes)
     return write_and_build(model, Path(out_dir), build=build, toolchain=toolchain)
