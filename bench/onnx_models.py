@@ -430,6 +430,37 @@ def ratio_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, f
             for config, per_model in found.items()}
 
 
+def print_report(report: dict[str, Any], rows: list[dict[str, Any]], args) -> None:
+    configs = report["configs"]
+    for config in configs:
+        what = (f"tuning {args.tuning}, {args.cc} {args.opt}, timed in C" if config == "fastest"
+                else "aot.compile + aot.load with no options, timed around the Python call")
+        print(f"\n[{config}] MLPerf Tiny models, {args.runs} timed runs each, one thread; ours: "
+              f"{what}; onnxruntime {report['machine']['onnxruntime']} "
+              f"(session.run overhead ~{report['ort_call_overhead_us']:.1f} us included)")
+        print_table([r for r in rows if r["config"] == config and r["repeat"] == 0])
+    if args.repeats > 1:
+        print(f"\nours / onnxruntime (medians of alternating rounds), median [min-max] of "
+              f"{args.repeats} repeats:")
+        for config, per_model in report["ratios"].items():
+            cells = [f"{m} {r['median']:.2f} [{r['min']:.2f}-{r['max']:.2f}]"
+                     for m, r in per_model.items()]
+            print(f"  {config:<8} " + "; ".join(cells))
+    peak = report["peak_gmacs"]
+    print(f"machine peak (bench/peak.c, one thread): {peak['fma']:.1f} GMAC/s with FMA, "
+          f"{peak['no_fma']:.1f} without (aot's C: -ffp-contract=off, conv/dense MACs are fmaf)")
+    for row in rows:
+        if "profile" in row:
+            print_profile(row)
+        elif "profile_error" in row:
+            print(f"\n{row['model']}: no profile: {row['profile_error']}")
+    print(f"load average before/after: {report['loadavg_before'][0]:.2f} / "
+          f"{report['loadavg_after'][0]:.2f} on {report['machine']['cores']} cores "
+          "(numbers under load are noisy: a call longer than a scheduler slice is more\n"
+          "often preempted than a short one, so under load the medians of slow models are\n"
+          "inflated; the minima and per-round medians in the JSON are steadier)")
+
+
 def main(argv: list[str] | None = None) -> int:
     models = load_models_module()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -497,33 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     report["models"] = rows
     report["ratios"] = ratio_summary(rows)
 
-    for config in configs:
-        what = (f"tuning {args.tuning}, {args.cc} {args.opt}, timed in C" if config == "fastest"
-                else "aot.compile + aot.load with no options, timed around the Python call")
-        print(f"\n[{config}] MLPerf Tiny models, {args.runs} timed runs each, one thread; ours: "
-              f"{what}; onnxruntime {report['machine']['onnxruntime']} "
-              f"(session.run overhead ~{report['ort_call_overhead_us']:.1f} us included)")
-        print_table([r for r in rows if r["config"] == config and r["repeat"] == 0])
-    if args.repeats > 1:
-        print(f"\nours / onnxruntime (medians of alternating rounds), median [min-max] of "
-              f"{args.repeats} repeats:")
-        for config, per_model in report["ratios"].items():
-            cells = [f"{m} {r['median']:.2f} [{r['min']:.2f}-{r['max']:.2f}]"
-                     for m, r in per_model.items()]
-            print(f"  {config:<8} " + "; ".join(cells))
-    peak = report["peak_gmacs"]
-    print(f"machine peak (bench/peak.c, one thread): {peak['fma']:.1f} GMAC/s with FMA, "
-          f"{peak['no_fma']:.1f} without (aot's C: -ffp-contract=off, conv/dense MACs are fmaf)")
-    for row in rows:
-        if "profile" in row:
-            print_profile(row)
-        elif "profile_error" in row:
-            print(f"\n{row['model']}: no profile: {row['profile_error']}")
-    print(f"load average before/after: {report['loadavg_before'][0]:.2f} / "
-          f"{report['loadavg_after'][0]:.2f} on {report['machine']['cores']} cores "
-          "(numbers under load are noisy: a call longer than a scheduler slice is more\n"
-          "often preempted than a short one, so under load the medians of slow models are\n"
-          "inflated; the minima and per-round medians in the JSON are steadier)")
+    print_report(report, rows, args)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.json}")
