@@ -11,7 +11,8 @@ import pytest
 
 from aot.emit.build.extension import load_library
 from aot.emit.build.library import build_static_library, write_sources
-from aot.emit.c.tables import LINE_WIDTH, representation_checks, table
+from aot.emit.c.tables import (BYTES_FORM_MIN, LINE_WIDTH, declaration,
+                               representation_checks, table)
 from aot.ir.dtype import DType
 
 RNG = np.random.default_rng(16)
@@ -26,7 +27,7 @@ FLOAT64_EDGES = np.array([0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000,
 
 CASES = {
     "f32": (DType.FLOAT32, np.concatenate(
-        [FLOAT32_EDGES, RNG.integers(0, 2 ** 32, 300, dtype=np.uint64).astype(np.uint32)]
+        [FLOAT32_EDGES, RNG.integers(0, 2 ** 32, 200, dtype=np.uint64).astype(np.uint32)]
     ).view(np.float32)),
     "f64": (DType.FLOAT64, FLOAT64_EDGES.view(np.float64)),
     "f16": (DType.FLOAT16, np.array([0x0000, 0x8000, 0x7C00, 0x7E01, 0x0001, 0x3C00],
@@ -40,6 +41,14 @@ CASES = {
     "i64": (DType.INT64, np.array([-2 ** 63, 2 ** 63 - 1, -7], dtype=np.int64)),
     "u64": (DType.UINT64, np.array([0, 2 ** 64 - 1], dtype=np.uint64)),
     "b": (DType.BOOL, np.array([True, False, True])),
+    # large enough for the string form too: every byte value, edges included
+    "f32big": (DType.FLOAT32, np.concatenate(
+        [FLOAT32_EDGES, RNG.integers(0, 2 ** 32, 700, dtype=np.uint64).astype(np.uint32),
+         np.arange(256, dtype=np.uint32) * 0x01010101]).view(np.float32)),
+    "f64big": (DType.FLOAT64, np.concatenate(
+        [FLOAT64_EDGES, RNG.integers(0, 2 ** 63, 200, dtype=np.uint64)]).view(np.float64)),
+    "i8big": (DType.INT8, np.arange(-128, 128, dtype=np.int8).repeat(5)),
+    "i32big": (DType.INT32, RNG.integers(-2 ** 31 + 1, 2 ** 31, 400).astype(np.int32)),
 }
 
 
@@ -76,23 +85,29 @@ def test_empty_table_is_one_padding_element():
     assert rendered.length == 1 and rendered.body.strip() == "0"
 
 
-def test_tables_round_trip_exactly_in_c(tmp_path):
+def test_large_tables_have_both_forms():
+    assert table(DType.FLOAT32, CASES["f32big"][1]).bytes_body is not None
+    assert table(DType.FLOAT32, CASES["f32"][1]).bytes_body is None
+    assert CASES["f32"][1].nbytes < BYTES_FORM_MIN <= CASES["i8big"][1].nbytes
+    text = declaration("tab_x", table(*CASES["i8big"]), "tab")
+    assert text.startswith("#if TAB_TABLES_AS_BYTES\n") and "#else\n" in text
+    assert all(len(line) <= LINE_WIDTH for line in text.splitlines())
+
+
+@pytest.mark.parametrize("form, flags", [("bytes", ()), ("integers", ("-U__BYTE_ORDER__",))])
+def test_tables_round_trip_exactly_in_c(tmp_path, form, flags):
     """One library: each table as the template declares it, and a function
-    that copies it out through the pointer type the kernels read."""
+    that copies it out through the pointer type the kernels read; built as
+    gcc and clang build it on a little-endian host (the string form of the
+    large tables) and with the byte order unknown (the portable integers)."""
     lines = ['#include "tab.h"', "#include <float.h>", "#include <string.h>",
-             *representation_checks("tab", [DType.FLOAT32, DType.FLOAT64])]
+             *representation_checks("tab", [DType.FLOAT32, DType.FLOAT64], bytes_form=True),
+             "typedef char tab_form[TAB_TABLES_AS_BYTES == %d ? 1 : -1];" % (form == "bytes")]
     protos = []
     for case, (dtype, values) in sorted(CASES.items()):
         rendered = table(dtype, values)
         name = f"tab_{case}"
-        if rendered.bits_type:
-            lines += ["static const union {", f"    {rendered.bits_type} bits[{rendered.length}];",
-                      f"    {rendered.c_type} values[{rendered.length}];",
-                      f"}} {name}_bits = {{{{", rendered.body + "}};",
-                      f"#define {name} ({name}_bits.values)"]
-        else:
-            lines += [f"static const {rendered.c_type} {name}[{rendered.length}] = {{",
-                      rendered.body + "};"]
+        lines.append(declaration(name, rendered, "tab"))
         proto = f"void {name}_get({rendered.c_type} *out)"
         protos.append(proto + ";")
         lines += [proto, "{", f"    const {rendered.c_type} *p = {name};",
@@ -100,7 +115,7 @@ def test_tables_round_trip_exactly_in_c(tmp_path):
     header = "#ifndef TAB_H\n#define TAB_H\n#include <stdint.h>\n" + "\n".join(protos) + \
         "\n#endif\n"
     write_sources(tmp_path, {"include/tab.h": header, "src/tab.c": "\n".join(lines) + "\n"})
-    build_static_library(tmp_path, "tab")
+    build_static_library(tmp_path, "tab", extra_flags=flags)
     ffi, lib = load_library(tmp_path, "tab", "\n".join(protos) + "\n")
     for case, (dtype, values) in sorted(CASES.items()):
         out = np.zeros(values.size, dtype=values.dtype)

@@ -62,7 +62,7 @@ from .objects import print_entry_body, print_functions, print_prototypes, print_
 from .program_api import (api_definitions, api_prototypes, context_prototypes, context_typedef,
                           entry_parameters)
 from .printer import format_int, printed_kernel
-from .tables import BITS_TYPES, representation_checks, table
+from .tables import BITS_TYPES, declaration, representation_checks, table
 from ..kernel.ir import Kernel
 from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
                           KernelInfo, ModelPlan, OutputTree, TensorSpec, entry_name)
@@ -130,10 +130,12 @@ class ConstantView:
     dtype: str
     c_type: str
     length: int               # declared array length (>= 1)
-    body: str                 # initialiser lines, indented, each ending in a newline
+    text: str                 # the declaration(s) (aot.emit.c.tables.declaration)
     comment: str
     #: float tables: the type of the stored bit patterns (aot.emit.c.tables)
     bits_type: str | None = None
+    #: also written as a string (a large table; aot.emit.c.tables)
+    as_bytes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,9 +496,10 @@ def _constant_view(plan: ModelPlan, c: ConstantData) -> ConstantView:
         what += f", as {rendered.bits_type} bit patterns"
     return ConstantView(c_name=f"{plan.name}_{c.symbol}", symbol=c.symbol,
                         dtype=c.dtype.value, c_type=rendered.c_type,
-                        length=rendered.length, body=rendered.body,
+                        length=rendered.length,
+                        text=declaration(f"{plan.name}_{c.symbol}", rendered, plan.name),
                         comment=_safe_comment_text(f"{c.symbol}: {what}"),
-                        bits_type=rendered.bits_type)
+                        bits_type=rendered.bits_type, as_bytes=rendered.bytes_body is not None)
 
 
 def _arena_arg(plan: ModelPlan, ref: BufferRef) -> str:
@@ -623,7 +626,8 @@ def build_context(plan: ModelPlan) -> RenderContext:
     constants = tuple(_constant_view(plan, c) for c in plan.constants)
     checks = representation_checks(name, sorted({c.dtype for c in plan.constants
                                                   if c.dtype in BITS_TYPES and c.values.size},
-                                                 key=lambda d: d.value))
+                                                 key=lambda d: d.value),
+                                   bytes_form=any(c.as_bytes for c in constants))
     helpers_used = tuple(sorted(used))
     assert set(helpers_used) <= set(HELPERS) | set(MACROS), helpers_used
     if helpers_used:
