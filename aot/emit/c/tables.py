@@ -64,7 +64,7 @@ bytes, so its meaning depends on the target's byte order, which C99 cannot
 ask; so a table of :data:`BYTES_FORM_MIN` bytes or more is written twice::
 
     #if NET_TABLES_AS_BYTES
-    static const union { unsigned char bytes[4801]; float values[1200]; } net_c0_bits = {
+    static const union { unsigned char bytes[4800]; float values[1200]; } net_c0_bits = {
         "\315\314L>..."
     };
     #else
@@ -77,11 +77,14 @@ ask; so a table of :data:`BYTES_FORM_MIN` bytes or more is written twice::
 is little-endian (gcc's and clang's predefined ``__BYTE_ORDER__``; both run
 on every core we target) and 0 elsewhere, where the portable integers are
 compiled; a skipped branch costs the preprocessor 0.06 s per 13 MB.  The
-string is one byte longer than the table (C99 allows leaving out the
-terminating null when it does not fit, but gcc 15's ``-Wextra`` warns about
-it), and longer than the 4,095 characters C99 promises to every compiler
-(5.2.4.1), so the fast branch turns gcc's and clang's ``-Woverlength-strings``
-off with their own pragma.  Bytes are written as themselves when printable
+string fills the table exactly, without its terminating null (C99 6.7.8p14
+initialises an array with the null only "if there is room"), so the table
+takes the same flash in both forms; gcc 15's ``-Wextra`` warns about such
+strings (``-Wunterminated-string-initialization``), and a string longer than
+the 4,095 characters C99 promises to every compiler (5.2.4.1) draws
+``-Woverlength-strings``: the fast branch turns both off with gcc's and
+clang's own pragma (after ``-Wpragmas`` and ``-Wunknown-warning-option``, so
+that compilers that do not know the newer warning say nothing either).  Bytes are written as themselves when printable
 and as three-digit octal escapes otherwise (``"``, ``\\`` and ``?``, which
 could begin a trigraph, always escaped): an escape never takes more than
 three digits, so no byte can run into the next.
@@ -183,7 +186,7 @@ def declaration(c_name: str, rendered: Table, prefix: str) -> str:
                 f"{rendered.body}}};\n")
     text = integers
     if rendered.bytes_body is not None:
-        string = _union(c_name, rendered, f"unsigned char bytes[{rendered.nbytes + 1}]",
+        string = _union(c_name, rendered, f"unsigned char bytes[{rendered.nbytes}]",
                         "{\n" + rendered.bytes_body + "};\n")
         text = f"#if {bytes_form_macro(prefix)}\n{string}#else\n{integers}#endif\n"
     return text + f"#define {c_name} ({c_name}_bits.values)\n"
@@ -208,6 +211,9 @@ def representation_checks(prefix: str, dtypes: Sequence[DType],
                   "    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__",
                   f"#define {macro} 1",
                   '#pragma GCC diagnostic ignored "-Woverlength-strings"',
+                  '#pragma GCC diagnostic ignored "-Wpragmas"',
+                  '#pragma GCC diagnostic ignored "-Wunknown-warning-option"',
+                  '#pragma GCC diagnostic ignored "-Wunterminated-string-initialization"',
                   "#else",
                   f"#define {macro} 0",
                   "#endif"]
