@@ -84,8 +84,9 @@ strings (``-Wunterminated-string-initialization``), and a string longer than
 the 4,095 characters C99 promises to every compiler (5.2.4.1) draws
 ``-Woverlength-strings``: the fast branch turns both off with gcc's and
 clang's own pragma (after ``-Wpragmas`` and ``-Wunknown-warning-option``, so
-that compilers that do not know the newer warning say nothing either).  Bytes are written as themselves when printable
-and as three-digit octal escapes otherwise (``"``, ``\\`` and ``?``, which
+that compilers that do not know the newer warning say nothing either).
+Bytes are written as themselves when printable and as three-digit octal
+escapes otherwise (``"``, ``\\`` and ``?``, which
 could begin a trigraph, always escaped): an escape never takes more than
 three digits, so no byte can run into the next.
 
