@@ -506,6 +506,10 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_before": list(os.getloadavg()),
         "ort_call_overhead_us": ort_call_overhead_ns(args.runs) / 1e3,
     }
+    # the default configuration builds through aot: never sanitized here (the
+    # timings would mean nothing, and this process has no sanitizer runtime
+    # loaded, so a sanitized library could not be loaded into it)
+    os.environ.pop("AOT_SANITIZE", None)
     # the compiler's modules are imported lazily: load them before timing compile
     importlib.import_module("aot.frontend.onnx")
     importlib.import_module("aot.compiler")
