@@ -54,11 +54,12 @@ test: install deps lint
 # onnxruntime (latency, memory, code and constant bytes, compile time), the
 # same models in int8 against float32 (constants, arena, Cortex-M4
 # instructions, agreement with onnxruntime's integer kernels), and compile
-# time against program size.  Each writes a JSON report.
+# time against program size and against weight size.  Each writes a JSON report.
 bench: install deps
-	$(PY) bench/onnx_models.py --json bench/onnx_models.json
+	$(PY) bench/onnx_models.py --repeats 3 --json bench/onnx_models.json
 	$(PY) bench/quantized_models.py --json bench/quantized_models.json
 	$(PY) bench/compile_time.py --json bench/compile_time.json
+	$(PY) bench/compile_weights.py --json bench/compile_weights.json
 
 # Differential fuzzing (scripts/fuzz.py): N random programs (whole-language
 # Relay, operator chains, ONNX graphs) through C and the interpreter (and

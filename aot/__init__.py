@@ -101,9 +101,12 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     of stack below the entry (default 64 KiB; past either a call returns
     ERR_DEPTH instead of overflowing the stack); tail calls are loops.
     ``tuning`` shapes convolution and dense loop nests for the target:
-    ``"scalar"`` (default: a microcontroller's scalar FPU), ``"scalar-nofma"``
-    (the default of cores without an FPU) or ``"simd"`` (a host with SIMD
-    units compiled at -O3).  ``target`` is what ``lib<name>.a`` is built for:
+    ``"simd"`` (a host with SIMD units: the default when the library is
+    built for the host, at ``-O3`` for the host CPU, so that ``aot.load``
+    is fast), ``"scalar"`` (a microcontroller's scalar FPU: the default of
+    ``build=False``, whose sources a firmware compiles, and of the Cortex-M
+    targets with an FPU) or ``"scalar-nofma"`` (the default of cores
+    without an FPU).  ``target`` is what ``lib<name>.a`` is built for:
     ``"host"`` (default) or a Cortex-M core (``"cortex-m4"``, ...; see
     :mod:`aot.emit.build.targets`), built with ``arm-none-eabi-gcc``.
     ``quantized`` says how a model that carries quantization (ONNX QDQ,

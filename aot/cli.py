@@ -571,9 +571,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "kernel call, the lower bound, the peak call) and DIR/memory.txt, "
                         "and print the table")
     p.add_argument("--tuning", choices=["scalar", "simd", "scalar-nofma"], default=None,
-                   help="convolution and dense loop nests for a scalar FPU (microcontrollers; "
-                        "the default), for cores without an FPU (scalar-nofma, the default of "
-                        "cortex-m0plus and cortex-m3) or for SIMD hosts compiled at -O3")
+                   help="convolution and dense loop nests for a scalar FPU (microcontrollers: "
+                        "the default of --no-build and of the Cortex-M4/M7/M33/M55), for "
+                        "cores without an FPU (scalar-nofma, the default of cortex-m0plus and "
+                        "cortex-m3) or for SIMD hosts (simd: the default when the library is "
+                        "built for the host, at -O3 for the host CPU)")
     p.add_argument("--target", choices=list(TARGETS), default="host",
                    help="what lib<NAME>.a is built for: this machine (default, $CC) or a "
                         "Cortex-M core, with arm-none-eabi-gcc and the core's -mcpu, "

@@ -207,15 +207,16 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
                    ram_budget: int | None = None, memory_report: bool = False):
     """Write the artifact for ``mod`` into ``out_dir`` and (by default)
     build ``lib/lib<name>.a`` for ``target`` (:mod:`aot.emit.build.targets`:
-    the host, or a Cortex-M core with the Arm cross compiler; its loop-nest
-    tuning unless ``tuning`` is given).  ``ram_budget`` (bytes): fail when
-    arena, pool and the built library's stack need more
+    the host, or a Cortex-M core with the Arm cross compiler; the loop-nest
+    tuning of what is built unless ``tuning`` is given:
+    :func:`~aot.emit.build.targets.default_tuning`).  ``ram_budget`` (bytes):
+    fail when arena, pool and the built library's stack need more
     (:mod:`aot.emit.build.memory`); ``memory_report``: also write the
     arena's picture and table (:mod:`aot.emit.build.memory_report`).
     Returns the :class:`~aot.emit.build.artifact.Artifact`."""
     from .emit.build.artifact import write_and_build
     from .emit.build.memory import check_budget_value, check_ram_budget
-    from .emit.build.targets import get_target, target_toolchain
+    from .emit.build.targets import default_tuning, get_target, target_toolchain
 
     if ram_budget is not None:
         check_budget_value(ram_budget)
@@ -224,8 +225,8 @@ def compile_module(mod: IRModule, out_dir: str | Path, *, name: str = "model",
     toolchain = target_toolchain(chosen) if build and not chosen.is_host else None
     model = plan(mod, name, opt_level=opt_level, params=params, arena=arena, entry=entry,
                  pool_bytes=pool_bytes, max_depth=max_depth,
-                 tuning=tuning if tuning is not None else chosen.tuning, quantized=quantized,
-                 stack_bytes=stack_bytes)
+                 tuning=tuning if tuning is not None else default_tuning(chosen, build),
+                 quantized=quantized, stack_bytes=stack_bytes)
     if ram_budget is not None:                   # arena and pool: before writing anything
         check_ram_budget({"name": model.name, "arena": model.arena,
                           "arena_bytes": model.arena_bytes, "pool_bytes": model.pool_bytes,

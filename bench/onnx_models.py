@@ -33,6 +33,21 @@ input:
   multiply-add and without (aot's C is compiled with ``-ffp-contract=off``;
   its convolution and dense MACs are explicit ``fmaf`` calls, fused).
 
+``--config`` chooses what "our C" is (both by default, one table each):
+
+* ``fastest``: the configuration above (``--tuning``, ``--opt``, the timing
+  driver), the fastest one documented;
+* ``default``: what a user gets from ``aot.compile(mod, dir)`` then
+  ``aot.load(dir)`` with no options: the library aot builds for the host
+  (its own flags and tuning, see aot/emit/build/targets.py), called through
+  the loaded Python callable and timed around that call with
+  ``time.perf_counter_ns``, exactly as onnxruntime's ``session.run`` is (so
+  both figures include a Python call; ours also allocates the output and a
+  poisoned arena per call).
+
+``--repeats N`` measures everything N times and reports each ratio's median
+and range over the repeats.
+
 ``--profile`` adds a ``perf`` profile of the generated C: the share of time
 of each kernel, with the IR it came from.
 
@@ -40,6 +55,7 @@ Numbers on a machine shared with other jobs are noisy; the load average
 before and after is written into the JSON.  Usage::
 
     python3 bench/onnx_models.py [--models ds_cnn,resnet8] [--runs 200]
+                                 [--config fastest,default] [--repeats 3]
                                  [--json bench/onnx_models.json]
 """
 
@@ -248,6 +264,18 @@ def time_ort(session, feeds: dict[str, np.ndarray], runs: int,
     return times, y
 
 
+def time_loaded(fn, x: np.ndarray, runs: int, warmup: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every call's time in ns of an ``aot.load`` callable and the output."""
+    for _ in range(warmup):
+        fn(x)
+    times = np.empty(runs, dtype=np.int64)
+    for i in range(runs):
+        start = time.perf_counter_ns()
+        y = fn(x)
+        times[i] = time.perf_counter_ns() - start
+    return times, y
+
+
 def summarise(times: list[np.ndarray]) -> dict[str, Any]:
     """Statistics over all rounds' samples, computed as the driver computes
     them (upper median)."""
@@ -273,7 +301,7 @@ def ort_call_overhead_ns(runs: int) -> int:
 
 # -- one model -----------------------------------------------------------------
 
-def measure(name: str, models, work: Path, args) -> dict[str, Any]:
+def measure(name: str, models, work: Path, args, config: str = "fastest") -> dict[str, Any]:
     import onnx
     model = models.build(name)
     path = work / f"{name}.onnx"
@@ -286,27 +314,43 @@ def measure(name: str, models, work: Path, args) -> dict[str, Any]:
 
     session = ort_session(model.SerializeToString())
     feeds = {session.get_inputs()[0].name: x}
+    row["config"] = config
+    default = config == "default"
     try:
         start = time.perf_counter()
         mod = aot.from_onnx(str(path))
         row["import_s"] = time.perf_counter() - start
-        art = aot.compile(mod, work / name, name=name, build=False, tuning=args.tuning)
+        if default:    # the user's path: no options at all
+            art = aot.compile(mod, work / f"{name}-default", name=name)
+        else:
+            art = aot.compile(mod, work / name, name=name, build=False, tuning=args.tuning)
         row["compile_s"] = time.perf_counter() - start
+        if default:
+            start = time.perf_counter()
+            fn = aot.load(art)
+            row["load_s"] = time.perf_counter() - start
     except Exception as err:  # recorded in the table and JSON; the other models still run
         row["error"] = f"aot: {type(err).__name__}: {err}"
         row["ort"] = summarise([time_ort(session, feeds, args.runs, args.warmup)[0]])
         return row
     meta = dict(art.metadata)
-    build = build_driver(art.root, meta, args.cc, shlex.split(args.opt))
-    row["build_s"] = build.build_s
-    row["build_commands"] = list(build.commands)
+    if default:
+        build = None
+        row["build_s"] = float("nan")     # inside compile_s: aot.compile builds the library
+    else:
+        build = build_driver(art.root, meta, args.cc, shlex.split(args.opt))
+        row["build_s"] = build.build_s
+        row["build_commands"] = list(build.commands)
 
     # Alternate the two runtimes in rounds so that load from other jobs
     # (a shared machine) falls on both alike.
     ours_t, ort_t = [], []
     for k in range(args.rounds):
         n = args.runs // args.rounds + (k < args.runs % args.rounds)
-        t, y_ours = time_c(build, x, out_shape, n, args.warmup)
+        if build is None:
+            t, y_ours = time_loaded(fn, x, n, args.warmup)
+        else:
+            t, y_ours = time_c(build, x, out_shape, n, args.warmup)
         ours_t.append(t)
         t, y_ort = time_ort(session, feeds, n, args.warmup)
         ort_t.append(t)
@@ -317,7 +361,7 @@ def measure(name: str, models, work: Path, args) -> dict[str, Any]:
     row["max_abs_diff"] = float(np.max(np.abs(y_ours.astype(np.float64) - y_ort)))
     row["gmacs_ours"] = row["macs"] / ours["median_ns"]
     row["gmacs_ort"] = row["macs"] / ort_stats["median_ns"]
-    if args.profile:
+    if args.profile and build is not None:
         try:
             # about a second of calls: enough samples at perf's default rate
             runs = int(np.clip(1e9 / ours["median_ns"], 50, 20000))
@@ -328,7 +372,8 @@ def measure(name: str, models, work: Path, args) -> dict[str, Any]:
     row["arena_lower_bound_bytes"] = meta["arena_lower_bound_bytes"]
     row["arena_whole_tensor_bound_bytes"] = meta["arena_whole_tensor_bound_bytes"]
     row["constant_bytes"] = meta["constant_bytes"]
-    row["code_bytes"] = text_bytes(build.objects)
+    row["code_bytes"] = text_bytes(build.objects if build is not None else
+                                   (art.layout.library,))
     row["kernels"] = len(meta["kernels"])
     return row
 
@@ -377,6 +422,49 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{r['compile_s']:>9.2f} {r['build_s']:>7.2f}")
 
 
+def ratio_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """config -> model -> median, min and max of the ratio over the repeats."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        if "ratio" in r:
+            found.setdefault(r["config"], {}).setdefault(r["model"], []).append(r["ratio"])
+    return {config: {model: {"median": float(np.median(v)), "min": min(v), "max": max(v),
+                             "all": v}
+                     for model, v in per_model.items()}
+            for config, per_model in found.items()}
+
+
+def print_report(report: dict[str, Any], rows: list[dict[str, Any]], args) -> None:
+    configs = report["configs"]
+    for config in configs:
+        what = (f"tuning {args.tuning}, {args.cc} {args.opt}, timed in C" if config == "fastest"
+                else "aot.compile + aot.load with no options, timed around the Python call")
+        print(f"\n[{config}] MLPerf Tiny models, {args.runs} timed runs each, one thread; ours: "
+              f"{what}; onnxruntime {report['machine']['onnxruntime']} "
+              f"(session.run overhead ~{report['ort_call_overhead_us']:.1f} us included)")
+        print_table([r for r in rows if r["config"] == config and r["repeat"] == 0])
+    if args.repeats > 1:
+        print(f"\nours / onnxruntime (medians of alternating rounds), median [min-max] of "
+              f"{args.repeats} repeats:")
+        for config, per_model in report["ratios"].items():
+            cells = [f"{m} {r['median']:.2f} [{r['min']:.2f}-{r['max']:.2f}]"
+                     for m, r in per_model.items()]
+            print(f"  {config:<8} " + "; ".join(cells))
+    peak = report["peak_gmacs"]
+    print(f"machine peak (bench/peak.c, one thread): {peak['fma']:.1f} GMAC/s with FMA, "
+          f"{peak['no_fma']:.1f} without (aot's C: -ffp-contract=off, conv/dense MACs are fmaf)")
+    for row in rows:
+        if "profile" in row:
+            print_profile(row)
+        elif "profile_error" in row:
+            print(f"\n{row['model']}: no profile: {row['profile_error']}")
+    print(f"load average before/after: {report['loadavg_before'][0]:.2f} / "
+          f"{report['loadavg_after'][0]:.2f} on {report['machine']['cores']} cores "
+          "(numbers under load are noisy: a call longer than a scheduler slice is more\n"
+          "often preempted than a short one, so under load the medians of slow models are\n"
+          "inflated; the minima and per-round medians in the JSON are steadier)")
+
+
 def main(argv: list[str] | None = None) -> int:
     models = load_models_module()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -397,7 +485,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="also profile the generated C with perf (time per kernel)")
     ap.add_argument("--build-dir", type=Path, help="keep the build here (default: a temp dir)")
+    ap.add_argument("--config", default="fastest,default",
+                    help="comma-separated: fastest (--tuning, --opt, the C timing driver) "
+                         "and/or default (aot.compile + aot.load, no options)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="measure everything this many times; ratios get a median and range")
     args = ap.parse_args(argv)
+    configs = [c for c in args.config.split(",") if c]
+    if not configs or any(c not in ("fastest", "default") for c in configs):
+        ap.error("--config takes fastest and/or default")
+    if args.repeats < 1:
+        ap.error("need --repeats >= 1")
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in models.MODELS]
     if unknown:
@@ -412,6 +510,10 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_before": list(os.getloadavg()),
         "ort_call_overhead_us": ort_call_overhead_ns(args.runs) / 1e3,
     }
+    # the default configuration builds through aot: never sanitized here (the
+    # timings would mean nothing, and this process has no sanitizer runtime
+    # loaded, so a sanitized library could not be loaded into it)
+    os.environ.pop("AOT_SANITIZE", None)
     # the compiler's modules are imported lazily: load them before timing compile
     importlib.import_module("aot.frontend.onnx")
     importlib.import_module("aot.compiler")
@@ -420,29 +522,21 @@ def main(argv: list[str] | None = None) -> int:
         work = args.build_dir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         report["peak_gmacs"] = peak_gmacs(args.cc, shlex.split(args.opt), work)
-        for name in names:
-            print(f"[{name}] ...", file=sys.stderr, flush=True)
-            rows.append(measure(name, models, work, args))
+        for repeat in range(args.repeats):
+            for config in configs:
+                for name in names:
+                    print(f"[{name}, {config}, repeat {repeat + 1}/{args.repeats}] ...",
+                          file=sys.stderr, flush=True)
+                    row = measure(name, models, work, args, config)
+                    row["repeat"] = repeat
+                    rows.append(row)
     report["loadavg_after"] = list(os.getloadavg())
+    report["configs"] = configs
+    report["repeats"] = args.repeats
     report["models"] = rows
+    report["ratios"] = ratio_summary(rows)
 
-    print(f"MLPerf Tiny models, {args.runs} timed runs each, one thread; ours: tuning "
-          f"{args.tuning}, {args.cc} {args.opt}; onnxruntime {report['machine']['onnxruntime']} "
-          f"(session.run overhead ~{report['ort_call_overhead_us']:.1f} us included)")
-    print_table(rows)
-    peak = report["peak_gmacs"]
-    print(f"machine peak (bench/peak.c, one thread): {peak['fma']:.1f} GMAC/s with FMA, "
-          f"{peak['no_fma']:.1f} without (aot's C: -ffp-contract=off, conv/dense MACs are fmaf)")
-    for row in rows:
-        if "profile" in row:
-            print_profile(row)
-        elif "profile_error" in row:
-            print(f"\n{row['model']}: no profile: {row['profile_error']}")
-    print(f"load average before/after: {report['loadavg_before'][0]:.2f} / "
-          f"{report['loadavg_after'][0]:.2f} on {report['machine']['cores']} cores "
-          "(numbers under load are noisy: a call longer than a scheduler slice is more\n"
-          "often preempted than a short one, so under load the medians of slow models are\n"
-          "inflated; the minima and per-round medians in the JSON are steadier)")
+    print_report(report, rows, args)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.json}")

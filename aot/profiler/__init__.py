@@ -92,7 +92,7 @@ def profile_module(mod: IRModule, *, target: str = "cortex-m4", name: str = "mod
         root = Path(work_dir) if work_dir is not None else Path(scratch)
         tuning = compile_options.pop("tuning", None)
         if tuning is None:
-            tuning = "simd" if chosen.is_host else chosen.tuning
+            tuning = chosen.tuning           # the host's nests for the host (simd)
         art = compile_module(mod, root / "artifact", name=name, arena="static", build=False,
                              tuning=tuning, **compile_options)
         meta = dict(art.metadata)

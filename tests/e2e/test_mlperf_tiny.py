@@ -192,17 +192,21 @@ def test_benchmark_runs_and_agrees(tmp_path):
     bench = MODELS_PY.parents[2] / "bench" / "onnx_models.py"
     out = tmp_path / "bench.json"
     subprocess.run([sys.executable, str(bench), "--models", "fc_autoencoder", "--runs", "6",
-                    "--rounds", "2", "--warmup", "1", "--json", str(out)],
+                    "--rounds", "2", "--warmup", "1", "--json", str(out),
+                    "--config", "fastest,default"],
                    check=True, capture_output=True, text=True, cwd=tmp_path)
     report = json.loads(out.read_text())
-    (row,) = report["models"]
-    assert "error" not in row, row["error"]
-    assert row["ours"]["runs"] == row["ort"]["runs"] == 6
-    assert 0 < row["ours"]["min_ns"] <= row["ours"]["median_ns"] <= row["ours"]["p90_ns"]
-    assert row["max_abs_diff"] < 1e-4
-    assert row["arena_lower_bound_bytes"] <= row["arena_bytes"] <= \
-        row["arena_whole_tensor_bound_bytes"]
-    assert row["code_bytes"] > 0 and row["macs"] == models.macs(models.fc_autoencoder())
+    rows = report["models"]
+    assert [row["config"] for row in rows] == ["fastest", "default"]
+    for row in rows:
+        assert "error" not in row, row["error"]
+        assert row["ours"]["runs"] == row["ort"]["runs"] == 6
+        assert 0 < row["ours"]["min_ns"] <= row["ours"]["median_ns"] <= row["ours"]["p90_ns"]
+        assert row["max_abs_diff"] < 1e-4
+        assert row["arena_lower_bound_bytes"] <= row["arena_bytes"] <= \
+            row["arena_whole_tensor_bound_bytes"]
+        assert row["code_bytes"] > 0 and row["macs"] == models.macs(models.fc_autoencoder())
+    assert set(report["ratios"]) == {"fastest", "default"}
 
 
 def test_quantized_benchmark_runs(tmp_path):

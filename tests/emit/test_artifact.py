@@ -203,7 +203,9 @@ def test_long_prototypes_wrap():
 def test_source_shape():
     text = render_artifact(addscale_plan())["src/addscale.c"]
     assert '#include "addscale.h"' in text and '#include "aot_kernel_helpers.h"' in text
-    assert "static const float addscale_c0[6] = {" in text
+    assert "static const union {\n    uint32_t bits[6];\n    float values[6];\n" \
+        "} addscale_c0_bits = {{\n" in text
+    assert "#define addscale_c0 (addscale_c0_bits.values)" in text
     assert "static void addscale_k0(" in text and "static void addscale_k1(" in text
     # each kernel is preceded by the comment naming the IR it came from
     assert re.search(r"/\*\n \* addscale_k0: from\n \*     %0 = add\(%x, %y\).*?\*/\n"
@@ -249,7 +251,7 @@ def test_no_arena_no_helpers():
 def test_empty_constant_gets_one_padding_element():
     plan = constants_plan(values={DType.FLOAT32: np.zeros(0, np.float32)})
     text = render_artifact(plan)["src/consts.c"]
-    assert "static const float consts_c_float32[1] = {\n    0\n};" in text
+    assert "float values[1];\n} consts_c_float32_bits = {{\n    0\n}};" in text
     assert "one padding element" in text
 
 

@@ -101,6 +101,9 @@ FAKE_LIBC = {
         #define UINT64_C(x) x ## ULL
         """,
     "stddef.h": "typedef unsigned long size_t;\n#define NULL ((void *)0)\n",
+    "float.h": "#define FLT_RADIX 2\n#define FLT_MANT_DIG 24\n#define FLT_MAX_EXP 128\n"
+               "#define FLT_MIN_EXP (-125)\n#define DBL_MANT_DIG 53\n#define DBL_MAX_EXP 1024\n"
+               "#define DBL_MIN_EXP (-1021)\n",
     "string.h": "typedef unsigned long size_t;\nvoid *memcpy(void *, const void *, size_t);\n",
     "math.h": "#define NAN (0.0f / 0.0f)\n#define INFINITY (1e30f * 1e30f)\n"
               "float fmodf(float, float); double fmod(double, double);\n",

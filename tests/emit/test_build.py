@@ -119,10 +119,14 @@ def test_probe_reads_kind_and_version_from_the_compiler(kind):
 
 def test_object_flags_are_strict_position_independent_and_configurable(toolchain):
     flags = toolchain.object_flags(("-DEXTRA=1",))
-    assert flags[:len(STRICT_FLAGS)] == STRICT_FLAGS
-    assert "-O2" in flags and "-fPIC" in flags and flags[-1] == "-DEXTRA=1"
+    n = len(toolchain.target_flags)         # the host CPU's (-march=native) first
+    assert flags[:n] == toolchain.target_flags
+    assert flags[n:n + len(STRICT_FLAGS)] == STRICT_FLAGS
+    assert "-O3" in flags and "-fPIC" in flags and flags[-1] == "-DEXTRA=1"
     fast = toolchain.with_opt_flags("-O3", "-funroll-loops")
     assert "-O3" in fast.object_flags() and "-O2" not in fast.object_flags()
+    slow = toolchain.with_opt_flags("-O2")
+    assert "-O2" in slow.object_flags() and "-O3" not in slow.object_flags()
     assert fast.identity == toolchain.identity
 
 

@@ -25,7 +25,8 @@ the input and the expected and received shape and dtype.  Outputs are
 fresh arrays (pre-filled with a 0xA5 byte pattern, so an output the C does
 not write completely is noticed, not zero by luck); float16 outputs come
 back as ``np.float16`` and bool outputs as ``np.bool_``.  In caller-arena
-mode each call allocates an arena aligned to ``arena_align`` bytes.  A
+mode each thread has an arena aligned to ``arena_align`` bytes, filled with
+the same byte pattern before every call.  A
 non-zero status raises a DiagnosticError with the status macro's name and
 meaning.  The result is one array or a (nested) tuple shaped like the
 model's ``output_tree``.
@@ -211,6 +212,8 @@ class CompiledModel:
         self._context_info: Mapping[str, Any] | None = meta["entry"].get("context")
         #: the C context this callable runs on (None: the library's static one)
         self._ctx: Any = None
+        #: per thread: the caller arena, reused by the thread's calls
+        self._arenas = threading.local()
         stateful = self.arena_mode == "static" or meta.get("backend") == "program"
         self._lock: Any = library_lock(lib) if stateful else _NoLock()
 
@@ -367,13 +370,20 @@ class CompiledModel:
         return ctx
 
     def _arena(self) -> Any:
+        """This thread's arena, poisoned again: allocated on the thread's
+        first call and reused after (a fresh allocation of a few hundred KiB
+        per call costs page faults comparable to a small model's run)."""
         if self.arena_bytes == 0:
             return self._ffi.NULL
-        raw = np.empty(self.arena_bytes + self.arena_align, dtype=np.uint8)
-        skip = -raw.ctypes.data % self.arena_align
-        arena = raw[skip:skip + self.arena_bytes]
-        arena.fill(_POISON)
-        return self._ffi.from_buffer("uint8_t[]", arena)
+        cached = getattr(self._arenas, "arena", None)
+        if cached is None:
+            raw = np.empty(self.arena_bytes + self.arena_align, dtype=np.uint8)
+            skip = -raw.ctypes.data % self.arena_align
+            array = raw[skip:skip + self.arena_bytes]
+            cached = self._arenas.arena = (array, self._ffi.from_buffer("uint8_t[]", array))
+        array, pointer = cached
+        array.fill(_POISON)
+        return pointer
 
     def _shape(self, tree: Any, results: list[np.ndarray]) -> Any:
         if isinstance(tree, tuple):

@@ -22,6 +22,18 @@ model's own flags) is as on the host.
 The cores without an FPU get the ``scalar-nofma`` loop nests by default:
 ``fmaf`` is a library call there (a correctly rounded software fused
 multiply-add), not an instruction.
+
+The loop nests follow what the library is built for (:func:`default_tuning`).
+A library built for the host (``aot.compile`` and ``aot compile`` by default,
+then ``aot.load``) gets the host's: the ``simd`` nests, compiled at ``-O3``
+for the host CPU (:mod:`aot.emit.build.toolchain`).  Sources nobody builds
+(``build=False``, ``aot compile --no-build``: a firmware compiles them from
+the make fragment) get :data:`PORTABLE_TUNING`, the microcontroller nests,
+unless ``--target`` names a core, whose nests they get.  ``tuning=`` says
+otherwise explicitly.  The tunings differ in summation order only, so a
+host library and a firmware built from the same model agree within float
+rounding, not bit for bit; a host build with ``tuning="scalar"`` computes
+exactly what the default firmware sources compute.
 """
 
 from __future__ import annotations
@@ -33,7 +45,8 @@ from dataclasses import dataclass
 from aot.emit.build.toolchain import (DEFAULT_OPT_FLAGS, BuildError, Toolchain, find_toolchain,
                                       probe_toolchain, run_probe_banner)
 
-__all__ = ["Target", "TARGETS", "HOST", "get_target", "target_toolchain"]
+__all__ = ["Target", "TARGETS", "HOST", "PORTABLE_TUNING", "default_tuning", "get_target",
+           "target_toolchain"]
 
 #: Flags of every object built for a microcontroller.
 EMBEDDED_FLAGS: tuple[str, ...] = ("-ffunction-sections", "-fdata-sections")
@@ -59,7 +72,10 @@ class Target:
         return not self.prefix
 
 
-HOST = Target("host", description="this machine's C compiler ($CC, else gcc, clang, cc)")
+HOST = Target("host", tuning="simd",
+              description="this machine's C compiler ($CC, else gcc, clang, cc)")
+#: The loop nests of sources built for no particular core (see the module note).
+PORTABLE_TUNING = "scalar"
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     HOST,
@@ -88,6 +104,17 @@ def get_target(name: str) -> Target:
         raise BuildError(f"unknown target `{name}`; known: {', '.join(TARGETS)}") from None
 
 
+def default_tuning(target: Target | str, build: bool = True) -> str:
+    """The loop-nest tuning of a compile for ``target`` that gives none: the
+    target's own when a library is built for it, :data:`PORTABLE_TUNING`
+    for host-target sources that are not built (they are for firmware)."""
+    if isinstance(target, str):
+        target = get_target(target)
+    if target.is_host and not build:
+        return PORTABLE_TUNING
+    return target.tuning
+
+
 def target_toolchain(target: Target | str) -> Toolchain:
     """The toolchain that builds libraries for ``target``: the host's (see
     :func:`~aot.emit.build.toolchain.find_toolchain`), or the target's cross
@@ -107,7 +134,7 @@ def target_toolchain(target: Target | str) -> Toolchain:
     ar = _cross_tool(f"{target.prefix}ar")
     return dataclasses.replace(base, ar=ar, ar_banner=run_probe_banner(ar),
                                target_flags=(*target.cpu_flags, *EMBEDDED_FLAGS), pic=False,
-                               sanitizers=(), opt_flags=DEFAULT_OPT_FLAGS)
+                               sanitizers=(), opt_flags=DEFAULT_OPT_FLAGS, cpu_key="")
 
 
 def _cross_tool(word: str) -> str:

@@ -25,11 +25,11 @@ Spelling rules:
   members, so it is aligned to the strictest of those types (8 or 16 bytes
   on the usual targets): at least the alignment of every element type.
   It is never a zero-size array: a model that needs no arena gets none.
-* **Constants** are ``static const`` arrays, every element bit-exact:
-  float32/float64 as C99 hexadecimal floating constants (exact by
-  definition, C99 6.4.4.2), infinities and NaNs through the runtime
-  header's ``AOT_INF_*`` / ``AOT_NAN_*`` macros (constant expressions; a
-  NaN keeps its sign, not its payload), float16 as ``uint16_t`` bit
+* **Constants** are ``static const`` arrays, every element bit-exact
+  (:mod:`aot.emit.c.tables`: formatted by NumPy, in the spelling compilers
+  parse fastest): float32/float64 tables as unions of their IEEE-754 bit
+  patterns (``uint32_t``/``uint64_t``, decimal) and the float array the
+  kernels read, NaN payloads included, float16 as ``uint16_t`` bit
   patterns, integers in decimal (``INT32_MIN`` and 64-bit values spelled
   as :func:`~aot.emit.c.printer.format_int` does), bool as 0/1.  C99 cannot
   ask for more alignment than the element type's, so that is all a
@@ -63,6 +63,7 @@ from .program_api import (api_definitions, api_prototypes, context_prototypes, c
                           entry_parameters)
 from .printer import format_int, printed_kernel
 from .stack_graph import stack_graph
+from .tables import BITS_TYPES, declaration, representation_checks, table
 from ..kernel.ir import Kernel
 from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
                           KernelInfo, ModelPlan, OutputTree, TensorSpec, entry_name)
@@ -130,8 +131,12 @@ class ConstantView:
     dtype: str
     c_type: str
     length: int               # declared array length (>= 1)
-    lines: tuple[str, ...]    # initialiser lines, without indentation
+    text: str                 # the declaration(s) (aot.emit.c.tables.declaration)
     comment: str
+    #: float tables: the type of the stored bit patterns (aot.emit.c.tables)
+    bits_type: str | None = None
+    #: also written as a string (a large table; aot.emit.c.tables)
+    as_bytes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +174,8 @@ class RenderContext:
     helpers_used: tuple[str, ...]
     helpers_note: tuple[str, ...]         # comment lines about the helpers
     constants: tuple[ConstantView, ...]
+    #: preprocessor checks that float tables' bit patterns mean their values
+    table_checks: tuple[str, ...]
     kernels: tuple[KernelView, ...]
     entry_body: tuple[str, ...]           # statements, without indentation
     mk_sources: tuple[str, ...]           # artifact-relative
@@ -481,16 +488,19 @@ def _kernel_view(kernel: Kernel, info: KernelInfo) -> tuple[KernelView, tuple[st
 
 
 def _constant_view(plan: ModelPlan, c: ConstantData) -> ConstantView:
-    literals = constant_literals(c.dtype, c.values)
-    count = len(literals)
+    rendered = table(c.dtype, c.values)
+    count = int(c.values.size)
     what = f"{count} x {c.dtype} ({c.nbytes} bytes)"
     if count == 0:
-        literals = ["0"]
         what = f"0 x {c.dtype}: one padding element (C has no zero-size arrays)"
+    elif rendered.bits_type is not None:
+        what += f", as {rendered.bits_type} bit patterns"
     return ConstantView(c_name=f"{plan.name}_{c.symbol}", symbol=c.symbol,
-                        dtype=c.dtype.value, c_type=c_storage_type(c.dtype),
-                        length=len(literals), lines=tuple(_pack(literals, LINE_WIDTH)),
-                        comment=_safe_comment_text(f"{c.symbol}: {what}"))
+                        dtype=c.dtype.value, c_type=rendered.c_type,
+                        length=rendered.length,
+                        text=declaration(f"{plan.name}_{c.symbol}", rendered, plan.name),
+                        comment=_safe_comment_text(f"{c.symbol}: {what}"),
+                        bits_type=rendered.bits_type, as_bytes=rendered.bytes_body is not None)
 
 
 def _arena_arg(plan: ModelPlan, ref: BufferRef) -> str:
@@ -631,9 +641,10 @@ def build_context(plan: ModelPlan) -> RenderContext:
         kernels.append(view)
         used.update(names)
     constants = tuple(_constant_view(plan, c) for c in plan.constants)
-    for c in constants:
-        for line in c.lines:
-            used.update(m for m in MACROS if m in line)
+    checks = representation_checks(name, sorted({c.dtype for c in plan.constants
+                                                  if c.dtype in BITS_TYPES and c.values.size},
+                                                 key=lambda d: d.value),
+                                   bytes_form=any(c.as_bytes for c in constants))
     helpers_used = tuple(sorted(used))
     assert set(helpers_used) <= set(HELPERS) | set(MACROS), helpers_used
     if helpers_used:
@@ -670,7 +681,8 @@ def build_context(plan: ModelPlan) -> RenderContext:
         arena_mode=plan.arena,
         arena_symbol=f"{name}_arena", arena_bytes=plan.arena_bytes,
         include_helpers=bool(helpers_used), helpers_used=helpers_used,
-        helpers_note=tuple(note), constants=constants, kernels=tuple(kernels),
+        helpers_note=tuple(note), constants=constants, table_checks=checks,
+        kernels=tuple(kernels),
         entry_body=(_entry_body(plan, NAME) if plan.program is None
                     else print_entry_body(name, plan.program.objects.entry)),
         mk_sources=(f"src/{name}.c",),

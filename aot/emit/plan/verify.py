@@ -77,6 +77,7 @@ def _check_names(plan: ModelPlan) -> None:
             _fail(plan, f"constant {c.symbol}'s values must be a flat array of {c.dtype}, "
                         f"got {c.values.dtype}{list(c.values.shape)}")
         file_scope.add(c_name)
+        file_scope.add(f"{c_name}_bits")      # a float table's union (aot.emit.c.tables)
     params = [t.name for t in (*plan.inputs, *plan.outputs)]
     for p in params:
         if not is_c_identifier(p) or p == "arena" or p in file_scope:
