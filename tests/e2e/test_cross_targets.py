@@ -169,3 +169,29 @@ def test_the_cross_built_library_runs_on_the_core(tmp_path, target):
     mod = aot.infer_types(aot.parse(PROGRAM))
     want = aot.interpret(mod, INPUT, WEIGHTS)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@needs_arm
+def test_loading_a_cross_built_library_says_what_it_was_built_for(tmp_path):
+    """aot.load of a library built for a Cortex-M core gets a diagnostic
+    naming both processors, not the host linker's error."""
+    from aot.emit.build.machine import archive_machine, host_machine
+    mod = aot.parse("def @main(%x: Tensor[(4), float32]) { %x + %x }")
+    arm = aot.compile(mod, tmp_path / "arm", name="twice", target="cortex-m4")
+    assert archive_machine(arm.layout.library) == 40          # EM_ARM
+    with pytest.raises(aot.DiagnosticError, match=r"built for Arm .*not for this machine"):
+        aot.load(arm)
+    host = aot.compile(mod, tmp_path / "host", name="twice")
+    assert archive_machine(host.layout.library) == host_machine()
+    np.testing.assert_array_equal(aot.load(host)(np.ones(4, np.float32)), 2)
+
+
+def test_a_file_that_is_not_an_elf_archive_makes_no_claim(tmp_path):
+    from aot.emit.build.machine import archive_machine
+    (tmp_path / "x.a").write_bytes(b"!<arch>\n" + b"/".ljust(16) + b" " * 32 + b"4".ljust(10)
+                                   + b"`\n" + b"abcd" + b"m.o/".ljust(16) + b" " * 32
+                                   + b"4".ljust(10) + b"`\n" + b"MZxx")
+    assert archive_machine(tmp_path / "x.a") is None
+    (tmp_path / "y.a").write_bytes(b"not an archive")
+    assert archive_machine(tmp_path / "y.a") is None
+    assert archive_machine(tmp_path / "missing.a") is None

@@ -60,6 +60,7 @@ from ...ir.dtype import DType
 from .artifact import Artifact, build_artifact, open_artifact
 from ..c.types import c_storage_type
 from .extension import load_library
+from .machine import archive_machine, host_machine, machine_name
 from ..c.context import METADATA_VERSION
 from .toolchain import Toolchain
 
@@ -406,6 +407,18 @@ def model_cdef(meta: Mapping[str, Any]) -> str:
     return context_cdef(meta) + meta["entry"]["prototype"] + "\n"
 
 
+def _check_machine(library: Path) -> None:
+    """A library built for another processor (a cross build for firmware)
+    cannot be loaded here: say so instead of the host linker's error."""
+    built, here = archive_machine(library), host_machine()
+    if built is not None and here is not None and built != here:
+        raise DiagnosticError(
+            f"{library}: the library was built for {machine_name(built)}, not for this "
+            f"machine ({machine_name(here)}), as `aot compile --target cortex-m...` builds "
+            "it for firmware; aot.load runs host libraries: compile the model again for "
+            "the host (without --target) to load it")
+
+
 def load(artifact: Artifact | Path | str, *, toolchain: Toolchain | None = None,
          cache_dir: Path | str | None = None) -> CompiledModel:
     """The artifact's model as a callable.  The static library is built
@@ -423,6 +436,7 @@ def load(artifact: Artifact | Path | str, *, toolchain: Toolchain | None = None,
         raise _bad_metadata(artifact.root, "no entry prototype")
     if not artifact.layout.library.is_file():
         build_artifact(artifact, toolchain=toolchain, cache_dir=cache_dir)
+    _check_machine(artifact.layout.library)
     if meta.get("backend") == "program":
         from .compiled_program import CompiledProgram, program_cdef
         ffi, lib = load_library(artifact.root, artifact.name, program_cdef(dict(meta)),
