@@ -30,7 +30,8 @@ part of its index).
 
 An int8 pointwise convolution of channels-first data with a constant
 symmetric weight takes the dual 16-bit multiply-accumulate kernel of
-:mod:`.qnn_pointwise` instead.
+:mod:`.qnn_pointwise` instead, and a depthwise 3x3 one (stride 1 or 2,
+padding 0 or 1) that of :mod:`.qnn_depthwise`.
 
 **qnn.dense** tiles ``UNITS`` output units: for each output row and tile
 the shifted input element ``x[row, k] - x_zp`` is loaded once per ``k`` and
@@ -52,6 +53,7 @@ from ..registry import (INDEX, ArgValue, Index, LowerContext, Sink, TensorValue,
                         lookup_lowering, out_tensor)
 from .common import tensor
 from .qnn import check_scales, scalar_param
+from .qnn_depthwise import depthwise_int8
 from .qnn_pointwise import pointwise_int8
 
 __all__ = ["UNITS", "shifted", "kernel_zp_at", "accumulator_dtype"]
@@ -103,6 +105,8 @@ def _conv2d(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnConv2DAttrs,
     data, weight, in_zp, k_zp, in_scale, k_scale = (tensor(a) for a in args)
     _check(ctx, "qnn.conv2d", in_scale, k_scale)
     fast = pointwise_int8(ctx, data, weight, in_zp, k_zp, attrs, out_type, sinks)
+    if fast is None:
+        fast = depthwise_int8(ctx, data, weight, in_zp, k_zp, attrs, out_type, sinks)
     if fast is not None:
         return fast
     acc = accumulator_dtype(out_tensor(out_type).dtype)

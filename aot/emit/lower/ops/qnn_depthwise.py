@@ -1,0 +1,351 @@
+"""The int8 depthwise 3x3 convolution of ``qnn.conv2d`` with the dual
+16-bit multiply-accumulate of the Arm DSP extension (``SMLAD``).
+
+Design note
+-----------
+Scope: a 3x3 kernel, one group per channel (channel multiplier 1), stride
+1 or 2 on each axis, padding 0 or 1 on each side, no dilation,
+channels-first data (``NCHW`` / ``OIHW``, the ONNX layout) of int8 read
+from a buffer, rows of at least 4 bytes, a constant int8 weight with zero
+points 0 (symmetric, per channel or per tensor), a literal input zero
+point, int32 accumulation.  Anything else takes the general lowering
+(:mod:`.qnn_linear`), and so does the ``simd`` tuning (the host's fast
+configuration).  Channels-first, each channel is an independent 2-D 3x3
+correlation ``acc[r][c] = sum_ij (x[s*r-pt+i][s*c-pl+j] - zx) * w[i][j]``
+of one input plane.
+
+**Pairs of taps.**  ``SXTB16(v)`` sign-extends bytes 0 and 2 of a word into
+two halfwords; a word read at input column ``q`` gives the pair ``(x[q],
+x[q+2])`` and, rotated by 8 bits, ``(x[q+1], x[q+3])``.  Two taps 2
+columns apart are the outer taps of a kernel row: the weight row ``w0 w1
+w2`` is repacked at compile time into a word ``w0 w1 w2 0`` whose
+``SXTB16`` is ``W02 = (w0, w2)`` and whose rotated ``SXTB16`` is ``W10 =
+(w1, 0)``; ``W01 = (0, w1)`` is ``W10 << 16``.  An output's kernel row is
+then two ``SMLAD``: its outer pair with ``W02`` and a pair holding its
+middle tap in one half with ``W10`` or ``W01`` (the other half multiplies
+0).  Six ``SMLAD`` per output, 9 multiply-accumulates.
+
+**Register tile**: 4 adjacent outputs of one output row (4 int32
+accumulators).  Per kernel row the tile needs the outer pairs starting at
+columns ``s*k`` (k = 0..3, relative to the tile's first input column) and
+a pair holding each middle tap ``s*k+1``; a small planner at compile time
+picks the pairs (a middle tap is the low half of a pair already there, or
+the high half of the one 2 columns left, else its own pair) and the words
+(a word at ``q`` serves the pairs at ``q`` and ``q+1``).  Stride 1: two
+word loads and four ``SXTB16`` per kernel row for 4 outputs (12 MACs, 8
+``SMLAD``); stride 2: four loads, six ``SXTB16``.
+
+**Borders.**  Output columns whose words lie inside the input row form the
+interior: a loop over tiles with plain word loads, no tests.  The tiles at
+the left and right (and a last tile of 1..3 outputs) are emitted with
+their column known at compile time: a word reaching past the row is read
+inside the row (at column 0 or ``W-4``) and shifted into place, and the
+bytes that stand for padding and feed a product are or-ed in as the input
+zero point (the reference pads with it), so every product of a padded tap
+is ``zx * w``.  Output rows whose window leaves the input (the top and
+bottom rows with padding) are emitted on their own and skip the missing
+kernel rows.
+
+**The input zero point** is not subtracted in the loop: ``sum (x - zx) *
+w = sum x * w - zx * sum w``, where the sums run over the kernel rows
+inside the input (padded columns count with ``x = zx``, so they add
+nothing either way).  ``-zx * sum w`` (wrapped to int32) is a compile-time
+table per channel for each set of kernel rows that occurs (all three; the
+top and bottom rows' two; ...), the accumulators' start.  Every value fits
+its halfword and the sums wrap modulo 2^32 like the reference's int32
+accumulation: bit-identical.
+
+**Weights**: one int8 table of 12 bytes per channel (the three repacked
+rows), unpacked into 9 words once per channel.  Requantization and the
+rest of the fused epilogue are the sink's, per output.  The helpers
+``aot_load4_i8``, ``aot_sxtb16`` and ``aot_smlad`` are ACLE intrinsics
+when the C compiler defines ``__ARM_FEATURE_DSP`` and portable C99
+computing the same integers otherwise (``runtime_c/aot_kernel_helpers.h``;
+tests build both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ....ir.dtype import DType
+from ....ir.ops.nn_util import padding_2d
+from ....ir.ops.qnn_linear import QnnConv2DAttrs
+from ....ir.types import Type
+from ...kernel import ir as K
+from ..registry import INDEX, LowerContext, Sink, TensorValue, out_tensor
+from .tuning import current as current_tuning
+
+__all__ = ["depthwise_int8"]
+
+I32 = DType.INT32
+U32 = DType.UINT32
+#: output columns of a register tile
+TILE = 4
+
+
+def _u(v: int) -> K.Const:
+    return K.Const(v, U32)
+
+
+def _i(v: int) -> K.Const:
+    return K.Const(v, INDEX)
+
+
+def _add(a: K.Expr, b: K.Expr | int) -> K.Expr:
+    if isinstance(b, int):
+        if b == 0:
+            return a
+        b = _i(b)
+    return K.add(a, b, no_wrap=True)
+
+
+def _mul(a: K.Expr, b: int) -> K.Expr:
+    return a if b == 1 else K.mul(a, _i(b), no_wrap=True)
+
+
+def _ror8(v: K.Expr) -> K.Expr:
+    return K.bit_or(K.shr(v, _u(8)), K.shl(v, _u(24)))
+
+
+def _applies(data: TensorValue, weight: TensorValue, in_zp: TensorValue, k_zp: TensorValue,
+             attrs: QnnConv2DAttrs, out_dtype: DType) -> bool:
+    if (attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW"
+            or attrs.out_layout not in ("", "NCHW") or out_dtype is not I32):
+        return False
+    if data.dtype is not DType.INT8 or weight.dtype is not DType.INT8 or data.buffer is None:
+        return False
+    if weight.constant is None or k_zp.constant is None or in_zp.constant is None \
+            or in_zp.size != 1:
+        return False
+    chans = int(data.shape[1])
+    if attrs.groups != chans or tuple(int(d) for d in weight.shape) != (chans, 1, 3, 3):
+        return False
+    if tuple(attrs.dilation) != (1, 1) or any(int(s) not in (1, 2) for s in attrs.strides):
+        return False
+    if any(p not in (0, 1) for p in padding_2d(attrs.padding)) or int(data.shape[3]) < 4:
+        return False
+    return bool(np.all(np.asarray(k_zp.constant) == 0))
+
+
+def _packed_weight(w: np.ndarray) -> np.ndarray:
+    """``(C, 3, 3)`` -> int8 ``(C, 3, 4)``: each row ``w0 w1 w2 0``."""
+    packed = np.zeros((w.shape[0], 3, 4), dtype=np.int8)
+    packed[:, :, :3] = w
+    return packed.reshape(-1)
+
+
+def _wrap32(v: np.ndarray) -> np.ndarray:
+    return ((v + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)
+
+
+# ------------------------------------------------------------ the tile plan
+
+@dataclass(frozen=True)
+class _Plan:
+    """Which words and pairs a tile of ``n`` outputs reads per kernel row,
+    columns relative to the tile's first input column."""
+    #: word starts, ascending
+    words: tuple[int, ...]
+    #: pair start -> (word start, rotated by 8 bits)
+    pairs: tuple[tuple[int, int, bool], ...]
+    #: per output: (outer pair, middle pair, middle in the high half)
+    taps: tuple[tuple[int, int, bool], ...]
+    #: the input columns whose bytes feed a product
+    used: frozenset[int]
+
+
+def _plan(n: int, stride: int) -> _Plan:
+    outer = [stride * k for k in range(n)]
+    starts = set(outer)
+    mids: list[tuple[int, bool]] = []
+    for k in range(n):
+        m = stride * k + 1
+        if m in starts:
+            mids.append((m, False))
+        elif m - 2 in starts:
+            mids.append((m - 2, True))
+        else:
+            starts.add(m)
+            mids.append((m, False))
+    words: list[int] = []
+    pairs: list[tuple[int, int, bool]] = []
+    for p in sorted(starts):
+        if words and p == words[-1] + 1:
+            pairs.append((p, words[-1], True))
+        else:
+            words.append(p)
+            pairs.append((p, p, False))
+    used = set()
+    for k in range(n):
+        used |= {outer[k], outer[k] + 2, mids[k][0] + (2 if mids[k][1] else 0)}
+    taps = tuple((outer[k], mids[k][0], mids[k][1]) for k in range(n))
+    return _Plan(tuple(words), tuple(pairs), taps, frozenset(used))
+
+
+# ------------------------------------------------------------------ kernel
+
+def depthwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
+                   in_zp: TensorValue, k_zp: TensorValue, attrs: QnnConv2DAttrs,
+                   out_type: Type, sinks: Sequence[Sink]) -> K.Stmt | None:
+    """The kernel of the design note, or None when it does not apply."""
+    out = out_tensor(out_type)
+    if current_tuning().simd or not _applies(data, weight, in_zp, k_zp, attrs, out.dtype):
+        return None
+    chans = int(data.shape[1])
+    w = np.asarray(weight.constant).astype(np.int64).reshape(chans, 3, 3)
+    zx = int(np.asarray(in_zp.constant).reshape(-1)[0])
+    table = ctx.constant_table(_packed_weight(w), DType.INT8)
+    if table.buffer is None or data.buffer is None:
+        return None
+    kernel = _Depthwise(ctx, data, data.buffer, table.buffer, w, zx, attrs,
+                        tuple(int(d) for d in out.shape), sinks[0])
+    return kernel.nest()
+
+
+Rows = tuple[int, ...]
+
+
+class _Depthwise:
+    def __init__(self, ctx: LowerContext, data: TensorValue, xbuf: K.Buffer, wbuf: K.Buffer,
+                 w: np.ndarray, zx: int, attrs: QnnConv2DAttrs, out_shape: tuple[int, ...],
+                 sink: Sink) -> None:
+        self.ctx, self.xbuf, self.wbuf, self.w, self.zx = ctx, xbuf, wbuf, w, zx
+        self.n_batch, self.chans, self.height, self.width = (int(d) for d in data.shape)
+        self.sh, self.sw = (int(s) for s in attrs.strides)
+        self.pt, self.pl, _, _ = padding_2d(attrs.padding)
+        self.out_h, self.out_w = out_shape[2], out_shape[3]
+        self.sink = sink
+        self.n = ctx.index_var("n")
+        self.c = ctx.index_var("c")
+        #: the start tables of the kernel-row sets, made on first use
+        self.inits: dict[Rows, TensorValue] = {}
+        self.weights: list[tuple[K.Var, K.Var, K.Var]] = []
+
+    # -- per channel
+
+    def init(self, rows: Rows) -> K.Expr:
+        if self.zx == 0:
+            return K.Const(0, I32)
+        if rows not in self.inits:
+            sums = -self.zx * self.w[:, list(rows), :].sum(axis=(1, 2))
+            self.inits[rows] = self.ctx.constant_table(_wrap32(sums), I32)
+        return self.inits[rows].read((self.c,))
+
+    def unpack_weights(self) -> list[K.Stmt]:
+        body: list[K.Stmt] = []
+        for i in range(3):
+            raw, w02, w10, w01 = (self.ctx.scalar(s, U32) for s in ("wr", "w02", "w10", "w01"))
+            word = _mul(_add(_mul(self.c, 3), i), 4)
+            body += [K.Decl(raw, K.load(self.wbuf, word, 4)),
+                     K.Decl(w02, K.call("aot_sxtb16", [raw], U32)),
+                     K.Decl(w10, K.call("aot_sxtb16", [_ror8(raw)], U32)),
+                     K.Decl(w01, K.shl(w10, _u(16)))]
+            self.weights.append((w02, w10, w01))
+        return body
+
+    # -- words of one input row
+
+    def row_base(self, ih: K.Expr) -> K.Expr:
+        plane = _add(_mul(self.n, self.chans), self.c)
+        return _mul(_add(_mul(plane, self.height), ih), self.width)
+
+    def word(self, base: K.Expr, col: K.Expr | int, used: frozenset[int]) -> K.Expr:
+        """The 4 bytes of the input row from column ``col`` (an int: known
+        at compile time, may reach past the row; an Expr: inside it)."""
+        if not isinstance(col, int):
+            return K.load(self.xbuf, _add(base, col), 4)
+        lanes = range(4)
+        outside = [lane for lane in lanes if not 0 <= col + lane < self.width]
+        zx_mask = sum((self.zx & 0xFF) << (8 * lane) for lane in outside if col + lane in used)
+        if len(outside) == 4:
+            return _u(zx_mask)
+        if not outside:
+            return K.load(self.xbuf, _add(base, col), 4)
+        if col < 0:
+            v: K.Expr = K.shl(K.load(self.xbuf, base, 4), _u(-8 * col))
+        else:
+            shift = col - (self.width - 4)
+            v = K.shr(K.load(self.xbuf, _add(base, self.width - 4), 4), _u(8 * shift))
+        return K.bit_or(v, _u(zx_mask)) if zx_mask else v
+
+    # -- a tile
+
+    def tile(self, rows: Rows, oh: K.Expr, ih0: K.Expr, oc: K.Expr | int, n: int) -> K.Stmt:
+        """Outputs ``(oh, oc .. oc+n-1)``; ``rows``: the kernel rows inside
+        the input; ``ih0``: the input row of kernel row 0."""
+        plan = _plan(n, self.sw)
+        accs = [self.ctx.scalar("acc", I32) for _ in range(n)]
+        start = self.init(rows)
+        body: list[K.Stmt] = [K.Decl(a, start) for a in accs]
+        col0: K.Expr | int = oc * self.sw - self.pl if isinstance(oc, int) else \
+            _add(_mul(oc, self.sw), -self.pl)
+        for i in rows:
+            base = self.row_base(_add(ih0, i))
+            words: dict[int, K.Var] = {}
+            for q in plan.words:
+                v = self.ctx.scalar("xw", U32)
+                col = col0 + q if isinstance(col0, int) else _add(col0, q)
+                used = frozenset(u - q + col for u in plan.used) if isinstance(col, int) \
+                    else frozenset()
+                body.append(K.Decl(v, self.word(base, col, used)))
+                words[q] = v
+            pairs: dict[int, K.Var] = {}
+            for p, q, rotated in plan.pairs:
+                v = self.ctx.scalar("xp", U32)
+                src: K.Expr = _ror8(words[q]) if rotated else words[q]
+                body.append(K.Decl(v, K.call("aot_sxtb16", [src], U32)))
+                pairs[p] = v
+            w02, w10, w01 = self.weights[i]
+            for acc, (outer, mid, high) in zip(accs, plan.taps):
+                body.append(K.Assign(acc, K.call("aot_smlad", [pairs[outer], w02, acc], I32)))
+                body.append(K.Assign(acc, K.call("aot_smlad",
+                                                 [pairs[mid], w01 if high else w10, acc], I32)))
+        for k, acc in enumerate(accs):
+            col = oc + k if isinstance(oc, int) else _add(oc, k)
+            body.append(self.sink((self.n, self.c, oh, K.as_expr(col, INDEX)), acc))
+        return K.block(*body)
+
+    # -- rows and columns
+
+    def interior_tile(self, t: int) -> bool:
+        if (t + 1) * TILE > self.out_w:
+            return False
+        plan = _plan(TILE, self.sw)
+        first = t * TILE * self.sw - self.pl
+        return first + plan.words[0] >= 0 and first + plan.words[-1] + 3 <= self.width - 1
+
+    def row(self, rows: Rows, oh: K.Expr) -> list[K.Stmt]:
+        ih0 = _add(_mul(oh, self.sh), -self.pt)
+        tiles = range((self.out_w + TILE - 1) // TILE)
+        inner = [t for t in tiles if self.interior_tile(t)]
+        out: list[K.Stmt] = []
+        for t in tiles:
+            if inner and t == inner[0]:
+                tv = self.ctx.index_var("t")
+                oc = _add(_mul(tv, TILE), inner[0] * TILE)
+                out.append(K.for_range(tv, len(inner), self.tile(rows, oh, ih0, oc, TILE)))
+            elif t not in inner:
+                out.append(self.tile(rows, oh, ih0, t * TILE, min(TILE, self.out_w - t * TILE)))
+        return out
+
+    def rows_of(self, oh: int) -> Rows:
+        top = oh * self.sh - self.pt
+        return tuple(i for i in range(3) if 0 <= top + i < self.height)
+
+    def nest(self) -> K.Stmt:
+        per_c: list[K.Stmt] = self.unpack_weights()
+        full = [oh for oh in range(self.out_h) if self.rows_of(oh) == (0, 1, 2)]
+        first, last = (full[0], full[-1]) if full else (self.out_h, self.out_h)
+        for oh in range(self.out_h):
+            if full and oh == first:
+                ov = self.ctx.index_var("oh")
+                per_c.append(K.for_range(ov, last - first + 1,
+                                         K.block(*self.row((0, 1, 2), _add(ov, first)))))
+            elif not first <= oh <= last:
+                per_c += self.row(self.rows_of(oh), _i(oh))
+        return K.for_range(self.n, self.n_batch,
+                           K.for_range(self.c, self.chans, K.block(*per_c)))

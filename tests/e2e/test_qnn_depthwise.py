@@ -1,0 +1,92 @@
+"""The int8 depthwise 3x3 kernel with the Arm DSP extension
+(aot/emit/lower/ops/qnn_depthwise.py) against the interpreter, on both
+paths of its runtime helpers:
+
+* the portable C of a host build: one program of every shape in
+  tests/cases/qnn_depthwise.py (stride 1 and 2, padding 0 and 1 on each
+  side, odd widths, rows of 4 bytes, maps of one row, batch 2, input zero
+  points -128..127 and 0, fused requantization), one build;
+* the ACLE intrinsics of a Cortex-M4 build under QEMU (``__ARM_FEATURE_DSP``):
+  a network of the same layers through examples/embedded, bit-exact
+  against the interpreter, with a corrupted expected value that must FAIL.
+
+The kernel is checked to be selected (and not under ``--tuning simd``).
+The Cortex-M test needs arm-none-eabi-gcc and qemu-system-arm and is
+skipped, saying so, without them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import aot
+from c_harness import check_cases
+from cases.qnn_depthwise import CASES, SELECTED, layer, network
+from test_ops_c import case
+
+REPO = Path(__file__).resolve().parents[2]
+EMBEDDED = REPO / "examples" / "embedded"
+
+needs_arm = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+    reason="needs arm-none-eabi-gcc and qemu-system-arm "
+           "(scripts/install-ci-deps.sh --embedded)")
+
+
+def _cases():
+    out = []
+    for c in CASES:
+        out.append(case(f"dw:{c.name}", [("x", c.shape, "int8")], layer(c, "%x"),
+                        lo=-128, hi=127))
+    return out
+
+
+def test_portable_path_matches_interpreter():
+    check_cases(_cases(), name="dw")
+
+
+def test_kernel_is_selected(tmp_path):
+    for c in CASES:
+        text = f'def @main(%x: Tensor[{c.shape}, int8]) {{\n  {layer(c, "%x")}\n}}\n'
+        art = aot.compile(aot.parse(text), tmp_path / c.name, name="dw", build=False)
+        source = (art.root / "src" / "dw.c").read_text()
+        assert ("aot_smlad" in source) == (c.name in SELECTED), c.name
+    c = CASES[0]
+    text = f'def @main(%x: Tensor[{c.shape}, int8]) {{\n  {layer(c, "%x")}\n}}\n'
+    art = aot.compile(aot.parse(text), tmp_path / "simd", name="dw", build=False,
+                      tuning="simd")
+    assert "aot_smlad" not in (art.root / "src" / "dw.c").read_text()
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("dw")
+    (d / "dw_int8.relay").write_text(network())
+    return d
+
+
+def _make(model_dir: Path, goal: str, corrupt: int = 0) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-C", str(EMBEDDED), goal, "MODEL=dw_int8",
+                           f"MODEL_FILE={model_dir / 'dw_int8.relay'}", "REFERENCE=interp",
+                           f"BUILD={model_dir / 'build'}", f"CORRUPT={corrupt}",
+                           f"PYTHON={sys.executable}"],
+                          capture_output=True, text=True, timeout=600)
+
+
+def _assert(result: subprocess.CompletedProcess, ok: bool) -> None:
+    text = result.stdout + result.stderr
+    if ok:
+        assert result.returncode == 0 and "PASS dw_int8" in text, text
+        assert "mismatches 0" in text, text
+    else:
+        assert result.returncode != 0 and "FAIL dw_int8" in text, text
+
+
+@needs_arm
+def test_dsp_path_under_qemu(model_file):
+    _assert(_make(model_file, "qemu"), True)
+    _assert(_make(model_file, "qemu", corrupt=1), False)
