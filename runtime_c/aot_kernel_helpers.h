@@ -25,6 +25,10 @@
  *   aot_f64_to_f16 aot_round_f16   round to nearest even, as NumPy)
  *   aot_load4_i8 aot_load4_u8      four bytes p[i..i+3] as one little-endian
  *                                  word (memcpy: one load on a Cortex-M)
+ *   aot_sat_i32_S                  int32 -> int8, int16, uint8, uint16,
+ *                                  saturating: SSAT / USAT through <arm_acle.h>
+ *                                  when __ARM_FEATURE_SAT is defined, else
+ *                                  min/max
  *   aot_sxtb16 aot_sxtab16         the Arm DSP extension's SXTB16, SXTAB16
  *   aot_smlad                      and SMLAD
  *                                  (dual 16-bit): ACLE intrinsics when
@@ -226,6 +230,37 @@ static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
     uint32_t hi = (uint32_t)(aot_sext16_(a >> 16) * aot_sext16_(b >> 16));
     uint32_t sum = (uint32_t)acc + lo + hi;
     return sum > 0x7FFFFFFFu ? -(int32_t)(0xFFFFFFFFu - sum) - 1 : (int32_t)sum;
+}
+#endif
+
+/* ---- saturating int32 -> 8/16-bit integer -------------------------------- */
+
+/* One SSAT / USAT on cores with the saturation instructions (Cortex-M3 and
+ * up): compilers do not always find them from a min/max pair (gcc keeps a
+ * bound shared by several clamps in a register and then misses the
+ * pattern). */
+#if defined(__ARM_FEATURE_SAT)
+#include <arm_acle.h>
+static inline int8_t aot_sat_i32_i8(int32_t x) { return (int8_t)__ssat(x, 8); }
+static inline int16_t aot_sat_i32_i16(int32_t x) { return (int16_t)__ssat(x, 16); }
+static inline uint8_t aot_sat_i32_u8(int32_t x) { return (uint8_t)__usat(x, 8); }
+static inline uint16_t aot_sat_i32_u16(int32_t x) { return (uint16_t)__usat(x, 16); }
+#else
+static inline int8_t aot_sat_i32_i8(int32_t x)
+{
+    return (int8_t)(x < INT8_MIN ? INT8_MIN : x > INT8_MAX ? INT8_MAX : x);
+}
+static inline int16_t aot_sat_i32_i16(int32_t x)
+{
+    return (int16_t)(x < INT16_MIN ? INT16_MIN : x > INT16_MAX ? INT16_MAX : x);
+}
+static inline uint8_t aot_sat_i32_u8(int32_t x)
+{
+    return (uint8_t)(x < 0 ? 0 : x > UINT8_MAX ? UINT8_MAX : x);
+}
+static inline uint16_t aot_sat_i32_u16(int32_t x)
+{
+    return (uint16_t)(x < 0 ? 0 : x > UINT16_MAX ? UINT16_MAX : x);
 }
 #endif
 

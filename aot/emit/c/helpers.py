@@ -79,6 +79,11 @@ def _build_helpers() -> dict[str, HelperSpec]:
         h[f"aot_load4_{s}"] = HelperSpec(
             f"uint32_t aot_load4_{s}(const {t} *p, int32_t i)",
             "p[i..i+3] as one little-endian word (byte k in bits 8k..8k+7)")
+    for d in (DType.INT8, DType.INT16, DType.UINT8, DType.UINT16):
+        s, t = helper_suffix(d), c_storage_type(d)
+        h[f"aot_sat_i32_{s}"] = HelperSpec(
+            f"{t} aot_sat_i32_{s}(int32_t x)",
+            "x clamped to the type's limits (SSAT / USAT)")
     h["aot_sxtab16"] = HelperSpec(
         "uint32_t aot_sxtab16(uint32_t a, uint32_t b)",
         "halfwords of a plus bytes 0 and 2 of b sign-extended, each mod 2^16 (SXTAB16)")

@@ -116,9 +116,14 @@ def _smlad(a: int, b: int, acc: int) -> int:
     return _sext(total, 32)
 
 
-#: the packed-integer helpers of the runtime (aot_kernel_helpers.h)
+#: the packed-integer and saturating helpers of the runtime
+#: (aot_kernel_helpers.h)
 _INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b),
-                "aot_smlad": _smlad}
+                "aot_smlad": _smlad,
+                "aot_sat_i32_i8": lambda x: min(max(x, -128), 127),
+                "aot_sat_i32_i16": lambda x: min(max(x, -32768), 32767),
+                "aot_sat_i32_u8": lambda x: min(max(x, 0), 255),
+                "aot_sat_i32_u16": lambda x: min(max(x, 0), 65535)}
 
 
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:

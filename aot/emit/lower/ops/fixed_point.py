@@ -261,12 +261,23 @@ def multiply_int64(x: K.Expr, q: Multiplier) -> K.Expr:
 
 # ------------------------------------------------------------- saturation
 
+#: the runtime's saturating narrowings of an int32
+SATURATING_HELPERS = {DType.INT8: "aot_sat_i32_i8", DType.INT16: "aot_sat_i32_i16",
+                      DType.UINT8: "aot_sat_i32_u8", DType.UINT16: "aot_sat_i32_u16"}
+
+
 def saturate(x: K.Expr, dtype: DType) -> K.Expr:
     """Clamp an integer expression to ``dtype``'s range and convert
-    (``quant.saturate``).  min/max (inline helpers in C) rather than
-    selects: the value is then computed once without a temporary, and
-    compilers turn the pair into one saturating instruction where the
-    target has one (ARM ``ssat``/``usat``)."""
+    (``quant.saturate``).  An int32 value narrowed to 8 or 16 bits calls
+    the runtime's ``aot_sat_i32_<dtype>``: one ``SSAT``/``USAT`` where the
+    compiler defines ``__ARM_FEATURE_SAT`` (gcc does not find it from
+    min/max once a kernel clamps several outputs: the shared bound is
+    hoisted into a register and the pattern no longer matches), a
+    min/max in portable C elsewhere.  Other pairs: min/max (inline
+    helpers in C) rather than selects, so the value is computed once
+    without a temporary."""
+    if x.dtype is DType.INT32 and dtype in SATURATING_HELPERS:
+        return K.call(SATURATING_HELPERS[dtype], [x], dtype)
     lo, hi = K.dtype_range(dtype)
     xlo, xhi = K.dtype_range(x.dtype)
     if hi < xhi:
