@@ -11,8 +11,12 @@ paths of its runtime helpers:
   against the interpreter, with a corrupted expected value that must FAIL.
 
 The kernel is checked to be selected (and not under ``--tuning simd``).
-The Cortex-M test needs arm-none-eabi-gcc and qemu-system-arm and is
-skipped, saying so, without them."""
+The saturating narrowings every int8 epilogue ends with
+(``aot_sat_i32_{i8,i16,u8,u16}``: ``SSAT``/``USAT`` under
+``__ARM_FEATURE_SAT``, min/max elsewhere) are checked on edge values
+against the kernel interpreter on both paths.  The Cortex-M tests need
+arm-none-eabi-gcc and qemu-system-arm and are skipped, saying so, without
+them."""
 
 from __future__ import annotations
 
@@ -24,9 +28,14 @@ from pathlib import Path
 import pytest
 
 import aot
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.evaluate import evaluate
+from aot.emit.resources import runtime_dir
+from aot.ir.dtype import DType
 from c_harness import check_cases
 from cases.qnn_depthwise import CASES, SELECTED, layer, network
 from test_ops_c import case
+from test_qnn_dsp import CPU, FLAGS, LDSCRIPT, STARTUP, needs_cc
 
 REPO = Path(__file__).resolve().parents[2]
 EMBEDDED = REPO / "examples" / "embedded"
@@ -90,3 +99,63 @@ def _assert(result: subprocess.CompletedProcess, ok: bool) -> None:
 def test_dsp_path_under_qemu(model_file):
     _assert(_make(model_file, "qemu"), True)
     _assert(_make(model_file, "qemu", corrupt=1), False)
+
+
+# ------------------------------------------------- saturating narrowings
+
+SAT = [("aot_sat_i32_i8", DType.INT8), ("aot_sat_i32_i16", DType.INT16),
+       ("aot_sat_i32_u8", DType.UINT8), ("aot_sat_i32_u16", DType.UINT16)]
+SAT_VALUES = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -32769, 65535,
+              65536, 2 ** 31 - 1, -2 ** 31, 123456, -98765]
+
+
+def _sat_program() -> str:
+    vals = ", ".join(f"{v}" if v != -2 ** 31 else "-2147483647 - 1" for v in SAT_VALUES)
+    calls = " ".join(f"printf(\"%ld \", (long){name}(v[i]));" for name, _ in SAT)
+    return f"""#include <stdio.h>
+#include <stdint.h>
+#include "aot_kernel_helpers.h"
+
+static const int32_t v[] = {{{vals}}};
+
+int main(void)
+{{
+    size_t i;
+    for (i = 0; i < sizeof v / sizeof v[0]; ++i) {{
+        {calls}
+        printf("\\n");
+    }}
+    return 0;
+}}
+"""
+
+
+def _sat_expected() -> list[str]:
+    return [" ".join(str(int(evaluate(K.call(name, [K.Const(x, DType.INT32)], dt), {}, {})))
+                     for name, dt in SAT) for x in SAT_VALUES]
+
+
+@needs_cc
+def test_saturating_helpers_portable_path(tmp_path):
+    (tmp_path / "s.c").write_text(_sat_program())
+    subprocess.run(["cc", *FLAGS, f"-I{runtime_dir()}", str(tmp_path / "s.c"), "-o",
+                    str(tmp_path / "s"), "-lm"], check=True)
+    out = subprocess.run([str(tmp_path / "s")], check=True, capture_output=True, text=True)
+    assert [line.strip() for line in out.stdout.splitlines()] == _sat_expected()
+
+
+@needs_arm
+def test_saturating_helpers_ssat_under_qemu(tmp_path):
+    (tmp_path / "s.c").write_text(_sat_program())
+    elf = tmp_path / "s.elf"
+    subprocess.run(["arm-none-eabi-gcc", *CPU, *FLAGS, f"-I{runtime_dir()}", str(tmp_path / "s.c"),
+                    str(STARTUP), "-T", str(LDSCRIPT), "--specs=rdimon.specs", "-nostartfiles",
+                    "-o", str(elf), "-lm"], check=True)
+    dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(elf)], check=True,
+                         capture_output=True, text=True).stdout
+    assert "ssat" in dis and "usat" in dis
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [line.strip() for line in run.stdout.splitlines()] == _sat_expected()
