@@ -246,21 +246,22 @@ static inline int16_t aot_sat_i32_i16(int32_t x) { return (int16_t)__ssat(x, 16)
 static inline uint8_t aot_sat_i32_u8(int32_t x) { return (uint8_t)__usat(x, 8); }
 static inline uint16_t aot_sat_i32_u16(int32_t x) { return (uint16_t)__usat(x, 16); }
 #else
+/* the min/max form compilers vectorize (and, alone, turn into SSAT) */
 static inline int8_t aot_sat_i32_i8(int32_t x)
 {
-    return (int8_t)(x < INT8_MIN ? INT8_MIN : x > INT8_MAX ? INT8_MAX : x);
+    return (int8_t)aot_max_i32(aot_min_i32(x, INT8_MAX), INT8_MIN);
 }
 static inline int16_t aot_sat_i32_i16(int32_t x)
 {
-    return (int16_t)(x < INT16_MIN ? INT16_MIN : x > INT16_MAX ? INT16_MAX : x);
+    return (int16_t)aot_max_i32(aot_min_i32(x, INT16_MAX), INT16_MIN);
 }
 static inline uint8_t aot_sat_i32_u8(int32_t x)
 {
-    return (uint8_t)(x < 0 ? 0 : x > UINT8_MAX ? UINT8_MAX : x);
+    return (uint8_t)aot_max_i32(aot_min_i32(x, UINT8_MAX), 0);
 }
 static inline uint16_t aot_sat_i32_u16(int32_t x)
 {
-    return (uint16_t)(x < 0 ? 0 : x > UINT16_MAX ? UINT16_MAX : x);
+    return (uint16_t)aot_max_i32(aot_min_i32(x, UINT16_MAX), 0);
 }
 #endif
 
