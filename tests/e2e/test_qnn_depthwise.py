@@ -13,8 +13,9 @@ paths of its runtime helpers:
 The kernel is checked to be selected (and not under ``--tuning simd``).
 The saturating narrowings every int8 epilogue ends with
 (``aot_sat_i32_{i8,i16,u8,u16}``: ``SSAT``/``USAT`` under
-``__ARM_FEATURE_SAT``, min/max elsewhere) are checked on edge values
-against the kernel interpreter on both paths.  The Cortex-M tests need
+``__ARM_FEATURE_SAT``, min/max elsewhere) and the kernel's ``aot_smladx``
+are checked on edge values against the kernel interpreter on both
+paths.  The Cortex-M tests need
 arm-none-eabi-gcc and qemu-system-arm and are skipped, saying so, without
 them."""
 
@@ -35,7 +36,7 @@ from aot.ir.dtype import DType
 from c_harness import check_cases
 from cases.qnn_depthwise import CASES, SELECTED, layer, network
 from test_ops_c import case
-from test_qnn_dsp import CPU, FLAGS, LDSCRIPT, STARTUP, needs_cc
+from test_qnn_dsp import ACCS, CPU, FLAGS, LDSCRIPT, STARTUP, WORDS, needs_cc
 
 REPO = Path(__file__).resolve().parents[2]
 EMBEDDED = REPO / "examples" / "embedded"
@@ -109,14 +110,25 @@ SAT_VALUES = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -3
               65536, 2 ** 31 - 1, -2 ** 31, 123456, -98765]
 
 
+SMLADX = [(a, b, ACCS[(i + j) % len(ACCS)]) for i, a in enumerate(WORDS)
+          for j, b in enumerate(WORDS)]
+
+
+def _int(v: int) -> str:
+    return f"{v}" if v != -2 ** 31 else "(-2147483647 - 1)"
+
+
 def _sat_program() -> str:
-    vals = ", ".join(f"{v}" if v != -2 ** 31 else "-2147483647 - 1" for v in SAT_VALUES)
+    vals = ", ".join(_int(v) for v in SAT_VALUES)
     calls = " ".join(f"printf(\"%ld \", (long){name}(v[i]));" for name, _ in SAT)
+    rows = ", ".join(f"{{{a}u, {b}u, {_int(acc)}}}" for a, b, acc in SMLADX)
     return f"""#include <stdio.h>
 #include <stdint.h>
 #include "aot_kernel_helpers.h"
 
 static const int32_t v[] = {{{vals}}};
+struct row {{ uint32_t a, b; int32_t acc; }};
+static const struct row rows[] = {{{rows}}};
 
 int main(void)
 {{
@@ -125,14 +137,22 @@ int main(void)
         {calls}
         printf("\\n");
     }}
+    for (i = 0; i < sizeof rows / sizeof rows[0]; ++i) {{
+        printf("%ld\\n", (long)aot_smladx(rows[i].a, rows[i].b, rows[i].acc));
+    }}
     return 0;
 }}
 """
 
 
 def _sat_expected() -> list[str]:
-    return [" ".join(str(int(evaluate(K.call(name, [K.Const(x, DType.INT32)], dt), {}, {})))
-                     for name, dt in SAT) for x in SAT_VALUES]
+    sat = [" ".join(str(int(evaluate(K.call(name, [K.Const(x, DType.INT32)], dt), {}, {})))
+                    for name, dt in SAT) for x in SAT_VALUES]
+    smladx = [str(int(evaluate(K.call("aot_smladx", [K.Const(a, DType.UINT32),
+                                                    K.Const(b, DType.UINT32),
+                                                    K.Const(acc, DType.INT32)], DType.INT32),
+                               {}, {}))) for a, b, acc in SMLADX]
+    return sat + smladx
 
 
 @needs_cc
@@ -153,7 +173,7 @@ def test_saturating_helpers_ssat_under_qemu(tmp_path):
                     "-o", str(elf), "-lm"], check=True)
     dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(elf)], check=True,
                          capture_output=True, text=True).stdout
-    assert "ssat" in dis and "usat" in dis
+    assert "ssat" in dis and "usat" in dis and "smladx" in dis
     run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic",
                           "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
