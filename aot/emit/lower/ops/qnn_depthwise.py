@@ -56,9 +56,11 @@ kernel rows.
 **The input zero point** is not subtracted in the loop: ``sum (x - zx) *
 w = sum x * w - zx * sum w``, where the sums run over the kernel rows
 inside the input (padded columns count with ``x = zx``, so they add
-nothing either way).  ``-zx * sum w`` (wrapped to int32) is a compile-time
-table per channel for each set of kernel rows that occurs (all three; the
-top and bottom rows' two; ...), the accumulators' start.  Every value fits
+nothing either way).  ``-zx * sum w`` (wrapped to int32) over each set of
+kernel rows that occurs (all three; the top and bottom rows' two; ...) is
+the accumulators' start, computed once per channel from the unpacked
+weight words (``SMLAD`` with ``(1, 1)``: a few instructions per channel
+instead of a 4-byte table entry per channel and set).  Every value fits
 its halfword and the sums wrap modulo 2^32 like the reference's int32
 accumulation: bit-identical.
 
@@ -145,10 +147,6 @@ def _packed_weight(w: np.ndarray) -> np.ndarray:
     return packed.reshape(-1)
 
 
-def _wrap32(v: np.ndarray) -> np.ndarray:
-    return ((v + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)
-
-
 # ------------------------------------------------------------ the tile plan
 
 @dataclass(frozen=True)
@@ -228,19 +226,36 @@ class _Depthwise:
         self.sink = sink
         self.n = ctx.index_var("n")
         self.c = ctx.index_var("c")
-        #: the start tables of the kernel-row sets, made on first use
-        self.inits: dict[Rows, TensorValue] = {}
+        #: the accumulators' start per set of kernel rows (see start_values)
+        self.inits: dict[Rows, K.Expr] = {}
         self.weights: list[tuple[K.Var, K.Var]] = []
 
     # -- per channel
 
     def init(self, rows: Rows) -> K.Expr:
+        return self.inits.get(rows, K.Const(0, I32))
+
+    def start_values(self, row_sets: Sequence[Rows]) -> list[K.Stmt]:
+        """``-zx * sum w`` over each set of kernel rows, per channel, from
+        the unpacked weight words: ``SMLAD`` with ``(1, 1)`` sums a pair."""
         if self.zx == 0:
-            return K.Const(0, I32)
-        if rows not in self.inits:
-            sums = -self.zx * self.w[:, list(rows), :].sum(axis=(1, 2))
-            self.inits[rows] = self.ctx.constant_table(_wrap32(sums), I32)
-        return self.inits[rows].read((self.c,))
+            return []
+        ones = _u(0x00010001)
+        body: list[K.Stmt] = []
+        row_sums = []
+        for w02, w10 in self.weights:
+            v = self.ctx.scalar("ws", I32)
+            inner = K.call("aot_smlad", [w10, ones, K.Const(0, I32)], I32)
+            body.append(K.Decl(v, K.call("aot_smlad", [w02, ones, inner], I32)))
+            row_sums.append(v)
+        for rows in row_sets:
+            v = self.ctx.scalar("start", I32)
+            total: K.Expr = row_sums[rows[0]]
+            for i in rows[1:]:
+                total = K.add(total, row_sums[i])
+            body.append(K.Decl(v, K.mul(total, K.Const(-self.zx, I32))))
+            self.inits[rows] = v
+        return body
 
     def unpack_weights(self) -> list[K.Stmt]:
         body: list[K.Stmt] = []
@@ -357,6 +372,7 @@ class _Depthwise:
 
     def nest(self) -> K.Stmt:
         per_c: list[K.Stmt] = self.unpack_weights()
+        per_c += self.start_values(sorted({self.rows_of(oh) for oh in range(self.out_h)}))
         full = [oh for oh in range(self.out_h) if self.rows_of(oh) == (0, 1, 2)]
         first, last = (full[0], full[-1]) if full else (self.out_h, self.out_h)
         every = (0, 1, 2)
