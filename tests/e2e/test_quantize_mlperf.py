@@ -34,8 +34,8 @@ from cases.quantized_models import mlperf_models  # noqa: E402
 from test_quantized_c import FLOAT_C, kernel_body  # noqa: E402
 
 #: the output dequantize fused into the last layer: an int8 value times its scale
-DEQUANTIZE_STORE = re.compile(r"^\s*out\[[^]]*\] = \(float\)\(int32_t\)\(int8_t\)"
-                              r"aot_max_i32\(.*\) \* \d+\.\d+(?:e[-+]?\d+)?f;$")
+DEQUANTIZE_STORE = re.compile(r"^\s*out\[[^]]*\] = \(float\)\(int32_t\)"
+                              r"aot_sat_i32_i8\(.*\) \* \d+\.\d+(?:e[-+]?\d+)?f;$")
 INTEGER_OPS = {"qnn.conv2d", "qnn.dense", "add", "qnn.requantize", "maximum", "reshape"}
 
 

@@ -17,10 +17,9 @@ of one input plane.
 **Pairs of taps.**  ``SXTB16(v)`` sign-extends bytes 0 and 2 of a word into
 two halfwords; a word read at input column ``q`` gives the pair ``(x[q],
 x[q+2])`` and, rotated by 8 bits, ``(x[q+1], x[q+3])``.  Two taps 2
-columns apart are the outer taps of a kernel row: the weight row ``w0 w1
-w2`` is repacked at compile time into a word ``w0 w1 w2 0`` whose
-``SXTB16`` is ``W02 = (w0, w2)`` and whose rotated ``SXTB16`` is ``W10 =
-(w1, 0)``.  An output's kernel row is then two instructions: ``SMLAD`` of
+columns apart are the outer taps of a kernel row: the word read at a
+weight row ``w0 w1 w2 ..`` gives ``W02 = SXTB16(v) = (w0, w2)`` and, its
+high half cleared, ``W10 = SXTB16(v >> 8) & 0xFFFF = (w1, 0)``.  An output's kernel row is then two instructions: ``SMLAD`` of
 its outer pair with ``W02``, and of a pair holding its middle tap in the
 low half with ``W10`` -- or ``SMLADX`` (halves of ``W10`` exchanged) when
 the middle tap is in the high half.  Six per output for 9
@@ -64,8 +63,8 @@ instead of a 4-byte table entry per channel and set).  Every value fits
 its halfword and the sums wrap modulo 2^32 like the reference's int32
 accumulation: bit-identical.
 
-**Weights**: one int8 table of 12 bytes per channel (the three repacked
-rows), unpacked into 6 words once per channel.  Requantization and the
+**Weights**: the int8 weight as it is (9 bytes per channel) and one zero
+byte after it, unpacked into 6 words once per channel.  Requantization and the
 rest of the fused epilogue are the sink's, per output.  The helpers
 ``aot_load4_i8``, ``aot_sxtb16``, ``aot_smlad`` and ``aot_smladx`` are ACLE
 intrinsics when the C compiler defines ``__ARM_FEATURE_DSP`` and portable C99
@@ -141,10 +140,9 @@ def _applies(data: TensorValue, weight: TensorValue, in_zp: TensorValue, k_zp: T
 
 
 def _packed_weight(w: np.ndarray) -> np.ndarray:
-    """``(C, 3, 3)`` -> int8 ``(C, 3, 4)``: each row ``w0 w1 w2 0``."""
-    packed = np.zeros((w.shape[0], 3, 4), dtype=np.int8)
-    packed[:, :, :3] = w
-    return packed.reshape(-1)
+    """``(C, 3, 3)`` -> its 9 bytes per channel and one zero byte, so that
+    the word of the last row of the last channel stays inside."""
+    return np.concatenate([w.reshape(-1), [0]]).astype(np.int8)
 
 
 # ------------------------------------------------------------ the tile plan
@@ -261,10 +259,11 @@ class _Depthwise:
         body: list[K.Stmt] = []
         for i in range(3):
             raw, w02, w10 = (self.ctx.scalar(s, U32) for s in ("wr", "w02", "w10"))
-            word = _mul(_add(_mul(self.c, 3), i), 4)
+            word = _add(_mul(self.c, 9), 3 * i)
             body += [K.Decl(raw, K.load(self.wbuf, word, 4)),
                      K.Decl(w02, K.call("aot_sxtb16", [raw], U32)),
-                     K.Decl(w10, K.call("aot_sxtb16", [_ror8(raw)], U32))]
+                     K.Decl(w10, K.bit_and(K.call("aot_sxtb16", [K.shr(raw, _u(8))], U32),
+                                           _u(0xFFFF)))]
             self.weights.append((w02, w10))
         return body
 
