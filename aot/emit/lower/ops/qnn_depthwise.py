@@ -19,8 +19,9 @@ two halfwords; a word read at input column ``q`` gives the pair ``(x[q],
 x[q+2])`` and, rotated by 8 bits, ``(x[q+1], x[q+3])``.  Two taps 2
 columns apart are the outer taps of a kernel row: the word read at a
 weight row ``w0 w1 w2 ..`` gives ``W02 = SXTB16(v) = (w0, w2)`` and, its
-high half cleared, ``W10 = SXTB16(v >> 8) & 0xFFFF = (w1, 0)``.  An output's kernel row is then two instructions: ``SMLAD`` of
-its outer pair with ``W02``, and of a pair holding its middle tap in the
+high half cleared, ``W10 = SXTB16(v >> 8) & 0xFFFF = (w1, 0)``.  An
+output's kernel row is then two instructions: ``SMLAD`` of its outer pair
+with ``W02``, and of a pair holding its middle tap in the
 low half with ``W10`` -- or ``SMLADX`` (halves of ``W10`` exchanged) when
 the middle tap is in the high half.  Six per output for 9
 multiply-accumulates; 6 weight words per channel stay in registers.
