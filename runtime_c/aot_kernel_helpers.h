@@ -30,7 +30,7 @@
  *                                  when __ARM_FEATURE_SAT is defined, else
  *                                  min/max
  *   aot_sxtb16 aot_sxtab16         the Arm DSP extension's SXTB16, SXTAB16
- *   aot_smlad                      and SMLAD
+ *   aot_smlad aot_smladx           and SMLAD, SMLADX
  *                                  (dual 16-bit): ACLE intrinsics when
  *                                  __ARM_FEATURE_DSP is defined, else
  *                                  portable C computing the same integers
@@ -199,6 +199,10 @@ static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
 {
     return __smlad((int32_t)a, (int32_t)b, acc);
 }
+static inline int32_t aot_smladx(uint32_t a, uint32_t b, int32_t acc)
+{
+    return __smladx((int32_t)a, (int32_t)b, acc);
+}
 #else
 static inline uint32_t aot_load4_u8(const uint8_t *p, int32_t i)
 {
@@ -230,6 +234,42 @@ static inline int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)
     uint32_t hi = (uint32_t)(aot_sext16_(a >> 16) * aot_sext16_(b >> 16));
     uint32_t sum = (uint32_t)acc + lo + hi;
     return sum > 0x7FFFFFFFu ? -(int32_t)(0xFFFFFFFFu - sum) - 1 : (int32_t)sum;
+}
+static inline int32_t aot_smladx(uint32_t a, uint32_t b, int32_t acc)
+{
+    return aot_smlad(a, b >> 16 | b << 16, acc);
+}
+#endif
+
+/* ---- saturating int32 -> 8/16-bit integer -------------------------------- */
+
+/* One SSAT / USAT on cores with the saturation instructions (Cortex-M3 and
+ * up): compilers do not always find them from a min/max pair (gcc keeps a
+ * bound shared by several clamps in a register and then misses the
+ * pattern). */
+#if defined(__ARM_FEATURE_SAT)
+#include <arm_acle.h>
+static inline int8_t aot_sat_i32_i8(int32_t x) { return (int8_t)__ssat(x, 8); }
+static inline int16_t aot_sat_i32_i16(int32_t x) { return (int16_t)__ssat(x, 16); }
+static inline uint8_t aot_sat_i32_u8(int32_t x) { return (uint8_t)__usat(x, 8); }
+static inline uint16_t aot_sat_i32_u16(int32_t x) { return (uint16_t)__usat(x, 16); }
+#else
+/* the min/max form compilers vectorize (and, alone, turn into SSAT) */
+static inline int8_t aot_sat_i32_i8(int32_t x)
+{
+    return (int8_t)aot_max_i32(aot_min_i32(x, INT8_MAX), INT8_MIN);
+}
+static inline int16_t aot_sat_i32_i16(int32_t x)
+{
+    return (int16_t)aot_max_i32(aot_min_i32(x, INT16_MAX), INT16_MIN);
+}
+static inline uint8_t aot_sat_i32_u8(int32_t x)
+{
+    return (uint8_t)aot_max_i32(aot_min_i32(x, UINT8_MAX), 0);
+}
+static inline uint16_t aot_sat_i32_u16(int32_t x)
+{
+    return (uint16_t)aot_max_i32(aot_min_i32(x, UINT16_MAX), 0);
 }
 #endif
 

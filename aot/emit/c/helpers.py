@@ -93,6 +93,9 @@ def _build_helpers() -> dict[str, HelperSpec]:
     h["aot_smlad"] = HelperSpec(
         "int32_t aot_smlad(uint32_t a, uint32_t b, int32_t acc)",
         "acc + lo(a)*lo(b) + hi(a)*hi(b) of the signed halfwords, mod 2^32 (SMLAD)")
+    h["aot_smladx"] = HelperSpec(
+        "int32_t aot_smladx(uint32_t a, uint32_t b, int32_t acc)",
+        "acc + lo(a)*hi(b) + hi(a)*lo(b) of the signed halfwords, mod 2^32 (SMLADX)")
     return dict(sorted(h.items()))
 
 

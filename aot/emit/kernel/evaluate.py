@@ -120,6 +120,7 @@ def _smlad(a: int, b: int, acc: int) -> int:
 #: (aot_kernel_helpers.h)
 _INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b),
                 "aot_smlad": _smlad,
+                "aot_smladx": lambda a, b, acc: _smlad(a, (b >> 16 | b << 16) & 0xFFFFFFFF, acc),
                 "aot_sat_i32_i8": lambda x: min(max(x, -128), 127),
                 "aot_sat_i32_i16": lambda x: min(max(x, -32768), 32767),
                 "aot_sat_i32_u8": lambda x: min(max(x, 0), 255),

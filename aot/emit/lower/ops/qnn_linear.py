@@ -29,8 +29,9 @@ one is a read ``int32(x) - zp`` (the C compiler hoists the loop-invariant
 part of its index).
 
 An int8 convolution of channels-first data with a constant symmetric
-weight (one group) takes the dual 16-bit multiply-accumulate kernel of
-:mod:`.qnn_conv_dsp` instead.
+weight takes the dual 16-bit multiply-accumulate kernels instead: one
+group, that of :mod:`.qnn_conv_dsp`; a depthwise 3x3 one (stride 1 or 2,
+padding 0 or 1), that of :mod:`.qnn_depthwise`.
 
 **qnn.dense** tiles ``UNITS`` output units: for each output row and tile
 the shifted input element ``x[row, k] - x_zp`` is loaded once per ``k`` and
@@ -53,6 +54,7 @@ from ..registry import (INDEX, ArgValue, Index, LowerContext, Sink, TensorValue,
 from .common import tensor
 from .qnn import check_scales, scalar_param
 from .qnn_conv_dsp import conv_int8_dsp
+from .qnn_depthwise import depthwise_int8
 
 __all__ = ["UNITS", "shifted", "kernel_zp_at", "accumulator_dtype"]
 
@@ -103,6 +105,8 @@ def _conv2d(ctx: LowerContext, args: Sequence[ArgValue], attrs: QnnConv2DAttrs,
     data, weight, in_zp, k_zp, in_scale, k_scale = (tensor(a) for a in args)
     _check(ctx, "qnn.conv2d", in_scale, k_scale)
     fast = conv_int8_dsp(ctx, data, weight, in_zp, k_zp, attrs, out_type, sinks)
+    if fast is None:
+        fast = depthwise_int8(ctx, data, weight, in_zp, k_zp, attrs, out_type, sinks)
     if fast is not None:
         return fast
     acc = accumulator_dtype(out_tensor(out_type).dtype)
