@@ -557,6 +557,21 @@ def test_write_only_ref_inside_a_closure_is_removed_but_live_ref_writes_stay() -
              }""", seeds=0)
 
 
+def test_ref_read_only_by_an_unfolded_closure_goes_with_its_writes() -> None:
+    """The residual function of ``%inc`` (bound in case it escapes) reads
+    the counter; once that binding is dead, the counter is write-only and
+    goes too (examples/list_fold.relay kept two writes to a dead ref, which
+    kept it off the dataflow backend)."""
+    check("""def @main(%a: float32) {
+               let %count = ref(0);
+               let %inc = fn () { ref_write(%count, ref_read(%count) + 1) };
+               let %u = %inc();
+               let %v = %inc();
+               (%a, ref_read(%count))
+             }""",
+          "def @main(%a: float32) { (%a, 2) }")
+
+
 # ====================================================== mixed and graphs
 
 def test_mixed_static_and_dynamic_tuple_fields() -> None:
