@@ -6,7 +6,7 @@ Each pass declares the optimisation level that enables it (see
 ``aot compile --opt-level N --disable-pass NAME`` or
 ``with aot.PassContext(opt_level=N, disabled=[...])``.  A pass above
 level 3 runs only when required (``--enable-pass``), where its list puts
-it; passes in no list (ToANormalForm, LambdaLift, PartialEvaluate, ...)
+it; passes in no list (ToANormalForm, LambdaLift, EtaExpand, ...)
 are utilities run with :func:`~aot.passes.manager.run_pass`.
 """
 
@@ -42,7 +42,7 @@ DATAFLOW = Sequential([
 PROGRAM = Sequential([
     "InferType",
     "Specialize",             # 0: monomorphic instances reachable from the entry
-    "PartialEvaluate",        # 4: static closures, matches, refs and loops evaluated
+    "PartialEvaluate",        # 3: static closures, matches, refs and loops evaluated
     "InferType",
     "Inline",                 # 1: functions marked inline, small single-use ones
     "FoldConstant",           # 1: also `if`/`match` on constants, tuple projections

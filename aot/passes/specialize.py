@@ -31,7 +31,11 @@ instantiated parameter type of the enclosing call, the let variable's
 type, the tuple field's type, ...  Expected types flow top-down, from a
 node's own (substituted) type to its children.  Type parameters a context
 does not determine (an unused ``[A]``) default to ``()``, as in type
-inference.
+inference.  So do the entry's own (``def @main() { Nil }`` is
+``fn [A]() -> List[A]``; the entry keeps its name at that instance),
+unless a parameter's type mentions one (the caller would choose it) or an
+operator's relation constrains one (``def @main() { add }``): those are
+refused with a diagnostic.
 
 *Local polymorphism.*  The type checker accepts let-bound polymorphic
 values (``let %f = fn [A](%x: A) { %x };``, ``let %g = @id;``) and
@@ -79,8 +83,8 @@ from ..ir.expr import (Call, Expr, Function, GlobalVar, If, Let, Match, Op, RefC
                        RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from ..ir.module import IRModule
 from ..ir.types import (ANY, BOOL_SCALAR, UNIT, FuncType, GlobalTypeVar, IncompleteType,
-                        RefType, TensorType, TupleType, Type, TypeCall, TypeVar, map_type,
-                        substitute, type_children)
+                        RefType, TensorType, TupleType, Type, TypeCall, TypeVar,
+                        free_type_vars, map_type, substitute, type_children)
 from ..ir.visitor import ExprMutator, Visit, rebuild
 from ..ir.type_infer import infer_types
 from .manager import register_pass
@@ -105,18 +109,39 @@ def specialize(mod: IRModule, entry: str = "main") -> IRModule:
         mod = infer_types(mod)
     if entry not in mod:
         raise DiagnosticError(f"no function @{entry} to specialise from")
-    main = mod[entry]
-    if main.type_params:
-        raise DiagnosticError(
-            f"@{entry} is polymorphic (`{main.checked_type}`); give its parameters "
-            "concrete types", main.span)
     ctx = _Context(mod, entry)
-    ctx.request(mod.get_global_var(entry), ())
+    ctx.request(mod.get_global_var(entry), _entry_type_args(mod[entry], entry))
     ctx.run()
     typed = infer_types(ctx.module())
     for gv, func in typed.functions.items():
         assert not func.type_params, f"@{gv.name} is still polymorphic after specialize"
     return typed
+
+
+def _entry_type_args(main: Function, entry: str) -> TypeArgs:
+    """The instance of the entry compiled: a type parameter no parameter
+    type mentions is determined by nothing (``def @main() { Nil }`` is
+    ``fn [A]() -> List[A]``) and defaults to ``()``, the interpreter's
+    choice (its ``Nil`` is every list type's); one a parameter type
+    mentions would be chosen by the caller, which C cannot do."""
+    ftype = main.checked_type
+    assert isinstance(ftype, FuncType)
+    in_params = {tv for a in ftype.arg_types for tv in free_type_vars(a)}
+    chosen = [tp for tp in main.type_params if tp in in_params]
+    if chosen:
+        names = ", ".join(tp.name for tp in chosen)
+        raise DiagnosticError(
+            f"@{entry} is polymorphic (`{ftype}`): the caller would choose its type "
+            f"parameter{'s' if len(chosen) > 1 else ''} {names}; give its parameters "
+            "concrete types", main.span)
+    if ftype.type_constraints:
+        # an operator returned as a value (`def @main() { add }`): its
+        # relation holds of tensor types only, which nothing here picks
+        raise DiagnosticError(
+            f"@{entry} is polymorphic (`{ftype}`): nothing determines its type "
+            f"parameters, and {', '.join(map(str, ftype.type_constraints))} rules out "
+            "the unit type; annotate its result type", main.span)
+    return tuple(UNIT for _ in main.type_params)
 
 
 # ------------------------------------------------------------------ names
@@ -317,8 +342,8 @@ class _Context:
         inst = self.instances.get(key)
         if inst is not None:
             return inst.gvar
-        if not func.type_params:
-            new_gv = gv
+        if not func.type_params or (gv.name == self.entry and not self.instances):
+            new_gv = gv         # the entry keeps its name at its one instance
         else:
             count = self.copies.get(gv, 0) + 1
             if count > MAX_COPIES:

@@ -20,7 +20,8 @@ own (the pass does not depend on a separate DCE pass):
   on its data; so do ``match?`` expressions that may find no clause;
 * a reference that is only ever written (every use of its variable is
   the target of a ``ref_write``) is never observed: its writes and its
-  creation go too;
+  creation go too (repeated while it finds more: a reference read only by
+  a dead binding is write-only once that binding has gone);
 * ``let %x = e; %x`` becomes ``e``.
 
 Both walks are iterative (the memoised trampoline of
@@ -65,7 +66,16 @@ def clean(func: Function) -> Function:
     write_only = _write_only_refs(func)
     out = _DeadLets(write_only).visit(func)
     assert isinstance(out, Function)
-    return out
+    while True:
+        # a reference read only by a dead binding (the residual function of
+        # a closure that was unfolded everywhere) is write-only once that
+        # binding is gone: again until nothing more goes
+        more = _write_only_refs(out)
+        if more <= write_only:
+            return out
+        write_only = more
+        out = _DeadLets(write_only).visit(out)
+        assert isinstance(out, Function)
 
 
 def _uses(node: Expr) -> list[tuple[Expr, bool]]:
