@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import aot
 from aot.compiler import _context, is_dataflow
@@ -69,9 +68,6 @@ def test_closure_passing_program_compiles_and_matches_the_interpreter() -> None:
         assert values_equal(fn(a, b), want)
 
 
-@pytest.mark.xfail(strict=True, reason="routing a PROGRAM output that is plain dataflow to "
-                   "the dataflow backend is helper pool's change (compiler._plan); once it is "
-                   "merged this passes: remove the mark")
 def test_closure_passing_program_takes_the_dataflow_backend() -> None:
     """The dataflow backend's models have no object pool."""
     assert not hasattr(_compiled(), "pool_in_use")
