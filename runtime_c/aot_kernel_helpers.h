@@ -273,38 +273,6 @@ static inline uint16_t aot_sat_i32_u16(int32_t x)
 }
 #endif
 
-/* ---- saturating int32 -> 8/16-bit integer -------------------------------- */
-
-/* One SSAT / USAT on cores with the saturation instructions (Cortex-M3 and
- * up): compilers do not always find them from a min/max pair (gcc keeps a
- * bound shared by several clamps in a register and then misses the
- * pattern). */
-#if defined(__ARM_FEATURE_SAT)
-#include <arm_acle.h>
-static inline int8_t aot_sat_i32_i8(int32_t x) { return (int8_t)__ssat(x, 8); }
-static inline int16_t aot_sat_i32_i16(int32_t x) { return (int16_t)__ssat(x, 16); }
-static inline uint8_t aot_sat_i32_u8(int32_t x) { return (uint8_t)__usat(x, 8); }
-static inline uint16_t aot_sat_i32_u16(int32_t x) { return (uint16_t)__usat(x, 16); }
-#else
-/* the min/max form compilers vectorize (and, alone, turn into SSAT) */
-static inline int8_t aot_sat_i32_i8(int32_t x)
-{
-    return (int8_t)aot_max_i32(aot_min_i32(x, INT8_MAX), INT8_MIN);
-}
-static inline int16_t aot_sat_i32_i16(int32_t x)
-{
-    return (int16_t)aot_max_i32(aot_min_i32(x, INT16_MAX), INT16_MIN);
-}
-static inline uint8_t aot_sat_i32_u8(int32_t x)
-{
-    return (uint8_t)aot_max_i32(aot_min_i32(x, UINT8_MAX), 0);
-}
-static inline uint16_t aot_sat_i32_u16(int32_t x)
-{
-    return (uint16_t)aot_max_i32(aot_min_i32(x, UINT16_MAX), 0);
-}
-#endif
-
 /* ---- saturating float -> integer ----------------------------------------- */
 
 /* aot_sat_FS_IS: FT -> IT truncating toward zero, saturating at [LO, HI],
