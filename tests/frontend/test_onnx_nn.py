@@ -352,3 +352,26 @@ def test_group_norm_float16_is_normalised_in_float32():
     want = z * s.astype(np.float64).reshape(1, 4, 1) + b.astype(np.float64).reshape(1, 4, 1)
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3)
+
+
+def test_group_norm_opset_18_scales_per_group():
+    """Version 18's scale and bias have one value per group, repeated over
+    the group's channels (its reference).  ONNX 1.22's checker refuses the
+    deprecated version, so the graph is imported past it (older onnx
+    releases accept such models); the oracle is NumPy."""
+    import aot
+    from aot.frontend.onnx.graph import import_graph
+    from aot.ir.types import TensorType
+    from aot.ir.dtype import DType
+    x = rand((2, 6, 4))
+    s, b = rand((3,), seed=1), rand((3,), seed=2)
+    m = group_norm_model(x.shape, 3, s, b, 21)
+    m.opset_import[0].version = 18
+    mod = aot.infer_types(import_graph(m, "gn18.onnx", {"x": TensorType((2, 6, 4),
+                                                                       DType.FLOAT32)}))
+    got = aot.interpret(mod, x)
+    xs = x.astype(np.float64).reshape(2, 3, 2, 4)
+    z = (xs - xs.mean(axis=(2, 3), keepdims=True)) / np.sqrt(xs.var(axis=(2, 3), keepdims=True)
+                                                            + 1e-4)
+    want = z * s.reshape(1, 3, 1, 1) + b.reshape(1, 3, 1, 1)
+    np.testing.assert_allclose(got, want.reshape(x.shape), rtol=1e-5, atol=1e-5)

@@ -15,9 +15,10 @@ outputs are computed apart (``mean``, ``variance``, ``rsqrt``) in float32
 (``stash_type`` 1, the default and only one supported).
 
 InstanceNormalization is ``nn.instance_norm`` on axis 1 (rank 3 or more).
-GroupNormalization (21: scale and bias per channel) is ``nn.group_norm``
-on axis 1; version 18, whose scale and bias were per group, is deprecated
-and refused by ONNX's own checker.  A float16 input
+GroupNormalization is ``nn.group_norm`` on axis 1: version 21's scale and
+bias are per channel; version 18's are per group, repeated to the
+channels of each group (what 18's reference computes; ONNX 1.22's checker
+refuses such models as deprecated, older ones accept them).  A float16 input
 with ``stash_type`` 1 (float32, the default) is normalised in float32 and
 cast back.  LpNormalization is ``x / norm`` over its axis with ``norm``
 ``sqrt(sum(x * x))`` (``p`` 2) or ``sum(abs(x))`` (``p`` 1), and 0 where the
@@ -151,7 +152,7 @@ def convert_instance_norm(node: Node) -> list[Expr]:
                       epsilon=float(node.attr("epsilon", 1e-5)))]
 
 
-@converter("GroupNormalization", (21,))
+@converter("GroupNormalization", (18, 21))
 def convert_group_norm(node: Node) -> list[Expr]:
     x, scale, bias = node.input(0), node.input(1), node.input(2)
     dt = require_float(node, x)
@@ -163,6 +164,9 @@ def convert_group_norm(node: Node) -> list[Expr]:
         raise node.error(f"num_groups must be a positive divisor of the {shape[1]} channels, "
                          f"got {groups}")
     groups = int(groups)
+    if node.version < 21:        # per group: repeated to each group's channels
+        scale, bias = (node.call("repeat", [v], repeats=shape[1] // groups, axis=0)
+                       for v in (scale, bias))
     stash = int(node.attr("stash_type", 1))
     if stash != 1:
         raise node.unsupported("stash_type")
