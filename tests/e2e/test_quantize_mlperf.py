@@ -31,7 +31,7 @@ onnx = pytest.importorskip("onnx")
 
 import aot  # noqa: E402
 from cases.quantized_models import mlperf_models  # noqa: E402
-from test_quantized_c import FLOAT_C, kernel_body  # noqa: E402
+from test_quantized_c import C_TYPES, FLOAT_C, kernel_body, pointer_param, tables  # noqa: E402
 
 #: the output dequantize fused into the last layer: an int8 value times its scale
 DEQUANTIZE_STORE = re.compile(r"^\s*out\[[^]]*\] = \(float\)\(int32_t\)aot_sat_i32_i8"
@@ -64,12 +64,12 @@ def test_layers_compute_in_integers(quantized):
         ops = k["ops"][:-1] if k["ops"][-1] == "qnn.dequantize" else k["ops"]
         assert set(ops) <= INTEGER_OPS, (k["name"], k["ops"])
         signature, code = kernel_body(art, k["name"]).split("{", 1)
-        assert "const int8_t *restrict p0" in signature, signature
+        assert pointer_param(signature, "const int8_t", "p0"), signature
         assert "int32_t acc" in code
         if k["ops"][-1] == "qnn.dequantize":            # the logits leave as float:
             assert k is layers[-1]                      # only their stores convert
             stores = [line for line in code.splitlines() if DEQUANTIZE_STORE.match(line)]
-            assert stores and "float *restrict out" in signature
+            assert stores and pointer_param(signature, "float", "out")
             code = "\n".join(line for line in code.splitlines() if line not in stores)
         assert not FLOAT_C.findall(code), (k["name"], FLOAT_C.findall(code)[:5])
 
@@ -86,7 +86,9 @@ def test_weights_are_int8_tables(quantized):
     assert sum(c["bytes"] // (2 if c["dtype"] == "uint32" else 1) for c in consts
                if c["dtype"] in ("int8", "uint32")) >= weights
     text = (art.root / "src" / "qds.c").read_text()
-    assert "static const int8_t" in text and "static const float" not in text
+    # every constant is a table of its integer type, and there is no other table
+    assert tables(text) == {c["c_name"]: (C_TYPES[c["dtype"]], c["size"]) for c in consts}
+    assert any(c["dtype"] == "int8" for c in consts)
 
 
 def test_agrees_with_the_float_program(quantized):

@@ -55,6 +55,12 @@ SEEDS = range(8)
 INTEGER_OPS = {"qnn.conv2d", "qnn.dense", "qnn.avg_pool2d", "add", "qnn.requantize", "reshape"}
 #: C spellings of float arithmetic: types, literals like 1.5f / 2.0, float math
 FLOAT_C = re.compile(r"\bfloat\b|\bdouble\b|\b\d+\.\d*(?:[eE][-+]?\d+)?f?\b|\b[a-z]+f\(")
+#: a constant table as the kernels read it: a plain array, or the ``values``
+#: member of the union a large table (and every float one) is printed as
+#: (aot/emit/c/tables.py; the ``#define`` names the member)
+PLAIN_TABLE = re.compile(r"^static const (\w+) (\w+)\[(\d+)\] = \{", re.M)
+UNION_TABLE = re.compile(r"^    (\w+) values\[(\d+)\];\n\} (\w+)_bits = \{", re.M)
+TABLE_DEFINE = re.compile(r"^#define (\w+) \((\w+)_bits\.values\)$", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +82,38 @@ def model(tmp_path_factory):
     return original, qmodel, shape, integer, floating
 
 
+#: the C element type of each constant dtype a quantized model may hold
+C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint32": "uint32_t"}
+
+
 def kernel_body(art, kernel: str) -> str:
     """The C text of ``static void <kernel>(...) { ... }``."""
     text = "".join(p.read_text() for p in sorted((art.root / "src").glob("*.c")))
     match = re.search(rf"^static void {kernel}\(.*?^}}$", text, re.S | re.M)
     assert match, f"no function {kernel} in the C"
     return match.group(0)
+
+
+def pointer_param(signature: str, c_type: str, name: str) -> bool:
+    """Whether ``signature`` has the parameter ``<c_type> *name``, restrict
+    or not: an output the arena may overlap with an input drops ``restrict``
+    on both (aot/emit/lower/overlap_pairs.py)."""
+    return re.search(rf"{re.escape(c_type)} \*(?:restrict )?{name}\b", signature) is not None
+
+
+def tables(text: str) -> dict[str, tuple[str, int]]:
+    """Every constant table of the C ``text``: name -> (element type the
+    kernels read, length); a union's types in both its forms must agree."""
+    found = {name: (c_type, int(n)) for c_type, name, n in PLAIN_TABLE.findall(text)}
+    unions: dict[str, set[tuple[str, int]]] = {}
+    for c_type, n, name in UNION_TABLE.findall(text):
+        unions.setdefault(name, set()).add((c_type, int(n)))
+    assert {a for a, b in TABLE_DEFINE.findall(text) if a == b} == set(unions), \
+        "a union table without its #define, or the reverse"
+    for name, forms in unions.items():
+        assert len(forms) == 1 and name not in found, (name, forms)
+        (found[name],) = forms
+    return found
 
 
 def ort_session(qmodel, optimized: bool, path=None):
@@ -111,7 +143,8 @@ def test_one_integer_kernel_per_layer(model):
     (softmax,) = [k for k in kernels if k["anchor"] == "qnn.softmax"]
     assert softmax["ops"] == ["qnn.softmax", "qnn.dequantize"], softmax["ops"]
     signature, code = kernel_body(art, softmax["name"]).split("{", 1)
-    assert "const int8_t *restrict p0" in signature and "float *restrict out" in signature
+    assert pointer_param(signature, "const int8_t", "p0")
+    assert pointer_param(signature, "float", "out")
     floating = [line.strip() for line in code.splitlines() if FLOAT_C.search(line)]
     assert len(floating) == 1 and floating[0].startswith("out["), floating   # the dequantize
     (pool,) = [k for k in kernels if k["anchor"] == "qnn.avg_pool2d"]
@@ -126,7 +159,7 @@ def test_one_integer_kernel_per_layer(model):
         if "qnn.dequantize" in k["ops"]:          # the logits also leave as float
             body = body.split("float *restrict out", 1)[0]
         signature, code = body.split("{", 1)
-        assert "const int8_t *restrict p0" in signature, signature
+        assert pointer_param(signature, "const int8_t", "p0"), signature
         assert "int32_t acc" in code                    # int32 accumulators
         assert not FLOAT_C.findall(code), (k["name"], FLOAT_C.findall(code)[:5])
 
@@ -143,9 +176,8 @@ def test_weights_are_int8_tables(model):
                        if c["dtype"] in ("int8", "uint32"))
     assert weight_bytes >= weights
     text = (art.root / "src" / "qdq_int.c").read_text()
-    assert len(re.findall(r"^static const int8_t qdq_int_c\d+\[\d+\]", text, re.M)) == \
-        sum(c["dtype"] == "int8" for c in consts)
-    assert not re.search(r"^static const float", text, re.M)
+    # every constant is a table of its integer type, and there is no other table
+    assert tables(text) == {c["c_name"]: (C_TYPES[c["dtype"]], c["size"]) for c in consts}
     # the float path, on request: float32 weights and float layers
     float_ops = {op for k in floating.metadata["kernels"] for op in k["ops"]}
     assert {"nn.conv2d", "nn.dense"} <= float_ops and "qnn.conv2d" not in float_ops
