@@ -210,7 +210,8 @@ def artifacts(tmp_path_factory) -> tuple[Path, dict, list]:
     ns, ks = [37, 52], [3, -2]
     arts = [aot.compile(aot.parse(DATAFLOW), root / "rdf", name="rdf", arena="static",
                         build=False),
-            aot.compile(aot.parse(PROGRAM), root / "rprog", name="rprog", build=False),
+            aot.compile(aot.parse(PROGRAM), root / "rprog", name="rprog", build=False,
+                        pool_bytes=1 << 20),     # the list grows with %n: no bound
             aot.compile(aot.parse(DEEP), root / "rdeep", name="rdeep", build=False,
                         pool_bytes=4 << 20)]
     main = (MAIN_C.replace("@XS@", ", ".join(_floats(x) for x in xs))

@@ -106,6 +106,21 @@ def test_recursion_is_bounded_by_max_depth_or_the_stack_budget_whichever_is_smal
     assert (fig.bytes, fig.bound) == (10 + 20 + 1001 * 30, "max_depth")
 
 
+def test_a_recursive_function_folded_into_its_twin_keeps_a_frame():
+    # after PartialEvaluate @main is a copy of @sum: gcc's -fipa-icf folds r_f
+    # into r_main (no .su line for r_f), and the recursion runs in r_main's frame
+    spec = {**RECURSIVE_SPEC, "calls": {"r_run": ["r_run_ctx"], "r_run_ctx": ["r_main"],
+                                        "r_main": ["r_f", "r_k"], "r_f": ["r_f", "r_k"],
+                                        "r_k": []},
+            "counted": ["r_main", "r_f"]}
+    fig = S.worst_case(spec, su({"r_run": 10, "r_run_ctx": 20, "r_main": 30, "r_k": 5}))
+    assert (fig.folded, fig.frames["r_f"], fig.inlined) == (["r_f"], 30, [])
+    assert (fig.bytes, fig.bound) == (10 + 20 + 5 * 30, "max_depth")
+    # a function off every cycle without a line is inlined: frame 0
+    fig = S.worst_case(spec, su({"r_run": 10, "r_main": 30, "r_f": 30, "r_k": 5}))
+    assert (fig.folded, fig.inlined) == ([], ["r_run_ctx"])
+
+
 def test_a_deep_max_depth_is_bounded_linearly_past_the_work_limit(monkeypatch):
     monkeypatch.setattr(S, "LEVEL_WORK", 50)
     spec = {**RECURSIVE_SPEC, "marked": None}
@@ -179,7 +194,8 @@ def test_make_stack_target_with_the_firmware_compiler(tmp_path):
         frames = S.parse_su([(str(su_file), su_file.read_text())]).frames
         assert figures[name]["frames"] == {f: n for f, n in frames.items()
                                            if not f.startswith("aot_") and
-                                           f in figures[name]["frames"]}
+                                           f in figures[name]["frames"]} | \
+            {f: figures[name]["frames"][f] for f in figures[name]["folded"]}
     cnn = figures["cnn"]
     frames = cnn["frames"]
     kernels = [n for f, n in frames.items() if f.startswith("cnn_k")]

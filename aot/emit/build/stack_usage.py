@@ -24,6 +24,15 @@ inlined into).  ``dynamic`` without ``bounded`` means the compiler could
 not bound the frame (alloca, a VLA: aot's C has neither); the figure is
 then not a bound and the command fails.
 
+*Folded functions.*  A function on a cycle of the graph cannot have been
+inlined into all its callers: without a ``.su`` line the compiler folded it
+into an identical function (gcc's ``-fipa-icf``, on at ``-O2``: after
+PartialEvaluate ``@main`` may be a copy of the recursive function it calls,
+and both then run as one recursive function) or made its recursion a loop.
+Its frame is then taken as the largest frame of the functions with a line
+that call what it calls (its twin), or of all functions with a line when none
+does: counting it as inlined (0) would make the recursion free.
+
 *Helpers.*  The runtime's ``static inline`` functions (``aot_*``) may be
 called from any function; the ones the compiler kept out of line have
 frames, and they call each other without recursion.  ``H`` is the sum of
@@ -122,6 +131,8 @@ class StackFigure:
     depth_bound: int | None = None
     budget_bound: int | None = None
     unbounded: list[str] = field(default_factory=list)
+    #: recursive functions without a ``.su`` line, their frames taken from a twin
+    folded: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
         """The figure as metadata.json keeps it."""
@@ -129,7 +140,7 @@ class StackFigure:
                 "frames": dict(sorted(self.frames.items())),
                 "helper_bytes": sum(self.helpers.values()),
                 "depth_bound": self.depth_bound, "budget_bound": self.budget_bound,
-                "unbounded": self.unbounded}
+                "unbounded": self.unbounded, "folded": self.folded}
 
 
 class _Graph:
@@ -148,7 +159,9 @@ class _Graph:
         self.marked = spec.get("marked")
         prefix = spec.get("helper_prefix") or "aot_"
         self.frames = {f: su.frames.get(f, 0) for f in self.calls}
-        self.inlined = sorted(f for f in self.calls if f not in su.frames)
+        self.folded = self._folded(su)
+        self.frames.update(self.folded)
+        self.inlined = sorted(f for f in self.calls if f not in su.frames and f not in self.folded)
         self.helpers = {f: n for f, n in sorted(su.frames.items())
                         if f.startswith(prefix) and f not in self.calls}
         self.H = sum(self.helpers.values())
@@ -158,6 +171,18 @@ class _Graph:
         # callees first, on the graph without the counted functions' calls (a DAG:
         # every cycle passes through a counted function)
         self.order = self._post_order()
+
+    def _folded(self, su: SuFrames) -> dict[str, int]:
+        """Frames of the recursive functions without a ``.su`` line (see
+        *Folded functions* in the module note)."""
+        known = {f: n for f, n in su.frames.items() if f in self.calls}
+        out = {}
+        for f in self.calls:
+            if f in su.frames or f not in self._reach_from_callees(f):
+                continue
+            twins = [n for g, n in known.items() if self.calls[g] == self.calls[f]]
+            out[f] = max(twins or known.values() or [0])
+        return out
 
     def _reach(self, start: str) -> list[str]:
         seen = {start}
@@ -354,7 +379,7 @@ def worst_case(spec: Mapping[str, Any], su: SuFrames, *, stack_bytes: int | None
                        inlined=g.inlined, helpers=g.helpers, recursive=recursive,
                        depth_bound=depth_bound if recursive else None,
                        budget_bound=budget_bound if recursive else None,
-                       unbounded=g.unbounded)
+                       unbounded=g.unbounded, folded=sorted(g.folded))
 
 
 def describe(fig: StackFigure, stack_bytes: int | None = None) -> str:
