@@ -34,6 +34,9 @@ What ``native`` means is part of the toolchain's :attr:`Toolchain.identity`
 (:attr:`Toolchain.cpu_key`: the compiler's predefined macros under that
 flag, which name every instruction-set extension it enables), so a build
 cache shared between machines never hands one CPU's objects to another.
+gcc's native flags also carry :data:`GCC_NATIVE_WORKAROUND_FLAGS`
+(``-fno-tree-loop-if-convert``): gcc 12.2's vectorizer gives the masked
+loads of an if-converted conditional load the wrong masks under AVX-512VL.
 Cross toolchains (:mod:`aot.emit.build.targets`) replace both with the
 core's flags and ``-O2``; the sources and the make fragment never carry
 host flags.
@@ -91,6 +94,14 @@ HOST_OPT_FLAGS: tuple[str, ...] = ("-O3",)
 #: use for any ``a * b + c`` of any C it builds, changing its results.
 NATIVE_FLAGS: tuple[tuple[str, ...], ...] = (("-march=native", "-ffp-contract=off"),
                                              ("-mcpu=native", "-ffp-contract=off"))
+#: Added to gcc's native flags.  gcc 12.2's loop vectorizer miscompiles an
+#: if-converted conditional load under AVX-512VL: ``out[i] = x[i] < 0 ?
+#: x[i] * s[i] : x[i]`` over a 3x4x5 nest (ONNX PRelu), fully unrolled at
+#: ``-O3 -march=native``, gives all five ``.MASK_LOAD``\ s of ``s`` the first
+#: vector's mask, so lanes read zero and the output is ``-0.0`` (the
+#: ``test_prelu_example`` node test).  Without if-conversion such a loop stays
+#: scalar; straight-line kernels (convolutions, dense, pools) still vectorise.
+GCC_NATIVE_WORKAROUND_FLAGS: tuple[str, ...] = ("-fno-tree-loop-if-convert",)
 PIC_FLAG = "-fPIC"
 #: Plain-text diagnostics whatever the terminal, so error messages are stable.
 NO_COLOR_FLAG = "-fdiagnostics-color=never"
@@ -208,6 +219,8 @@ class Toolchain:
         compiler's baseline, e.g. x86-64 without FMA).  Flags naming the host
         CPU (``-march=native``) are probed again for :attr:`cpu_key`."""
         flags = tuple(flags)
+        if _names_native(flags) and self.kind is CompilerKind.GCC:
+            flags = (*flags, *(f for f in GCC_NATIVE_WORKAROUND_FLAGS if f not in flags))
         return replace(self, target_flags=flags,
                        cpu_key=_cpu_key(self.command, flags) if _names_native(flags) else "")
 
@@ -355,6 +368,8 @@ def _probe_cached(command: tuple[str, ...], mtime_ns: int) -> Toolchain:
     banner = _first_line(_run_probe([*command, "--version"]).stdout)
     ar, ar_banner = _find_ar()
     native = _native_flags(command)
+    if native and kind is CompilerKind.GCC:
+        native = (*native, *GCC_NATIVE_WORKAROUND_FLAGS)
     return Toolchain(cc=command[0], cc_args=command[1:], kind=kind, version=version,
                      banner=banner, ar=ar, ar_banner=ar_banner, opt_flags=HOST_OPT_FLAGS,
                      target_flags=native,

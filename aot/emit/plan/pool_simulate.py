@@ -45,8 +45,13 @@ from .pool_layout import LAYOUTS, POOL_SMALL_MAX, Layout
 
 __all__ = ["SimulatedNeed", "simulate", "simulate_layout", "MAX_STEPS", "MAX_ITERATIONS"]
 
-#: statements executed over all paths before the simulation gives up
-MAX_STEPS = 20_000
+#: statements executed over all paths, plus the live objects of every path
+#: at every branch (forks and merges copy and compare pools), before the
+#: simulation gives up: ONNX GRU and LSTM (a Loop per direction over a
+#: loop per step, whose free lists settle after some 60 iterations) take
+#: under 600,000 (2 s); charging branches by pool size makes a program whose
+#: paths double at each branch give up in seconds, not minutes
+MAX_STEPS = 1_000_000
 #: iterations of one self tail loop (per call) before it gives up
 MAX_ITERATIONS = 64
 EXT = "<ext>"
@@ -294,6 +299,8 @@ class _Simulator:
             if self.steps > MAX_STEPS:
                 raise _GiveUp()
             if isinstance(s, (O.If, O.Switch)):
+                # forking and merging copy and compare each path's pool
+                self.steps += sum(len(p.mem.heap) for p in paths)
                 paths, r, j = (self._if(fn, s, paths) if isinstance(s, O.If) else
                                self._switch(fn, s, paths))
                 paths, ret, jumped = _merged(paths), ret + r, jumped + j
