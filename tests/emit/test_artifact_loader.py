@@ -26,14 +26,17 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 def assert_bits_equal(got: np.ndarray, expected: np.ndarray) -> None:
-    """Bit-exact equality; a NaN only needs to be a NaN of the same sign
-    (NaN payloads are not kept)."""
+    """Bit-exact equality; a NaN only needs to be a NaN: IEEE 754 (6.3)
+    does not specify the sign of a NaN that arithmetic makes (x86's
+    ``inf + -inf`` is the negative default NaN, Arm's the positive one),
+    and gcc's vectorised and scalar code for the same max pick different
+    NaN operands (seen once the host build gained
+    ``-fno-tree-loop-if-convert``); payloads are not kept either."""
     got, expected = np.asarray(got), np.asarray(expected)
     assert got.dtype == expected.dtype and got.shape == expected.shape
     if got.dtype.kind == "f":
         nan = np.isnan(expected)
         assert np.array_equal(np.isnan(got), nan)
-        assert np.array_equal(np.signbit(got[nan]), np.signbit(expected[nan]))
         assert np.array_equal(_bits(got[~nan]), _bits(expected[~nan]))
     else:
         assert np.array_equal(got, expected)
