@@ -17,7 +17,7 @@ from campaign import make_item, prepare
 from pe_sweep import FAMILY, MODES, check_item, check_mode, item_seed
 
 SEED = 20261128
-CHUNKS, PER_CHUNK = 4, 50
+CHUNKS, PER_CHUNK = 4, 25
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
