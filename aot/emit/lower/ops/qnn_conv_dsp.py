@@ -80,7 +80,8 @@ from ....ir.dtype import DType
 from ....ir.ops.qnn_linear import QnnConv2DAttrs
 from ....ir.types import Type
 from ...kernel import ir as K
-from ..registry import INDEX, LowerContext, Sink, TensorValue, out_tensor
+from ..registry import LowerContext, Sink, TensorValue, out_tensor
+from .dsp_common import add_index as _add, index as _i, mul_index as _mul, ror8 as _ror8, u32 as _u
 from .tuning import current as current_tuning
 
 __all__ = ["conv_int8_dsp"]
@@ -103,30 +104,6 @@ UNROLL = ((64, 8), (0, 4))
 
 #: one reduction element (c, kh, kw); None: a zero-weight pad
 Elem = Optional[tuple[int, int, int]]
-
-
-def _u(v: int) -> K.Const:
-    return K.Const(v, U32)
-
-
-def _i(v: int) -> K.Const:
-    return K.Const(v, INDEX)
-
-
-def _add(a: K.Expr, b: K.Expr | int) -> K.Expr:
-    if isinstance(b, int):
-        if b == 0:
-            return a
-        b = _i(b)
-    return K.add(a, b, no_wrap=True)
-
-
-def _mul(a: K.Expr, b: int) -> K.Expr:
-    return a if b == 1 else K.mul(a, _i(b), no_wrap=True)
-
-
-def _ror8(v: K.Expr) -> K.Expr:
-    return K.bit_or(K.shr(v, _u(8)), K.shl(v, _u(24)))
 
 
 def _pack(lo: K.Expr, hi: K.Expr) -> K.Expr:
