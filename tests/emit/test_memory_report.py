@@ -11,6 +11,7 @@ from aot.compiler import plan
 from aot.emit.build.memory_report import (arena_tensors, live_bytes, memory_svg, memory_table,
                                           peak_step)
 from aot.emit.plan.model import ArgKind
+from cases.small_cnn import CNN
 
 SVG = "{http://www.w3.org/2000/svg}"
 #: at opt level 0 every operator is a kernel: relu and multiply write over their input
@@ -25,16 +26,6 @@ def @main(%x: Tensor[(64,), float32], %y: Tensor[(64,), float32]) {
 }
 """
 
-
-CNN = """
-def @main(%x: Tensor[(1, 2, 6, 6), float32], %w: Tensor[(4, 2, 3, 3), float32],
-          %v: Tensor[(4, 4, 1, 1), float32], %f: Tensor[(3, 36), float32]) {
-  %0 = nn.relu(nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]));
-  %1 = nn.relu(nn.conv2d(%0, %v, channels=4, kernel_size=[1, 1]));
-  %2 = nn.batch_flatten(nn.max_pool2d(%1, pool_size=[2, 2], strides=[2, 2]));
-  nn.softmax(nn.dense(%2, %f, units=3))
-}
-"""
 
 
 @functools.cache
