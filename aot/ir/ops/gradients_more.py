@@ -39,15 +39,45 @@ operator the C backend already compiles.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
 from ..expr import Call, Constant, Expr, Tuple, TupleGetItem
 from ..types import TensorType, TupleType
-from .gradients import (Adjoints, NoGradient, Rule, _attr, _conv2d_grad, _cut, _mul,
-                        _reduce_axes, _scalar, _shape, call, tensor_type)
+from .gradients import RULES, Adjoints, NoGradient, Rule, call, tensor_type
 
 __all__ = ["MORE_RULES"]
+
+
+# ------------------------------------------------------------ building blocks
+
+def _attr(c: Call, name: str) -> Any:
+    return getattr(c.attrs, name)
+
+
+def _shape(e: Expr) -> tuple[int, ...]:
+    shape = tensor_type(e).shape
+    assert all(isinstance(d, int) for d in shape), "gradient rules need static shapes"
+    return tuple(int(d) for d in shape)  # type: ignore[arg-type]
+
+
+def _scalar(value: float, like: Expr) -> Constant:
+    return Constant(np.asarray(value, dtype=tensor_type(like).dtype.np))
+
+
+def _mul(a: Expr, b: Expr) -> Expr:
+    return call("multiply", a, b)
+
+
+def _cut(e: Expr, kh: int, kw: int, reach: tuple[int, int]) -> Expr:
+    """``e[:, :, :kh, :kw]`` (a correlation reaching ``reach`` taps)."""
+    if reach == (kh, kw):
+        return e
+    return call("strided_slice", e, begin=[0, 0], end=[kh, kw], strides=[1, 1], axes=[2, 3])
+
+
+# ------------------------------------------------------------ the rules
 
 
 def _axis(c: Call, rank: int) -> int:
@@ -154,7 +184,9 @@ def _from_last(x: Expr, perm: list[int]) -> Expr:
 def _prod_grad(c: Call, g: Expr) -> Adjoints:
     x = c.args[0]
     shape = _shape(x)
-    axes = _reduce_axes(c)
+    from .reduce import ReduceAttrs, reduce_axes
+    assert isinstance(c.attrs, ReduceAttrs)
+    axes = list(reduce_axes(len(shape), c.attrs))
     xt, perm = _to_last(x, axes, len(shape))
     kept = [shape[a] for a in perm[:len(perm) - len(axes)]]
     moved = [shape[a] for a in axes]
@@ -312,7 +344,7 @@ def _conv1d_grad(c: Call, g: Expr) -> Adjoints:
                 out_dtype=_attr(c, "out_dtype"))
     conv4 = _typed(conv, [n, o, 1, ow], c)
     assert isinstance(conv4, Call)
-    dx4, dw4 = _conv2d_grad(conv4, call("reshape", g, newshape=[n, o, 1, ow]))
+    dx4, dw4 = RULES["nn.conv2d"](conv4, call("reshape", g, newshape=[n, o, 1, ow]))
     assert dx4 is not None and dw4 is not None
     return [call("reshape", dx4, newshape=[n, ch, width]),
             call("reshape", dw4, newshape=[o, ig, k])]
