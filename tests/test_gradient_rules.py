@@ -192,6 +192,9 @@ CASES = [
          build=lambda a, b: B.call("einsum", B.tuple_(a, b), equation="ij,jk->ik")),
     Case("einsum", [(2, 3, 2), (2,)], id="einsum-summed",
          build=lambda a, b: B.call("einsum", B.tuple_(a, b), equation="ijk,k->i")),
+    Case("one_hot", [(), ()], build=lambda on, off: B.call(
+        "one_hot", B.const(np.array([[2, 0], [3, 9]], "int32")), on, off, depth=4, axis=1,
+        dtype="float64")),
     Case("sort", [(2, 5)], {"is_ascend": False}),
     Case("topk", [(2, 5)], build=lambda a: B.proj(B.call("topk", a, k=3), 0)),
     Case("topk", [(4, 2)], id="topk-values", build=lambda a: B.call(

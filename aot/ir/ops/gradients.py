@@ -900,7 +900,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     **{name: _INTEGER_RESULT for name in (
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_xor", "logical_not",
-        "all", "any", "argmax", "argmin", "argsort", "arange", "one_hot",
+        "all", "any", "argmax", "argmin", "argsort", "arange",
         "floor_divide", "floor_mod", "mod")},
     **{name: _PIECEWISE_CONSTANT for name in ("ceil", "floor", "round", "sign", "trunc")},
     **{name: _QUANTIZED for name in (

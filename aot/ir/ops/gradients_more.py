@@ -11,6 +11,8 @@ read" step is a product with a one-hot tensor followed by a sum
 with the one-hot of the flattened index): exact, and every step is an
 operator the C backend already compiles.
 
+* ``one_hot``: differentiable in its on and off values (a float result
+  with integer indices; its sum over the hot / cold positions).
 * ``gather`` / ``sort`` / ``topk``: the values are read through indices
   along one axis (``gather``'s clamped, ``sort``'s and ``topk``'s from the
   same stable ``argsort``), so the gradient scatters back through them.
@@ -136,6 +138,19 @@ def _gather_nd_grad(c: Call, g: Expr) -> Adjoints:
     gr = call("reshape", g, newshape=[batch, rows, tail])
     dx = call("nn.batch_matmul", hot, gr, transpose_a=True, transpose_b=False)
     return [call("reshape", dx, newshape=list(xs)), None]
+
+
+def _one_hot_grad(c: Call, g: Expr) -> Adjoints:
+    """Each element is the on value or the off value: their adjoints are
+    the sums of ``g`` over the hot and the cold positions (the indices
+    get none)."""
+    idx, on, off = c.args
+    hot = call("one_hot", idx, _scalar(1.0, c), _scalar(0.0, c), depth=_attr(c, "depth"),
+               axis=_attr(c, "axis"), dtype=tensor_type(c).dtype.value)
+    total = call("sum", g)
+    d_on = call("sum", _mul(g, hot))
+    return [None, call("cast_like", d_on, on),
+            call("cast_like", call("subtract", total, d_on), off)]
 
 
 def _sort_grad(c: Call, g: Expr) -> Adjoints:
@@ -388,6 +403,7 @@ MORE_RULES: dict[str, Rule] = {
     "prod": _prod_grad,
     "cumprod": _cumprod_grad,
     "einsum": _einsum_grad,
+    "one_hot": _one_hot_grad,
     "sort": _sort_grad,
     "topk": _topk_grad,
     "image.resize2d": _resize2d_grad,
