@@ -67,3 +67,19 @@ def test_the_loop_runs_on_the_cortex_m4f_under_qemu(tmp_path) -> None:
     assert sum(line.startswith("step ") and " loss " in line for line in lines) == 24, report
     assert any("Cortex-M4F equals the interpreter" in line and line.endswith("yes")
                for line in lines), report
+
+
+def test_ds_cnn_training_step_is_dataflow(tmp_path) -> None:
+    """bench/train_step.py's DS-CNN with its last two layers trainable: the
+    optimized training step compiles to fused kernels on the static arena
+    with no pool (the bench also checks the full gradient of the loss)."""
+    spec = importlib.util.spec_from_file_location("bench_train_step",
+                                                  REPO / "bench" / "train_step.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    inference, loss, step, values = bench.ds_cnn_modules()
+    assert [v.size for v in values] == [64 * 64, 64, 12 * 64, 12]
+    aot.compile(step, tmp_path / "step", name="step", build=False)
+    meta = json.loads((tmp_path / "step" / "metadata.json").read_text())
+    assert meta["pool_bytes"] == 0
+    assert meta["arena_bytes"] > 0 and meta["calls"]
