@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -39,3 +42,18 @@ def test_the_step_is_the_update_by_the_gradient() -> None:
 def test_refusals(src: str, kwargs: dict, message: str) -> None:
     with pytest.raises(DiagnosticError, match=message):
         aot.sgd_step(aot.parse(src), 0.1, **kwargs)
+
+
+def test_readme_sgd_step_block_runs() -> None:
+    """Three steps of the README's block equal three updates by hand."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.findall(r"```python sgd_step\n(.*?)```", readme, flags=re.S)[0]
+    env: dict[str, object] = {}
+    exec(block, env)  # noqa: S102 - our own README
+    w, x = np.full((4, 3), 0.1), np.ones((2, 3))
+    for _ in range(3):
+        t = np.tanh(x @ w.T)
+        loss = t.mean()
+        w = w - 0.1 * ((1 - t * t) / t.size).T @ x
+    np.testing.assert_allclose(env["value"], loss, rtol=1e-5)
+    np.testing.assert_allclose(env["w"], w, rtol=1e-5)
