@@ -12,7 +12,11 @@ with the one-hot of the flattened index): exact, and every step is an
 operator the C backend already compiles.
 
 * ``one_hot``: differentiable in its on and off values (a float result
-  with integer indices; its sum over the hot / cold positions).
+  with integer indices; its sum over the hot / cold positions).  Relay's
+  rule picks the positions by comparing the result with the on value,
+  which misattributes when on equals off; ours uses the indices.
+* ``gather_nd``: Relay's rule is ``scatter_nd(zeros, indices, g, "add")``;
+  ours computes the same sums (with the forward pass's clamped indices).
 * ``gather`` / ``sort`` / ``topk``: the values are read through indices
   along one axis (``gather``'s clamped, ``sort``'s and ``topk``'s from the
   same stable ``argsort``), so the gradient scatters back through them.
