@@ -336,3 +336,18 @@ def test_every_rule_in_c_equals_the_interpreter(tmp_path) -> None:
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
     for p, g, w in zip(params, got[1], want[1]):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=p.name_hint)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("""def @main(%x: Tensor[(1, 4, 3, 3), float32], %w: Tensor[(4, 1, 2, 2), float32]) {
+          nn.conv2d_transpose(%x, %w, channels=2, kernel_size=[2, 2], groups=2) }""",
+     "operator nn.conv2d_transpose: the gradient rule handles groups=1, not groups=2"),
+    ("""def @main(%x: Tensor[(1, 5, 3), float32], %w: Tensor[(2, 3, 2), float32]) {
+          nn.conv1d(%x, %w, channels=2, kernel_size=[2], data_layout="NWC") }""",
+     "operator nn.conv1d: the gradient rule handles NCW data and OIW kernels only"),
+    ("""def @main(%x: Tensor[(2, 3, 3), float32]) { einsum((%x,), equation="bii->b") }""",
+     "operator einsum: the gradient rule does not handle repeated axes"),
+])
+def test_rules_refuse_what_they_do_not_handle(src: str, message: str) -> None:
+    with pytest.raises(aot.DiagnosticError, match=message):
+        aot.gradient(aot.parse(src))
