@@ -72,6 +72,14 @@ def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> I
     return _gradient(mod, entry, mode)
 
 
+def sgd_step(mod: IRModule, lr: float, trainable: Any = None, entry: str = "main") -> IRModule:
+    """``@entry`` (a scalar loss) made one step of gradient descent: it
+    returns ``(loss, p - lr * d loss / d p for each trainable p)``; see the
+    README's "Gradients" section."""
+    from .passes.sgd_step import sgd_step as _sgd_step
+    return _sgd_step(mod, lr, trainable, entry)
+
+
 def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
     """Evaluate ``@entry`` of ``mod`` on ``args`` with the reference
     interpreter (type-checking the module first)."""
@@ -157,5 +165,6 @@ def prelude() -> IRModule:
 
 
 __all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "gradient", "compile",
+           "sgd_step",
            "quantize", "load", "prelude", "IRModule", "PassContext", "Diagnostic",
            "DiagnosticError", "Span", "__version__"]
