@@ -105,9 +105,8 @@ def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> I
     if mode not in MODES:
         raise DiagnosticError(f"unknown gradient mode {mode!r} (modes: {', '.join(MODES)})")
     if mode == "higher_order":
-        raise DiagnosticError("gradient mode 'higher_order' (closures, ADTs, match, if, "
-                              "references) is not implemented yet; mode 'first_order' "
-                              "differentiates dataflow programs")
+        from .higher_order_gradient import HigherOrderGradientOptions, higher_order_gradient
+        return higher_order_gradient(mod, HigherOrderGradientOptions(entry))
     return first_order_gradient(mod, GradientOptions(entry))
 
 
