@@ -126,7 +126,7 @@ def higher_order_gradient(mod: IRModule,
                           ) -> IRModule:
     """HigherOrderGradient: @entry returns (result, gradients of its parameters),
     for any program (see the module docstring)."""
-    from .eta_expand import eta_expand_ops
+    from .eta_expand import EtaExpandOptions, eta_expand, eta_expand_ops
     from .specialize import specialize
     from .to_a_normal_form import to_a_normal_form
     if opts.entry not in mod:
@@ -139,8 +139,11 @@ def higher_order_gradient(mod: IRModule,
         if fn.attrs.get("Primitive"):
             raise DiagnosticError(f"higher-order gradient: @{gv.name} is a fused (Primitive) "
                                   f"function; differentiate the program before FuseOps", fn.span)
-    mono = infer_types(to_a_normal_form(eta_expand_ops(specialize(typed, opts.entry))))
-    return infer_types(_ReverseAD(mono, opts.entry).run())
+    expanded = eta_expand(typed, EtaExpandOptions(expand_constructor=True))
+    mono = infer_types(to_a_normal_form(eta_expand_ops(specialize(expanded, opts.entry))))
+    out = typed.copy()          # other globals are kept as they are
+    out.update(_ReverseAD(mono, opts.entry).run())
+    return infer_types(out)
 
 
 class _LetList:
@@ -507,7 +510,8 @@ class _ReverseAD(ExprFunctor[Expr]):
             if contribution is None or not _differentiable(t):
                 continue
             self.accumulate(step, arg, t, _Substitute(c, y).visit(contribution))
-        prev = ll.push(RefRead(self.bp), FuncType((), UNIT), "prev")
+        # the step before this one, in a cell of its own (see "Code size")
+        prev = ll.push(RefCreate(RefRead(self.bp)), BP_TYPE, "prev")
         if _is_float(out_t):
             # skip the whole step while the result's adjoint is zero
             update: Expr = Match(RefRead(TupleGetItem(ret, 1)), (
@@ -515,7 +519,7 @@ class _ReverseAD(ExprFunctor[Expr]):
                 Clause(PatternConstructor(self.zero, ()), Tuple(()))))
         else:
             update = Let(g, self.read_grad(step, ret, y, out_t), step.wrap(Tuple(())))
-        body = Let(Var("u", UNIT), update, Call(prev, ()))
+        body = Let(Var("u", UNIT), update, Call(RefRead(prev), ()))
         ll.do(RefWrite(self.bp, Function((), body, UNIT)))
 
 
