@@ -126,12 +126,19 @@ def higher_order_gradient(mod: IRModule,
                           ) -> IRModule:
     """HigherOrderGradient: @entry returns (result, gradients of its parameters),
     for any program (see the module docstring)."""
+    from .dead_code import reachable_globals
     from .eta_expand import EtaExpandOptions, eta_expand, eta_expand_ops
     from .specialize import specialize
     from .to_a_normal_form import to_a_normal_form
     if opts.entry not in mod:
         raise DiagnosticError(f"gradient: the module has no function @{opts.entry}")
-    typed = infer_types(mod)
+    # only what the entry reaches is transformed (and type-checked here)
+    sub = IRModule()
+    for data in mod.type_definitions.values():
+        sub.add_type(data)
+    for gv in reachable_globals(mod, opts.entry):
+        sub.add(gv, mod[gv])
+    typed = infer_types(sub)
     if typed[opts.entry].type_params:
         raise DiagnosticError(f"higher-order gradient: @{opts.entry} is polymorphic; "
                               f"differentiate a monomorphic function", typed[opts.entry].span)
@@ -141,8 +148,8 @@ def higher_order_gradient(mod: IRModule,
                                   f"function; differentiate the program before FuseOps", fn.span)
     expanded = eta_expand(typed, EtaExpandOptions(expand_constructor=True))
     mono = infer_types(to_a_normal_form(eta_expand_ops(specialize(expanded, opts.entry))))
-    out = typed.copy()          # other globals are kept as they are
-    out.update(_ReverseAD(mono, opts.entry).run())
+    out = mod.copy()            # other globals are kept as they are
+    out.update(_ReverseAD(mono, opts.entry, mod).run())
     return infer_types(out)
 
 
@@ -173,9 +180,10 @@ def _is_float(t: Type | None) -> bool:
 class _ReverseAD(ExprFunctor[Expr]):
     memoize = False
 
-    def __init__(self, mod: IRModule, entry: str) -> None:
+    def __init__(self, mod: IRModule, entry: str, whole: IRModule) -> None:
         super().__init__()
         self.mod = mod
+        self.whole = whole          # names of the output module must not clash
         self.entry = entry
         self.out = mod.copy()
         self.vars: dict[Var, Var] = {}
@@ -191,6 +199,9 @@ class _ReverseAD(ExprFunctor[Expr]):
             cell = TypeData(header, (a,), (Constructor("GradRaw", (a,), header, 0),
                                            Constructor("GradZero", (), header, 1)))
             self.out.add_type(cell)
+        if [c.name for c in cell.constructors] != ["GradRaw", "GradZero"]:
+            raise DiagnosticError(f"higher-order gradient: the module defines its own type "
+                                  f"{GRAD_CELL}; the gradient needs that name", cell.span)
         self.raw, self.zero = cell.constructors
 
     # ================================================================ types
@@ -241,14 +252,14 @@ class _ReverseAD(ExprFunctor[Expr]):
 
     def _fresh_type_name(self, base: str) -> str:
         name, i = base, 0
-        while self.out.has_type(name):
+        while self.out.has_type(name) or self.whole.has_type(name):
             i += 1
             name = f"{base}{i}"
         return name
 
     def _fresh_ctor_name(self, base: str) -> str:
         name, i = base, 0
-        while self.out.constructor(name) is not None:
+        while self.out.constructor(name) is not None or self.whole.constructor(name) is not None:
             i += 1
             name = f"{base}{i}"
         return name
@@ -373,7 +384,8 @@ class _ReverseAD(ExprFunctor[Expr]):
         new = self.gvars.get(node)
         if new is None:
             name, i = f"{node.name}_grad", 0
-            while name in self.out or any(g.name == name for g in self.gvars.values()):
+            while (name in self.out or name in self.whole
+                   or any(g.name == name for g in self.gvars.values())):
                 i += 1
                 name = f"{node.name}_grad{i}"
             new = self.gvars[node] = self.out.global_var(name)
