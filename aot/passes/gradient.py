@@ -81,15 +81,15 @@ from ..ir.ops.gradients import NoGradient, call, why_not_differentiable
 from ..ir.registry import lookup
 from ..ir.type_infer import infer_types
 from ..ir.types import TensorType, TupleType, Type
-from ..ir.visitor import ExprFunctor, ExprMutator, Visit
+from ..ir.visitor import ExprFunctor, ExprMutator, Visit, post_order
 from .manager import register_pass
 
-__all__ = ["GradientOptions", "first_order_gradient", "gradient"]
+__all__ = ["GradientOptions", "first_order_gradient", "gradient", "is_dataflow_function"]
 
 #: an adjoint: an expression (tensor), a list of field adjoints (tuple), or None (zero)
 Adjoint = Union[Expr, list[Any], None]
 
-MODES = ("first_order", "higher_order")
+MODES = ("first_order", "higher_order", "auto")
 
 
 @dataclass(frozen=True)
@@ -101,13 +101,34 @@ class GradientOptions:
 
 def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> IRModule:
     """``mod`` with ``@entry`` returning ``(result, (d result / d p for each
-    parameter p))``, seeded with ones (see the module docstring)."""
+    parameter p))``, seeded with ones (see the module docstring).  ``mode``:
+    ``"first_order"`` (dataflow programs), ``"higher_order"`` (the whole
+    language, :mod:`.higher_order_gradient`) or ``"auto"`` (first order when
+    ``@entry`` is dataflow, higher order otherwise)."""
     if mode not in MODES:
         raise DiagnosticError(f"unknown gradient mode {mode!r} (modes: {', '.join(MODES)})")
+    if mode == "auto":
+        if entry not in mod:
+            raise DiagnosticError(f"gradient: the module has no function @{entry}")
+        mode = "first_order" if is_dataflow_function(mod[entry]) else "higher_order"
     if mode == "higher_order":
         from .higher_order_gradient import HigherOrderGradientOptions, higher_order_gradient
         return higher_order_gradient(mod, HigherOrderGradientOptions(entry))
     return first_order_gradient(mod, GradientOptions(entry))
+
+
+def is_dataflow_function(fn: Function) -> bool:
+    """Whether first-order mode can differentiate ``fn``: operator calls,
+    tuples, projections and ``let`` of values only (what ``mode="auto"``
+    sends to first-order mode; anything else goes to higher-order mode)."""
+    for node in post_order(fn.body):
+        if isinstance(node, Call) and not isinstance(node.op, Op):
+            return False
+        if isinstance(node, Let) and isinstance(node.value, Function):
+            return False
+        if not isinstance(node, (Call, Constant, Let, Op, Tuple, TupleGetItem, Var)):
+            return False
+    return True
 
 
 @register_pass("FirstOrderGradient", opt_level=4, options=GradientOptions)
