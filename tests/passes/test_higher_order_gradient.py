@@ -19,10 +19,40 @@ from aot.ir.expr import Call, Op
 from aot.ir.visitor import post_order
 from aot.passes.manager import PassContext, get_pass
 from tests.cases.higher_order_programs import CASES
-from tests.passes.test_gradient import MLP, central_differences, mlp_args
+from tests.passes.test_gradient import MLP, mlp_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from c_harness import UNSIZED_POOL_BYTES  # noqa: E402
+
+
+def _float_sum(v: object) -> float:
+    """What the gradient's seed differentiates: the sum of every float
+    element of the result (integer fields get no seed)."""
+    if isinstance(v, tuple):
+        return sum(_float_sum(f) for f in v)
+    a = np.asarray(v)
+    return float(a.sum()) if a.dtype.kind == "f" else 0.0
+
+
+def central_differences(mod: aot.IRModule, args: list[np.ndarray],
+                        eps: float = 1e-6) -> list[np.ndarray | None]:
+    """d(sum of the float result elements)/d(each float argument); None
+    for an integer argument."""
+    out: list[np.ndarray | None] = []
+    for i, a in enumerate(args):
+        if a.dtype.kind != "f":
+            out.append(None)
+            continue
+        g = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            up, down = list(args), list(args)
+            up[i], down[i] = a.copy(), a.copy()
+            up[i][idx] += eps
+            down[i][idx] -= eps
+            g[idx] = (_float_sum(aot.interpret(mod, *up))
+                      - _float_sum(aot.interpret(mod, *down))) / (2 * eps)
+        out.append(g)
+    return out
 
 
 def _args(name: str) -> list[np.ndarray]:
@@ -48,7 +78,7 @@ def test_against_central_differences(name: str) -> None:
     want = central_differences(mod, args)
     for a, got, w in zip(args, grads, want):
         assert got.dtype == a.dtype and got.shape == a.shape
-        if a.dtype.kind == "f":
+        if w is not None:
             np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-8)
         else:
             assert not got.any()         # an integer parameter's gradient is zeros
@@ -212,3 +242,58 @@ def test_registered_as_a_pass() -> None:
     _, (dx,) = aot.interpret(out, np.array([1.0, -3.0]), entry="f")
     np.testing.assert_array_equal(dx, [2.0, -6.0])
     np.testing.assert_allclose(aot.interpret(out, np.zeros(2)), np.ones(2))
+
+
+def _draw(strategy: object, seed: int) -> object:
+    """A hypothesis strategy drawn from a seed, as the fuzzing campaign does."""
+    import random
+
+    from hypothesis.internal.conjecture.data import ConjectureData
+    return ConjectureData(random=random.Random(seed)).draw(strategy)
+
+
+def test_random_programs_against_central_differences() -> None:
+    """The whole-language program generator in its differentiable variant
+    (closures, lists and prelude combinators, the program's ADT, match, if,
+    recursion with fuel, references; int32 and vector parameters, in
+    float64): higher-order gradients equal central differences."""
+    from random_programs import VEC, as_float64, programs
+    for seed in range(5):
+        p = _draw(programs(differentiable=True), seed)
+        mod = aot.parse(as_float64(p.text))
+        rng = np.random.default_rng(seed)
+        args = [rng.uniform(-2, 2, 3) if t == VEC else np.asarray(a)
+                for t, a in zip(p.params, p.args)]
+        _, grads = aot.interpret(_hog(mod), *args)
+        for got, want in zip(grads, central_differences(mod, args)):
+            if want is None:
+                assert not got.any()
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=p.text)
+
+
+def test_random_chains_first_and_higher_order_agree() -> None:
+    """Random operator chains (the C chain tests' generator): both modes
+    give the same gradients, or refuse with the same diagnostic (an
+    operator without a rule)."""
+    from test_random_chains_c import chains
+    refused = 0
+    for seed in range(8):
+        text, shapes = _draw(chains(), seed)
+        mod = aot.parse(text)
+        rng = np.random.default_rng(seed)
+        args = [rng.standard_normal(s).astype("float32") for s in shapes]
+        outs, errors = [], []
+        for mode in ("first_order", "higher_order"):
+            try:
+                outs.append(_flat(aot.interpret(aot.gradient(mod, mode=mode), *args)))
+            except DiagnosticError as e:
+                errors.append(str(e))
+        assert len(errors) in (0, 2), (errors, text)
+        if errors:
+            assert errors[0] == errors[1]
+            refused += 1
+            continue
+        for f, h in zip(*outs):
+            np.testing.assert_allclose(h, f, rtol=1e-5, atol=1e-6, err_msg=text)
+    assert refused < 4
