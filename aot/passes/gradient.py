@@ -37,36 +37,23 @@ entries; an operator without a gradient rule is refused naming it and
 saying why (from :data:`~aot.ir.ops.gradients.NOT_DIFFERENTIABLE`).  Other
 globals of the module are kept as they are.
 
-Higher-order mode: design (not implemented yet)
------------------------------------------------
-Relay's ``higher_order_gradient.cc`` (``ReverseAD``) is a type-directed
-program transformation rather than a tape built at compile time, because
-with ``if``, ``match`` and recursion the order of the backward steps is
-known only at run time:
-
-* Types: a tensor ``T`` becomes ``(T, Ref[T])`` (value, adjoint cell); a
-  function ``(A...) -> R`` becomes ``(A'..., bp) -> R'`` with an extra
-  parameter ``bp: Ref[fn() -> ()]``, the backpropagator, threaded through
-  every call (globals are transformed once, memoised, so recursion and
-  mutual recursion work); ADTs and tuples map their fields.
-* An operator call pushes the forward call, allocates its adjoint cell
-  (``ref(zeros_like(y))``) and *prepends* to the backpropagator:
-  ``bp := fn() { adj(x_i) += rule_i(y, read(adj(y))); old_bp() }``; ``if``
-  and ``match`` test the forward half of the condition, each branch
-  extends ``bp`` as it runs.  The entry seeds ``adj(result) := ones`` and
-  calls ``read(bp)()``; the gradients are the parameters' cells.
-* Our pieces for it: references, closures and ADTs already compile to C
-  with the object pool; the rules are the same ``grad`` column (a rule's
-  ``call`` becomes the forward value of the call).
-* Relay's ``LazyGradientInit`` replaces ``zeros_like`` / ``ones_like``
-  cells by a ``GradCell`` ADT (``Raw(t) | One(fn) | Zero(fn)``) so adding
-  into an untouched cell costs nothing; we would do the same with an ADT
-  in the prelude, and rely on PartialEvaluate (which handles references
-  and closures) + DeadCodeElimination + FoldConstant to turn the gradient
-  of a dataflow program back into dataflow (no refs, no closures), which
-  the tests would check against first-order mode and by pool_bytes == 0.
-* First and higher order must agree on dataflow programs (a test), and
-  the random program generator should emit differentiable programs.
+Higher-order mode and ``mode="auto"``
+-------------------------------------
+``gradient(mod, entry, mode="higher_order")`` is
+:mod:`.higher_order_gradient` (the pass ``HigherOrderGradient``): Relay's
+``ReverseAD``, a type-directed program transformation rather than a tape
+built at compile time, because with ``if``, ``match`` and recursion the
+order of the backward steps is known only at run time.  Every float
+tensor is paired with an adjoint cell (a reference to a ``GradCell``,
+LazyGradientInit's lazy zero), every function takes the backpropagator
+(a reference to a closure) as an extra parameter, and each operator call
+prepends its backward step, using the same ``grad`` column as this
+module.  For a dataflow program PartialEvaluate runs that backward pass at
+compile time, so the optimised result is the same dataflow program this
+module builds (a test checks both give the same operator calls).
+``mode="auto"`` (the default of ``aot compile --grad``) takes first order
+when ``@entry`` is dataflow (:func:`is_dataflow_function`) and higher
+order otherwise.
 """
 
 from __future__ import annotations

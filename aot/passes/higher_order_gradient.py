@@ -10,10 +10,11 @@ instead of a tape built at compile time (first-order mode,
 :mod:`.gradient`) the program is rewritten into one that builds its own
 backward pass, out of references and closures, as it runs.
 
-The module is first made monomorphic (:mod:`.specialize`), operators used
-as values are eta-expanded (:mod:`.eta_expand`) and every function is put
-in A-normal form (:mod:`.to_a_normal_form`: a shared node is let-bound
-once, so each construct is transformed once).  Then the entry
+The globals the entry reaches are first made monomorphic
+(:mod:`.specialize`; constructors used as values are eta-expanded before,
+operators used as values after, :mod:`.eta_expand`) and put in A-normal
+form (:mod:`.to_a_normal_form`: a shared node is let-bound once, so each
+construct is transformed once).  Then the entry
 ``fn(p1, ..., pn) -> r`` becomes
 
     fn(p1, ..., pn) -> (r, (dr/dp1, ..., dr/dpn))
@@ -36,10 +37,10 @@ through a type parameter) gets a copy ``<Name>_grad`` with mapped fields.
   gives its result fresh cells, and, when an argument and the result are
   differentiable, *prepends* to the backpropagator::
 
-      let %prev = read(bp);
+      let %prev = ref(read(bp));
       bp := fn () { match (read(adj(y))) { GradRaw(%g) => adj(x_i) += rule_i(y, %g) ...
                                            | GradZero => () };
-                    %prev() }
+                    read(%prev)() }
 
   The rules are the operators' ``grad`` column
   (:mod:`aot.ir.ops.gradients`), the same as first-order mode's; a rule's
@@ -68,6 +69,16 @@ untouched gradient costs a tag test, never a ``zeros_like`` and an
 ``zeros_like``; an integer parameter's gradient is zeros, as in
 first-order mode.
 
+*Code size*: the step before (``%prev``) is kept in a cell of its own
+rather than captured directly.  PartialEvaluate residualises every closure
+literal with an empty store; a captured static closure would be unfolded
+into it, so the residual function of the n-th step would contain all n
+steps before it (code quadratic in the number of operations, when the
+steps stay closures because control flow is dynamic).  Through the cell,
+the activation that runs the backward pass (whose store knows the cell)
+still unfolds the whole chain, while a residual step calls its
+predecessor.
+
 *Entry*: each float parameter is paired with a ``GradZero`` cell, the body
 is transformed in place with ``bp = ref(fn () { () })``, the result's cells
 are seeded, ``read(bp)()`` runs the backward pass, and the cells are read.
@@ -82,10 +93,16 @@ first-order mode's output does.  Programs whose control flow depends on
 run-time values keep closures, references and ``GradCell`` values and
 compile with the object pool.
 
+The output module holds the transformed entry, the ``@<name>_grad``
+globals and ``GradCell`` (and ``<Name>_grad`` ADTs) besides every global
+of the input, unchanged.
+
 Refused with a diagnostic: a polymorphic entry, entry parameters or a
 result that are not tensors or tuples of tensors (the seed and the
-gradients are tensors), a constructor used as a value (eta-expand it),
-fused (``Primitive``) functions, and operators without a rule.
+gradients are tensors), fused (``Primitive``) functions, and an operator
+without a rule (named) that a differentiable value flows into and out of
+-- at transform time, even if at run time no gradient would reach it
+(first-order mode refuses only when one does).
 """
 
 from __future__ import annotations
@@ -354,7 +371,7 @@ class _ReverseAD(ExprFunctor[Expr]):
 
     def accumulate(self, ll: _LetList, target: Expr, t: Type | None, contribution: Expr) -> None:
         """``adj(target) += contribution`` for a transformed value ``target``."""
-        if _is_float(t):
+        if isinstance(t, TensorType) and t.dtype.is_float:
             c = ll.push(contribution, t, "c")
             cell = ll.push(TupleGetItem(target, 1), RefType(self.cell_type(t)), "cell")
             old = Var("old", t)
