@@ -89,9 +89,13 @@ unfolds closures and resolves matches on known constructors) runs the
 backward pass at compile time and leaves only the operator calls;
 DeadCodeElimination and FoldConstant clean up, and the program takes the
 dataflow backend (fused kernels on the static arena, no object pool), as
-first-order mode's output does.  Programs whose control flow depends on
-run-time values keep closures, references and ``GradCell`` values and
-compile with the object pool.
+first-order mode's output does (the same program, structurally).
+Each backward step is one unfolding, so PartialEvaluate's budget
+(``max_unfold``, 1,000 per global) bounds it: past about a thousand
+operator calls in one function, raise the budget or use first-order mode
+(``mode="auto"`` does for a dataflow entry).  Programs whose control flow
+depends on run-time values keep closures, references and ``GradCell``
+values and compile with the object pool.
 
 The output module holds the transformed entry, the ``@<name>_grad``
 globals and ``GradCell`` (and ``<Name>_grad`` ADTs) besides every global
