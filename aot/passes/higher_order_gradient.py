@@ -112,6 +112,7 @@ without a rule (named) that a differentiable value flows into and out of
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from ..diagnostics import DiagnosticError
 from ..ir.adt import (Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
                       PatternWildcard, TypeData)
