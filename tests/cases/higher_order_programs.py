@@ -1,6 +1,8 @@
 """Programs for higher-order gradient tests: closures, lists (a prelude
-fold), ``if``, recursion (global, local, mutual), references and
-``match`` (on a prelude list and on an ADT holding tensors), float64.
+fold), globals, operators and closures as values (``@map``, ``@foldl``,
+a closure in a reference), ``if``, recursion (global, local, mutual),
+references and ``match`` (on a prelude list and on an ADT holding
+tensors), float64.
 
 Each case: name -> (source, arguments, dataflow) where ``arguments``
 builds @main's arguments from a generator and ``dataflow`` says whether
@@ -47,6 +49,16 @@ def @main(%x: Tensor[(3), float64], %y: Tensor[(3), float64]) {
   sum(multiply(ref_read(%r), ref_read(%r)))
 }
 """, _vec(3), True),
+    "function_values": ("""
+def @sq(%v: Tensor[(2), float64]) -> Tensor[(2), float64] { multiply(%v, %v) }
+def @main(%x: Tensor[(2), float64], %y: Tensor[(2), float64]) {
+  let %ys = @map(@sq, Cons(%x, Cons(%y, Nil)));
+  let %s = @foldl(add, zeros_like(%x), %ys);
+  let %r = ref(fn (%a: Tensor[(2), float64]) { sin(%a) });
+  let %u = ref_write(%r, fn (%a: Tensor[(2), float64]) { multiply(%a, %y) });
+  sum(ref_read(%r)(%s))
+}
+""", _vec(2), True),
     "if": ("""
 def @main(%x: Tensor[(3), float64], %y: Tensor[(3), float64]) {
   if (greater(sum(subtract(%x, %y)), 0f64)) {
