@@ -66,8 +66,11 @@ def infer_types(mod: IRModule) -> IRModule:
 
 def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> IRModule:
     """``mod`` with ``@entry`` returning ``(result, (d result / d p for each
-    parameter p))``, seeded with ones as Relay's gradient (the
-    ``FirstOrderGradient`` pass); see the README's "Gradients" section."""
+    parameter p))``, seeded with ones as Relay's gradient.  ``mode``:
+    ``"first_order"`` (dataflow programs, the ``FirstOrderGradient`` pass),
+    ``"higher_order"`` (closures, ADTs, match, if, recursion, references:
+    the ``HigherOrderGradient`` pass) or ``"auto"`` (first order when
+    ``@entry`` is dataflow); see the README's "Gradients" section."""
     from .passes.gradient import gradient as _gradient
     return _gradient(mod, entry, mode)
 
