@@ -81,6 +81,7 @@ from ....ir.ops.qnn_linear import QnnConv2DAttrs
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import LowerContext, Sink, TensorValue, out_tensor
+from .epilogue_bias import fold_bias
 from .dsp_common import add_index as _add, index as _i, mul_index as _mul, ror8 as _ror8, u32 as _u
 from .tuning import current as current_tuning
 
@@ -197,13 +198,17 @@ def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     unrolled, pairs = _pairs(g)
     table = ctx.constant_table(_packed_weight(w, pairs), U32)
     init = None
-    if zx:
-        sums = -zx * w.reshape(outs, -1).sum(axis=1)
+    sink = sinks[0]
+    sums = -zx * w.reshape(outs, -1).sum(axis=1)
+    bias = fold_bias(ctx, sink, out.shape, 1)
+    if bias is not None:
+        sums, sink = sums + bias[0], bias[1]
+    if zx or bias is not None:
         init = ctx.constant_table(((sums + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32), I32)
     if table.buffer is None or (init is not None and init.buffer is None):
         return None
     patch = ctx.scratch(U32, (P_T * len(pairs),), "patch")
-    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sinks[0]).nest()
+    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sink).nest()
 
 
 class _Conv:
