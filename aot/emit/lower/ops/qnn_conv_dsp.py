@@ -200,7 +200,7 @@ def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     init = None
     sink = sinks[0]
     sums = -zx * w.reshape(outs, -1).sum(axis=1)
-    bias = fold_bias(ctx, sink, out.shape, 1)
+    bias = fold_bias(ctx, sink, tuple(int(d) for d in out.shape), 1)
     if bias is not None:
         sums, sink = sums + bias[0], bias[1]
     if zx or bias is not None:

@@ -184,7 +184,7 @@ def depthwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     if table.buffer is None or data.buffer is None:
         return None
     sink, bias = sinks[0], None
-    folded = fold_bias(ctx, sink, out.shape, 1)
+    folded = fold_bias(ctx, sink, tuple(int(d) for d in out.shape), 1)
     if folded is not None:
         values = (folded[0] + 2 ** 31) % 2 ** 32 - 2 ** 31
         bias = ctx.constant_table(values.astype(np.int32), I32).buffer
