@@ -45,6 +45,7 @@ import re
 from types import GeneratorType
 from typing import Any, Generator, Iterable
 
+import ml_dtypes
 import numpy as np
 
 from .adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
@@ -76,7 +77,7 @@ def _reads_back(text: str, value: np.ndarray, dtype: DType) -> bool:
     like the parser does, then rounded to the dtype."""
     negative = text.startswith("-")
     magnitude = float(text.lstrip("-"))
-    if magnitude > float(np.finfo(dtype.np).max):
+    if magnitude > float(ml_dtypes.finfo(dtype.np).max):
         return False
     parsed = np.array(-magnitude if negative else magnitude, dtype=dtype.np)
     return parsed.tobytes() == value.tobytes()

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from ...diagnostics import DiagnosticError
@@ -267,7 +268,7 @@ class CompiledModel:
             raise DiagnosticError(f"{self._where(info)}: expected {info.describe()}; "
                                   f"Python {got} cannot be converted to {target} exactly")
         if kind in "iu" and target.is_int and natural.size:
-            limits = np.iinfo(target.np)
+            limits = ml_dtypes.iinfo(target.np)
             lo, hi = int(natural.min()), int(natural.max())
             if lo < int(limits.min) or hi > int(limits.max):
                 bad = lo if lo < int(limits.min) else hi

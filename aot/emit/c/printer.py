@@ -85,6 +85,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 
 from ...ir.dtype import DType
@@ -121,7 +122,7 @@ def format_int(value: int, dtype: DType) -> CAtom:
     if dtype is DType.BOOL:
         assert value in (0, 1), value
         return CAtom(str(value))
-    info = np.iinfo(dtype.np)
+    info = ml_dtypes.iinfo(dtype.np)
     assert int(info.min) <= value <= int(info.max), (value, dtype)
     if dtype is DType.INT64:
         if value == int(info.min):
@@ -188,7 +189,7 @@ _MASKED = (DType.UINT8, DType.UINT16)
 def _narrow(inner: CExpr, dtype: DType) -> CExpr:
     """An unsigned-domain value converted back to ``dtype``."""
     if dtype in _MASKED:
-        return CBinary("&", inner, CAtom(f"{int(np.iinfo(dtype.np).max)}u"))
+        return CBinary("&", inner, CAtom(f"{int(ml_dtypes.iinfo(dtype.np).max)}u"))
     return CCast(c_storage_type(dtype), inner)
 
 
@@ -230,7 +231,7 @@ def _untruth(c: CExpr) -> CExpr:
 
 
 def _is_all_ones(e: Expr) -> bool:
-    return isinstance(e, Const) and int(e.value) == int(np.iinfo(e.dtype.np).max)
+    return isinstance(e, Const) and int(e.value) == int(ml_dtypes.iinfo(e.dtype.np).max)
 
 
 @dataclass(frozen=True, slots=True)

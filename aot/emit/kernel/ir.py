@@ -68,6 +68,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar, dataclass_transform
 
+import ml_dtypes
 import numpy as np
 
 from ...ir.dtype import DType
@@ -221,7 +222,7 @@ class Expr:
 def _range(dtype: DType) -> tuple[int, int]:
     if dtype is DType.BOOL:
         return 0, 1
-    info = np.iinfo(dtype.np)
+    info = ml_dtypes.iinfo(dtype.np)
     return int(info.min), int(info.max)
 
 

@@ -66,9 +66,14 @@ def cast_array(x: np.ndarray, dtype: DType | np.dtype) -> np.ndarray:
     x = np.asarray(x)
     if target == np.bool_:
         return np.asarray(x != 0)
-    if target.kind in "iu" and x.dtype.kind == "f":
+    to, src = DType.from_numpy(target), DType.from_numpy(x.dtype)
+    if to.is_int and src.is_float:
         return float_to_int(x, target)
     with np.errstate(all="ignore"):
+        if to.is_narrow_float and to is not DType.FLOAT16 and src is not DType.FLOAT32:
+            # bfloat16 and float8 round from float32, as the C does: an
+            # integer or a double converts to float32 first
+            x = x.astype(np.float32)
         return x.astype(target)
 
 
