@@ -158,3 +158,36 @@ _NP: dict[DType, np.dtype] = {
     and d.value not in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
     else np.dtype(d.value)
     for d in DType}
+
+
+def to_storage(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """``values`` of ``dtype`` as the flat array of their C storage units:
+    the bits of a narrow float (``uint16``/``uint8``), bytes of packed
+    4-bit integers (element ``2k`` in the low nibble of byte ``k``, a last
+    odd element's high nibble 0), ``uint8`` 0/1 for bool, else the values."""
+    flat = np.ascontiguousarray(values, dtype=dtype.np).reshape(-1)
+    if dtype.packed:
+        nibbles = flat.view(np.uint8) & 0x0F
+        if nibbles.size % 2:
+            nibbles = np.concatenate([nibbles, np.zeros(1, np.uint8)])
+        return (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
+    if dtype.is_narrow_float:
+        return flat.view(np.uint16 if dtype.bits == 16 else np.uint8)
+    if dtype is DType.BOOL:
+        return flat.view(np.uint8)
+    return flat
+
+
+def from_storage(raw: np.ndarray, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
+    """The inverse of :func:`to_storage`: an array of ``dtype`` and ``shape``."""
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.ascontiguousarray(raw).reshape(-1)
+    if dtype.packed:
+        data = raw.view(np.uint8)
+        nibbles = np.empty(2 * data.size, np.uint8)
+        nibbles[0::2], nibbles[1::2] = data & 0x0F, data >> 4
+        nibbles = nibbles[:count]
+        if dtype is DType.INT4:     # sign-extend into the byte ml_dtypes reads
+            nibbles = ((nibbles ^ 8).astype(np.int16) - 8).astype(np.int8).view(np.uint8)
+        return nibbles.view(dtype.np).reshape(shape)
+    return raw.view(dtype.np)[:count].reshape(shape)

@@ -323,7 +323,7 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return self.dtype.nbytes(self.size)
 
     @property
     def read_only(self) -> bool:
