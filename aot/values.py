@@ -204,8 +204,8 @@ def format_scalar(a: np.ndarray) -> str:
             text = np.format_float_scientific(a[()], unique=True, trim="-")
         else:
             text = np.format_float_positional(a[()], unique=True, trim="-")
-        return text + _SUFFIX[dtype]
-    return str(int(item)) + _SUFFIX[dtype]
+        return text + _SUFFIX.get(dtype, f"({dtype})")
+    return str(int(item)) + _SUFFIX.get(dtype, f"({dtype})")
 
 
 def _format_tensor(a: np.ndarray) -> str:

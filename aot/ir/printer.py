@@ -111,6 +111,8 @@ def scalar_literal(value: np.ndarray) -> str | None:
     dtype = DType.from_numpy(value.dtype)
     if dtype is DType.BOOL:
         return "True" if bool(value) else "False"
+    if dtype not in _FLOAT_SUFFIX and dtype not in _INT_SUFFIX:
+        return None     # bfloat16, float8, int4, uint4: no literal syntax
     if dtype.is_float:
         return float_literal(value)
     return f"{int(value)}{_INT_SUFFIX[dtype]}"

@@ -73,6 +73,7 @@ users (it stays for them; the merged call costs what the outer one did).
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ..ir.dtype import DType
@@ -278,7 +279,13 @@ class MergeTransposes(_Rule):
 
 # -------------------------------------------------------------------- casts
 
-_MANTISSA_DIGITS = {DType.FLOAT16: 11, DType.FLOAT32: 24, DType.FLOAT64: 53}
+def _float_format(d: DType) -> tuple[int, int, int, bool]:
+    """(significand digits, largest exponent, exponent of the smallest
+    subnormal, has infinities) of float dtype ``d``."""
+    info = ml_dtypes.finfo(d.np)
+    no_inf = d.is_float8 and d is not DType.FLOAT8_E5M2
+    return int(info.nmant) + 1, int(info.maxexp), int(info.minexp) - int(info.nmant), \
+        not no_inf
 
 
 def holds_exactly(src: DType, mid: DType) -> bool:
@@ -289,11 +296,15 @@ def holds_exactly(src: DType, mid: DType) -> bool:
     if mid.is_bool:
         return False
     if src.is_float:
-        return mid.is_float and mid.bits >= src.bits
+        if not mid.is_float:
+            return False
+        (sd, smax, ssub, sinf), (md, mmax, msub, minf) = _float_format(src), _float_format(mid)
+        return md >= sd and mmax >= smax and msub <= ssub and (minf or not sinf)
     # src is an integer
     digits = src.bits - 1 if src.is_signed else src.bits
     if mid.is_float:
-        return digits <= _MANTISSA_DIGITS[mid]
+        md, mmax, _, _ = _float_format(mid)
+        return digits <= md and digits < mmax
     if src.is_signed and not mid.is_signed:
         return False
     mid_digits = mid.bits - 1 if mid.is_signed else mid.bits

@@ -69,6 +69,11 @@ def cast_array(x: np.ndarray, dtype: DType | np.dtype) -> np.ndarray:
     to, src = DType.from_numpy(target), DType.from_numpy(x.dtype)
     if to.is_int and src.is_float:
         return float_to_int(x, target)
+    if src.packed:      # ml_dtypes converts 4-bit integers to few types: widen first
+        x, src = x.astype(np.int8 if src is DType.INT4 else np.uint8), DType.INT8
+    if to.packed and src.is_int:    # wraps to 4 bits
+        low = x.astype(np.int64) & 15
+        return ((low ^ 8) - 8 if to is DType.INT4 else low).astype(target)
     with np.errstate(all="ignore"):
         if to.is_narrow_float and to is not DType.FLOAT16 and src is not DType.FLOAT32:
             # bfloat16 and float8 round from float32, as the C does: an
