@@ -53,7 +53,6 @@ import sys
 from types import FrameType
 from typing import Any, Callable, Iterable, Sequence, Union
 
-import ml_dtypes
 import numpy as np
 
 from .diagnostics import Span
@@ -214,7 +213,7 @@ def _python_fits(x: bool | int | float, d: DType) -> bool:
     if isinstance(x, bool):
         return d is DType.BOOL
     if isinstance(x, int):
-        return d.is_float or (d.is_int and ml_dtypes.iinfo(d.np).min <= x <= ml_dtypes.iinfo(d.np).max)
+        return d.is_float or (d.is_int and int(d.min) <= x <= int(d.max))
     return d.is_float
 
 

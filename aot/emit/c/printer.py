@@ -17,8 +17,13 @@ generator:
 Spelling rules (the C the generated code relies on):
 
 * **Types.** ``bool`` is ``uint8_t`` holding 0 or 1 (one byte, as NumPy;
-  no ``stdbool.h``); integers are ``<stdint.h>`` types; ``float16`` is
-  stored as ``uint16_t`` bits and computed as ``float``.
+  no ``stdbool.h``); integers are ``<stdint.h>`` types; the narrow floats
+  (``float16``, ``bfloat16``, the float8 formats) are stored as their bits
+  (``uint16_t``/``uint8_t``) and computed as ``float``; ``int4``/``uint4``
+  are computed as ``int8_t``/``uint8_t`` (results wrapped to 4 bits: a
+  mask, or for int4 ``(int8_t)((x & 15u ^ 8u) - 8u)``) and stored packed
+  two per byte, read with ``aot_load_i4``/``aot_load_u4`` and written with
+  ``aot_store_i4``/``aot_store_u4`` (a read-modify-write of the byte).
 * **Wrapping integer arithmetic without UB.**  Signed ``+ - *``, ``<<`` and
   unary ``-`` (and the same on ``uint8``/``uint16``, which C promotes to
   ``int``) are computed in ``uint32_t`` (``uint64_t`` for 64-bit types)
@@ -43,7 +48,11 @@ Spelling rules (the C the generated code relies on):
   zero, saturate, NaN -> 0); -> bool: ``x != 0``; integer -> integer:
   ``(int8_t)x`` (masked for uint8/uint16); float16 results are rounded with
   ``aot_round_f16``, float16 loads/stores convert with ``aot_f16_to_f32`` /
-  ``aot_f32_to_f16`` (a float16 copy stays a bit copy).
+  ``aot_f32_to_f16`` (a float16 copy stays a bit copy); the same for the
+  other narrow floats with their helpers (``aot_round_bf16``,
+  ``aot_e4m3fn_to_f32`` ...), a conversion from a double or an integer
+  rounding through float (the interpreter's rule), one from a float8 to
+  float16 or bfloat16 needing no rounding.
 * **Literals** are bit-exact.  float32 (and float16, whose values are exact
   floats) print as the *shortest decimal that round-trips* with an ``f``
   suffix (``0.1f``, ``1e-45f``, ``3.4028235e+38f``), float64 likewise

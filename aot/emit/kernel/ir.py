@@ -43,7 +43,10 @@ on NumPy scalars):
   ``x - NAN`` as ``x + -NAN``), so only ``copysign``-like calls can tell.
 * ``float16`` is stored as IEEE binary16 and computed in float32: every
   ``float16`` arithmetic result (``+ - * /``, ``floordiv``, ``floormod``,
-  calls) is rounded back to half precision, as NumPy does.
+  calls) is rounded back to half precision, as NumPy does; ``bfloat16`` and
+  the float8 formats likewise (as ml_dtypes does).  ``int4``/``uint4``
+  wrap modulo 2^4 and are stored packed two per byte (see
+  :mod:`aot.ir.dtype`).
 * :class:`Call` names a C function (a ``math.h`` function such as ``expf``
   or a runtime helper); :func:`math_call` picks the right name per dtype.
 
