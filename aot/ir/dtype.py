@@ -98,6 +98,19 @@ class DType(enum.Enum):
         return self.value.startswith("float8")
 
     @property
+    def has_inf(self) -> bool:
+        """A float type with infinities (all but three float8 formats)."""
+        return self.is_float and (not self.is_float8 or self is DType.FLOAT8_E5M2)
+
+    @property
+    def lowest(self) -> int | float:
+        """The identity of max: -inf, the most negative finite value of a
+        float format without infinities, an integer type's minimum."""
+        if self is DType.BOOL:
+            return 0
+        return -float("inf") if self.has_inf else self.min
+
+    @property
     def is_int(self) -> bool:
         """Signed or unsigned integer (not bool)."""
         return self.value.startswith(("int", "uint"))
@@ -191,3 +204,17 @@ def from_storage(raw: np.ndarray, dtype: DType, shape: tuple[int, ...]) -> np.nd
             nibbles = ((nibbles ^ 8).astype(np.int16) - 8).astype(np.int8).view(np.uint8)
         return nibbles.view(dtype.np).reshape(shape)
     return raw.view(dtype.np)[:count].reshape(shape)
+
+
+def np_kind(dtype: np.dtype) -> str:
+    """NumPy's ``dtype.kind``, with ml_dtypes' types (kind ``V``, or ``f``
+    for float8_e5m2) given the kind of what they are: ``f`` for bfloat16
+    and the float8 formats, ``i``/``u`` for int4/uint4."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "V":
+        return dtype.kind
+    try:
+        d = DType.from_numpy(dtype)
+    except ValueError:
+        return dtype.kind
+    return "f" if d.is_float else "i" if d.is_signed else "u"

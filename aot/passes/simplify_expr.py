@@ -86,6 +86,7 @@ from ..ir.pattern import (DFPattern, DFPatternCallback, is_constant, is_op, is_t
 from ..ir.types import TensorType
 from .manager import register_pass
 from .to_graph_normal_form import is_pure
+from ..ir.dtype import np_kind
 
 __all__ = ["simplify_expr", "holds_exactly", "cast_chain_exact", "CALLBACKS"]
 
@@ -120,11 +121,11 @@ class _Rule(DFPatternCallback):
 # ------------------------------------------------------ arithmetic identities
 
 def _constant_is(data: np.ndarray, value: int, negative_zero: bool | None) -> bool:
-    if data.size == 0 or data.dtype.kind not in "iuf":
+    if data.size == 0 or np_kind(data.dtype) not in "iuf":
         return False
     if not np.all(data == value):
         return False
-    if data.dtype.kind == "f" and value == 0 and negative_zero is not None:
+    if np_kind(data.dtype) == "f" and value == 0 and negative_zero is not None:
         signs = np.signbit(data)
         return bool(np.all(signs)) if negative_zero else not bool(np.any(signs))
     return True

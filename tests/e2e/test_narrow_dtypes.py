@@ -166,6 +166,17 @@ def _cases() -> list[tuple[str, str, np.ndarray]]:
     cases.append(("int4 arithmetic",
                   "def @main(%a: Tensor[(7), int4]) -> (Tensor[(7), int4], Tensor[(7), int4]) "
                   "{ (add(%a, %a), divide(%a, negative(ones_like(%a)))) }", i4))
+    # reductions and pools start from the type's lowest value: -inf, or the
+    # most negative finite value of a format without infinities
+    for fmt, values in (("float8_e4m3fn", [-448.0, -3.0, 1.5, 448.0]),
+                        ("float8_e4m3fnuz", [-240.0, -0.5, 2.0, 3.0]),
+                        ("bfloat16", [-np.inf, -1.0, 0.5, 7.0]), ("int4", [-8, -1, 3, 7])):
+        v = np.array(values * 4, np.float32).reshape(4, 4).T.copy().astype(
+            getattr(ml_dtypes, fmt))
+        cases.append((f"{fmt} max/argmax/pool/transpose",
+                      f"def @main(%x: Tensor[(4, 4), {fmt}]) {{ (max(%x, axis=[1]), "
+                      "argmax(%x, axis=[0]), nn.max_pool2d(expand_dims(expand_dims(%x, axis=0), "
+                      "axis=0), pool_size=[2, 2]), concatenate((transpose(%x), %x), axis=1)) }", v))
     return cases
 
 

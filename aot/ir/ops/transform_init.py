@@ -49,6 +49,7 @@ from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, 
                      tensor_arg, tensor_args)
 from .shape_util import require_scalar
 from .transform_broadcast import InitOpAttrs
+from ..dtype import np_kind
 
 FAMILY = "transform"
 EW = PatternKind.ELEMWISE
@@ -291,13 +292,13 @@ def _arange(args: Sequence[np.ndarray], attrs: ArangeAttrs, out: Type) -> np.nda
     if float(step) == 0:
         raise ValueError("arange: step is 0")
     n = arange_length(float(start), float(stop), float(step))
-    if dtype.kind == "f":
+    if np_kind(dtype) == "f":
         with np.errstate(all="ignore"):
             values = start + step * np.arange(n).astype(dtype)
     else:
         # exact in 64 bits, then wrapped to the dtype: the same as wrapping
         # arithmetic in the dtype itself
-        wide = np.uint64 if dtype.kind == "u" else np.int64
+        wide = np.uint64 if np_kind(dtype) == "u" else np.int64
         with np.errstate(all="ignore"):
             values = (start.astype(wide) + step.astype(wide) * np.arange(n, dtype=wide))
     return as_array(values, dtype)
