@@ -213,7 +213,7 @@ def _python_fits(x: bool | int | float, d: DType) -> bool:
     if isinstance(x, bool):
         return d is DType.BOOL
     if isinstance(x, int):
-        return d.is_float or (d.is_int and np.iinfo(d.np).min <= x <= np.iinfo(d.np).max)
+        return d.is_float or (d.is_int and int(d.min) <= x <= int(d.max))
     return d.is_float
 
 

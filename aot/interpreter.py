@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from .diagnostics import DiagnosticError, Span
@@ -784,7 +785,7 @@ def _scalar_fits(v: Any, dtype: DType) -> bool:
         return dtype is DType.BOOL
     if isinstance(v, int):
         if dtype.is_int:
-            info = np.iinfo(dtype.np)
+            info = ml_dtypes.iinfo(dtype.np)
             return info.min <= v <= info.max
         if dtype.is_float:
             with np.errstate(all="ignore"):

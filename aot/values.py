@@ -26,6 +26,7 @@ import numpy as np
 
 from .ir.dtype import DType
 from .ir.types import TensorType, TupleType, Type
+from .ir.dtype import np_kind
 
 if TYPE_CHECKING:
     from .ir.adt import Constructor
@@ -204,8 +205,8 @@ def format_scalar(a: np.ndarray) -> str:
             text = np.format_float_scientific(a[()], unique=True, trim="-")
         else:
             text = np.format_float_positional(a[()], unique=True, trim="-")
-        return text + _SUFFIX[dtype]
-    return str(int(item)) + _SUFFIX[dtype]
+        return text + _SUFFIX.get(dtype, f"({dtype})")
+    return str(int(item)) + _SUFFIX.get(dtype, f"({dtype})")
 
 
 def _format_tensor(a: np.ndarray) -> str:
@@ -324,7 +325,7 @@ def _same_ctor(c: Constructor, d: Constructor) -> bool:
 def _arrays_equal(x: np.ndarray, y: np.ndarray, rtol: float, atol: float) -> bool:
     if x.shape != y.shape or x.dtype != y.dtype:
         return False
-    if x.dtype.kind in "fc":
+    if np_kind(x.dtype) in "fc":
         if rtol == 0 and atol == 0:
             return bool(np.array_equal(x, y, equal_nan=True))
         with np.errstate(all="ignore"):

@@ -25,6 +25,14 @@
  *                                  saturate at the type's limits, NaN -> 0
  *   aot_f16_to_f32 aot_f32_to_f16  IEEE binary16 bits <-> float (exact /
  *   aot_f64_to_f16 aot_round_f16   round to nearest even, as NumPy)
+ *   aot_F_to_f32 aot_f32_to_F      the same for F = bf16 (bfloat16) and the
+ *   aot_round_F                    float8 formats e4m3fn e4m3fnuz e5m2
+ *                                  e5m2fnuz (as ml_dtypes: overflow gives
+ *                                  infinity or NaN, no saturation)
+ *   aot_load_i4 aot_store_i4       element i of packed int4 / uint4 data
+ *   aot_load_u4 aot_store_u4       (two per byte, element 2k in the low
+ *                                  nibble of byte k, as ONNX)
+ *   aot_sat_F_i4 aot_sat_F_u4      float -> int4 / uint4 as aot_sat_F_I
  *   aot_load4_i8 aot_load4_u8      four bytes p[i..i+3] as one little-endian
  *                                  word (memcpy: one load on a Cortex-M)
  *   aot_sat_i32_S                  int32 -> int8, int16, uint8, uint16,
@@ -423,6 +431,169 @@ static inline uint16_t aot_f64_to_f16(double x)
 static inline float aot_round_f16(float x)
 {
     return aot_f16_to_f32(aot_f32_to_f16(x));
+}
+
+/* ---- bfloat16 ------------------------------------------------------------- */
+
+/* bfloat16 bits are the top half of a float's. */
+static inline float aot_bf16_to_f32(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* float -> bfloat16 bits, round to nearest even (overflow gives infinity);
+ * a NaN stays a quiet NaN with its sign and top payload bits. */
+static inline uint16_t aot_f32_to_bf16(float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x0040u);
+    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+static inline float aot_round_bf16(float x)
+{
+    return aot_bf16_to_f32(aot_f32_to_bf16(x));
+}
+
+/* ---- float8 (ONNX's four formats) ----------------------------------------- */
+
+/* Internal: float8 bits -> float, exactly.  m mantissa bits, exponent bias
+ * `bias`, `sub` = 2^(1 - bias - m) (the subnormal quantum); `nan` tells the
+ * NaN codes: 0 e4m3fn (S.1111.111), 1 e5m2 (S.11111.mm, mm != 0; mm == 0
+ * is infinity), 2 fnuz (0x80 only; no infinity, no negative zero). */
+static inline float aot_f8_to_f32(uint8_t b, unsigned m, unsigned bias, float sub, int nan)
+{
+    uint32_t mag = b & 0x7fu, e = mag >> m, bits;
+    float f;
+    if (nan == 2 ? b == 0x80u : nan == 0 ? mag == 0x7fu : mag > 0x7cu) return AOT_NAN_F32;
+    if (nan == 1 && mag == 0x7cu) {
+        f = AOT_INF_F32;
+    } else if (e == 0u) {
+        f = (float)mag * sub;
+    } else {
+        bits = ((e + 127u - bias) << 23) | ((mag & ((1u << m) - 1u)) << (23u - m));
+        memcpy(&f, &bits, sizeof f);
+    }
+    return (b & 0x80u) ? -f : f;
+}
+
+/* Internal: float -> float8 bits, round to nearest even (ties to the even
+ * code), without saturation: beyond the largest finite code `maxcode` (and
+ * for infinities) the result is `overflow`, a NaN gives `nanc`; both get
+ * the sign unless `uz` (fnuz formats: no sign on NaN, no negative zero).
+ * float32 subnormals are far below every format's subnormals: zero. */
+static inline uint8_t aot_f32_to_f8(float x, unsigned m, int bias, uint32_t maxcode,
+                                    uint32_t overflow, uint32_t nanc, int uz)
+{
+    uint32_t bits, mag, sign, sig, r, rem, half, code;
+    int e, emin = 1 - bias, drop;
+    memcpy(&bits, &x, sizeof bits);
+    sign = (bits >> 24) & 0x80u;
+    mag = bits & 0x7fffffffu;
+    if (mag > 0x7f800000u) return (uint8_t)(uz ? nanc : sign | nanc);
+    if (mag >= 0x7f800000u) return (uint8_t)(uz ? overflow : sign | overflow);
+    if ((mag >> 23) == 0u) return (uint8_t)(uz ? 0u : sign);
+    e = (int)(mag >> 23) - 127;
+    sig = (mag & 0x7fffffu) | 0x800000u;
+    drop = 23 - (int)m + (e < emin ? emin - e : 0);
+    if (drop >= 25) return (uint8_t)(uz ? 0u : sign);
+    r = sig >> drop;
+    rem = sig & ((1u << drop) - 1u);
+    half = 1u << (drop - 1);
+    if (rem > half || (rem == half && (r & 1u))) r += 1u;
+    code = ((uint32_t)((e < emin ? emin : e) - emin) << m) + r;
+    if (code > maxcode) return (uint8_t)(uz ? overflow : sign | overflow);
+    if (code == 0u && uz) return 0u;
+    return (uint8_t)(sign | code);
+}
+
+static inline float aot_e4m3fn_to_f32(uint8_t b)
+{
+    return aot_f8_to_f32(b, 3u, 7u, 0.001953125f, 0);
+}
+static inline uint8_t aot_f32_to_e4m3fn(float x)
+{
+    return aot_f32_to_f8(x, 3u, 7, 0x7eu, 0x7fu, 0x7fu, 0);
+}
+static inline float aot_round_e4m3fn(float x) { return aot_e4m3fn_to_f32(aot_f32_to_e4m3fn(x)); }
+
+static inline float aot_e4m3fnuz_to_f32(uint8_t b)
+{
+    return aot_f8_to_f32(b, 3u, 8u, 0.0009765625f, 2);
+}
+static inline uint8_t aot_f32_to_e4m3fnuz(float x)
+{
+    return aot_f32_to_f8(x, 3u, 8, 0x7fu, 0x80u, 0x80u, 1);
+}
+static inline float aot_round_e4m3fnuz(float x)
+{
+    return aot_e4m3fnuz_to_f32(aot_f32_to_e4m3fnuz(x));
+}
+
+static inline float aot_e5m2_to_f32(uint8_t b)
+{
+    return aot_f8_to_f32(b, 2u, 15u, 1.52587890625e-05f, 1);
+}
+static inline uint8_t aot_f32_to_e5m2(float x)
+{
+    return aot_f32_to_f8(x, 2u, 15, 0x7bu, 0x7cu, 0x7eu, 0);
+}
+static inline float aot_round_e5m2(float x) { return aot_e5m2_to_f32(aot_f32_to_e5m2(x)); }
+
+static inline float aot_e5m2fnuz_to_f32(uint8_t b)
+{
+    return aot_f8_to_f32(b, 2u, 16u, 7.62939453125e-06f, 2);
+}
+static inline uint8_t aot_f32_to_e5m2fnuz(float x)
+{
+    return aot_f32_to_f8(x, 2u, 16, 0x7fu, 0x80u, 0x80u, 1);
+}
+static inline float aot_round_e5m2fnuz(float x)
+{
+    return aot_e5m2fnuz_to_f32(aot_f32_to_e5m2fnuz(x));
+}
+
+/* ---- int4 / uint4, packed two per byte (element 2k in the low nibble) ---- */
+
+static inline int8_t aot_load_i4(const uint8_t *p, int32_t i)
+{
+    uint32_t nibble = ((uint32_t)p[i >> 1] >> (((uint32_t)i & 1u) << 2)) & 15u;
+    return (int8_t)((int32_t)(nibble ^ 8u) - 8);
+}
+static inline uint8_t aot_load_u4(const uint8_t *p, int32_t i)
+{
+    return (uint8_t)(((uint32_t)p[i >> 1] >> (((uint32_t)i & 1u) << 2)) & 15u);
+}
+static inline void aot_store_u4(uint8_t *p, int32_t i, uint8_t v)
+{
+    uint32_t shift = ((uint32_t)i & 1u) << 2;
+    p[i >> 1] = (uint8_t)(((uint32_t)p[i >> 1] & ~(15u << shift)) | (((uint32_t)v & 15u) << shift));
+}
+static inline void aot_store_i4(uint8_t *p, int32_t i, int8_t v)
+{
+    aot_store_u4(p, i, (uint8_t)((uint32_t)v & 15u));
+}
+
+/* float -> int4 / uint4: truncate toward zero, saturate, NaN -> 0. */
+static inline int8_t aot_sat_f32_i4(float x)
+{
+    return x != x ? 0 : x <= -8.0f ? -8 : x >= 7.0f ? 7 : (int8_t)x;
+}
+static inline uint8_t aot_sat_f32_u4(float x)
+{
+    return x != x ? 0u : x <= 0.0f ? 0u : x >= 15.0f ? 15u : (uint8_t)x;
+}
+static inline int8_t aot_sat_f64_i4(double x)
+{
+    return x != x ? 0 : x <= -8.0 ? -8 : x >= 7.0 ? 7 : (int8_t)x;
+}
+static inline uint8_t aot_sat_f64_u4(double x)
+{
+    return x != x ? 0u : x <= 0.0 ? 0u : x >= 15.0 ? 15u : (uint8_t)x;
 }
 
 #endif /* AOT_KERNEL_HELPERS_H */

@@ -212,7 +212,7 @@ def onnx_cases(tmp_path: Path) -> dict[str, tuple[Path, str, list[str]]]:
     cases["opset-too-new"] = (_relu_model(opset=99), r"m\.onnx: error: the model uses opset 99, "
                               r"newer than the newest", [])
     for dtype, label in ((TensorProto.COMPLEX64, "complex64"), (TensorProto.STRING, "string"),
-                         (TensorProto.BFLOAT16, "bfloat16")):
+                         (TensorProto.FLOAT4E2M1, "float4e2m1")):
         if dtype == TensorProto.STRING:
             init = helper.make_tensor("w", dtype, [2], [b"a", b"b"])
         elif dtype == TensorProto.COMPLEX64:
@@ -245,7 +245,7 @@ def onnx_cases(tmp_path: Path) -> dict[str, tuple[Path, str, list[str]]]:
 ONNX_CASES = ["truncated", "random-bytes", "empty-file", "unsupported-op", "custom-domain",
               "inconsistent-shapes", "matmul-mismatch", "free-dimension",
               "input-shape-unknown-name", "opset-too-old", "opset-too-new",
-              "initializer-complex64", "initializer-string", "initializer-bfloat16",
+              "initializer-complex64", "initializer-string", "initializer-float4e2m1",
               "missing-external-data"]
 
 

@@ -70,9 +70,21 @@ class UnsupportedNode:
 
 # ------------------------------------------------------------------ ndarray
 
+#: The float8 formats: TVM's DLPack has no codes for all four, so they take
+#: codes of the custom range (TVM's ``kCustomBegin`` is 129), aot's own.
+_FLOAT8_CODES = {DType.FLOAT8_E4M3FN: 130, DType.FLOAT8_E4M3FNUZ: 131,
+                 DType.FLOAT8_E5M2: 132, DType.FLOAT8_E5M2FNUZ: 133}
+
+
 def _dl_dtype(dtype: DType) -> tuple[int, int]:
+    """DLPack's (code, bits) of ``dtype``; int4/uint4 are (int, 4) and
+    (uint, 4) and, as in TVM's NDArray, take one byte per element."""
     if dtype is DType.BOOL:
         return _KDL_UINT, 1
+    if dtype is DType.BFLOAT16:
+        return _KDL_BFLOAT, 16
+    if dtype in _FLOAT8_CODES:
+        return _FLOAT8_CODES[dtype], 8
     if dtype.is_float:
         return _KDL_FLOAT, dtype.bits
     if dtype.is_unsigned:
@@ -86,8 +98,11 @@ def _from_dl_dtype(code: int, bits: int, lanes: int) -> DType:
     if (code == _KDL_UINT and bits == 1) or (code == _KDL_BOOL and bits == 8):
         return DType.BOOL
     names = {_KDL_INT: "int", _KDL_UINT: "uint", _KDL_FLOAT: "float"}
-    if code == _KDL_BFLOAT:
-        raise MetadataError("bfloat16 tensors are not supported")
+    if code == _KDL_BFLOAT and bits == 16:
+        return DType.BFLOAT16
+    for d, c in _FLOAT8_CODES.items():
+        if code == c and bits == 8:
+            return d
     if code not in names:
         raise MetadataError(f"unknown DLPack type code {code}")
     dtype = DType.parse(f"{names[code]}{bits}")

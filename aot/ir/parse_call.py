@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..diagnostics import Span
@@ -171,7 +172,7 @@ class CallSyntax(ParserState):
         if number.is_float:
             dtype = number.dtype or DType.FLOAT32
             fvalue = -float(number.value) if negate else float(number.value)
-            limit = float(np.finfo(dtype.np).max)
+            limit = float(ml_dtypes.finfo(dtype.np).max)
             # a decimal past float64's range reads as inf; `inff` is spelled so
             overflowed = math.isinf(fvalue) and not number.text.startswith("inf")
             if overflowed or (math.isfinite(fvalue) and abs(fvalue) > limit):
@@ -182,13 +183,13 @@ class CallSyntax(ParserState):
         ivalue = -int(number.value) if negate else int(number.value)
         if number.dtype is None:
             for candidate in (DType.INT32, DType.INT64):
-                info = np.iinfo(candidate.np)
+                info = ml_dtypes.iinfo(candidate.np)
                 if info.min <= ivalue <= info.max:
                     return ivalue, candidate
             self.error(f"integer literal `{text}` is out of range for int64", span)
             return 0, DType.INT64
         dtype = number.dtype
-        info = np.iinfo(dtype.np)
+        info = ml_dtypes.iinfo(dtype.np)
         if not info.min <= ivalue <= info.max:
             self.error(f"integer literal `{text}` is out of range for {dtype} "
                        f"({info.min} to {info.max})", span)

@@ -45,6 +45,7 @@ import re
 from types import GeneratorType
 from typing import Any, Generator, Iterable
 
+import ml_dtypes
 import numpy as np
 
 from .adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
@@ -76,7 +77,7 @@ def _reads_back(text: str, value: np.ndarray, dtype: DType) -> bool:
     like the parser does, then rounded to the dtype."""
     negative = text.startswith("-")
     magnitude = float(text.lstrip("-"))
-    if magnitude > float(np.finfo(dtype.np).max):
+    if magnitude > float(ml_dtypes.finfo(dtype.np).max):
         return False
     parsed = np.array(-magnitude if negative else magnitude, dtype=dtype.np)
     return parsed.tobytes() == value.tobytes()
@@ -110,6 +111,8 @@ def scalar_literal(value: np.ndarray) -> str | None:
     dtype = DType.from_numpy(value.dtype)
     if dtype is DType.BOOL:
         return "True" if bool(value) else "False"
+    if dtype not in _FLOAT_SUFFIX and dtype not in _INT_SUFFIX:
+        return None     # bfloat16, float8, int4, uint4: no literal syntax
     if dtype.is_float:
         return float_literal(value)
     return f"{int(value)}{_INT_SUFFIX[dtype]}"

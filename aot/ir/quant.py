@@ -73,6 +73,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
@@ -249,7 +250,7 @@ def multiply_by_quantized_multiplier_single_rounding(
 # ----------------------------------------------------------- saturation, floats
 
 def dtype_range(dtype: np.dtype | type) -> tuple[int, int]:
-    info = np.iinfo(dtype)
+    info = ml_dtypes.iinfo(dtype)
     return int(info.min), int(info.max)
 
 

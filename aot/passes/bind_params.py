@@ -23,6 +23,7 @@ from ..ir.expr import Constant, Function
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator
+from ..ir.dtype import np_kind
 
 __all__ = ["bind_params"]
 
@@ -33,9 +34,9 @@ def _as_constant(name: str, value: Any, annotation: object) -> Constant:
         want = annotation.dtype
         if arr.dtype != want.np:
             converted = arr.astype(want.np)
-            same = (converted.astype(arr.dtype) == arr) | (np.isnan(arr) if arr.dtype.kind == "f"
-                                                           else False)
-            if arr.dtype.kind not in "iubf" or not np.all(same):
+            is_float = np_kind(arr.dtype) == "f"
+            same = (converted.astype(arr.dtype) == arr) | (np.isnan(arr) if is_float else False)
+            if np_kind(arr.dtype) not in "iubf" or not np.all(same):
                 raise DiagnosticError(f"param `{name}`: a {arr.dtype} array does not convert "
                                       f"exactly to {want}")
             arr = converted

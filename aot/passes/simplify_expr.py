@@ -73,6 +73,7 @@ users (it stays for them; the merged call costs what the outer one did).
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ..ir.dtype import DType
@@ -85,6 +86,7 @@ from ..ir.pattern import (DFPattern, DFPatternCallback, is_constant, is_op, is_t
 from ..ir.types import TensorType
 from .manager import register_pass
 from .to_graph_normal_form import is_pure
+from ..ir.dtype import np_kind
 
 __all__ = ["simplify_expr", "holds_exactly", "cast_chain_exact", "CALLBACKS"]
 
@@ -119,11 +121,11 @@ class _Rule(DFPatternCallback):
 # ------------------------------------------------------ arithmetic identities
 
 def _constant_is(data: np.ndarray, value: int, negative_zero: bool | None) -> bool:
-    if data.size == 0 or data.dtype.kind not in "iuf":
+    if data.size == 0 or np_kind(data.dtype) not in "iuf":
         return False
     if not np.all(data == value):
         return False
-    if data.dtype.kind == "f" and value == 0 and negative_zero is not None:
+    if np_kind(data.dtype) == "f" and value == 0 and negative_zero is not None:
         signs = np.signbit(data)
         return bool(np.all(signs)) if negative_zero else not bool(np.any(signs))
     return True
@@ -278,7 +280,13 @@ class MergeTransposes(_Rule):
 
 # -------------------------------------------------------------------- casts
 
-_MANTISSA_DIGITS = {DType.FLOAT16: 11, DType.FLOAT32: 24, DType.FLOAT64: 53}
+def _float_format(d: DType) -> tuple[int, int, int, bool]:
+    """(significand digits, largest exponent, exponent of the smallest
+    subnormal, has infinities) of float dtype ``d``."""
+    info = ml_dtypes.finfo(d.np)
+    no_inf = d.is_float8 and d is not DType.FLOAT8_E5M2
+    return int(info.nmant) + 1, int(info.maxexp), int(info.minexp) - int(info.nmant), \
+        not no_inf
 
 
 def holds_exactly(src: DType, mid: DType) -> bool:
@@ -289,11 +297,15 @@ def holds_exactly(src: DType, mid: DType) -> bool:
     if mid.is_bool:
         return False
     if src.is_float:
-        return mid.is_float and mid.bits >= src.bits
+        if not mid.is_float:
+            return False
+        (sd, smax, ssub, sinf), (md, mmax, msub, minf) = _float_format(src), _float_format(mid)
+        return md >= sd and mmax >= smax and msub <= ssub and (minf or not sinf)
     # src is an integer
     digits = src.bits - 1 if src.is_signed else src.bits
     if mid.is_float:
-        return digits <= _MANTISSA_DIGITS[mid]
+        md, mmax, _, _ = _float_format(mid)
+        return digits <= md and digits < mmax
     if src.is_signed and not mid.is_signed:
         return False
     mid_digits = mid.bits - 1 if mid.is_signed else mid.bits

@@ -150,6 +150,9 @@ _DTYPE_SHORT = {
     DType.BOOL: "bool", DType.INT8: "i8", DType.INT16: "i16", DType.INT32: "i32",
     DType.INT64: "i64", DType.UINT8: "u8", DType.UINT16: "u16", DType.UINT32: "u32",
     DType.UINT64: "u64", DType.FLOAT16: "f16", DType.FLOAT32: "f32", DType.FLOAT64: "f64",
+    DType.BFLOAT16: "bf16", DType.FLOAT8_E4M3FN: "e4m3fn", DType.FLOAT8_E4M3FNUZ: "e4m3fnuz",
+    DType.FLOAT8_E5M2: "e5m2", DType.FLOAT8_E5M2FNUZ: "e5m2fnuz", DType.INT4: "i4",
+    DType.UINT4: "u4",
 }
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 

@@ -247,16 +247,16 @@ def test_integer_linear_resize_is_refused():
 
 def test_unsupported_input_dtype():
     m = model([node("Identity", ["x"], ["y"])], {}, ["y"], infer=False)
-    m.graph.input.append(helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2]))
-    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2]))
-    assert import_error(m) == ("m.onnx: error: input 'x' has element type bfloat16, which is "
+    m.graph.input.append(helper.make_tensor_value_info("x", TensorProto.FLOAT4E2M1, [2]))
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT4E2M1, [2]))
+    assert import_error(m) == ("m.onnx: error: input 'x' has element type float4e2m1, which is "
                                "not supported")
 
 
 def test_unsupported_cast_target():
-    m = model([node("Cast", ["x"], ["y"], name="c", to=TensorProto.BFLOAT16)],
+    m = model([node("Cast", ["x"], ["y"], name="c", to=TensorProto.INT2)],
               {"x": rand((2,))}, ["y"])
-    assert import_error(m) == "m.onnx: error: node 'c' (Cast): casting to bfloat16 is not supported"
+    assert import_error(m) == "m.onnx: error: node 'c' (Cast): casting to int2 is not supported"
 
 
 def test_unsupported_initializer_dtype():

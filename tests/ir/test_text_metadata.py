@@ -68,7 +68,7 @@ def test_reads_dlpack_bool_code():
     (lambda b: b"\0" * 8 + b[8:], "bad magic"),
     (lambda b: b[:20], "truncated NDArray header"),
     (lambda b: b[:-1], "truncated NDArray data"),
-    (lambda b: b[:28] + struct.pack("<BBH", 4, 16, 1) + b[32:], "bfloat16"),
+    (lambda b: b[:28] + struct.pack("<BBH", 4, 8, 1) + b[32:], "unknown DLPack type code 4"),
     (lambda b: b[:28] + struct.pack("<BBH", 2, 32, 4) + b[32:], "lanes=4"),
     (lambda b: b[:48] + struct.pack("<q", 5) + b[56:], "should hold 24 bytes"),
 ])
@@ -76,6 +76,18 @@ def test_bad_ndarrays(mutate, message):
     blob = ndarray_to_bytes(np.arange(6, dtype=np.float32).reshape(2, 3))
     with pytest.raises(MetadataError, match=message):
         ndarray_from_bytes(mutate(blob))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+                                   "float8_e5m2", "float8_e5m2fnuz", "int4", "uint4"])
+def test_narrow_ndarray_round_trip(dtype):
+    """bfloat16 is DLPack's kDLBfloat, int4/uint4 one byte per element (as
+    TVM's NDArray), the float8 formats codes of aot's own."""
+    import ml_dtypes
+    a = np.array([-3, 0, 2, 7], np.int8).astype(getattr(ml_dtypes, dtype)) if "int" in dtype \
+        else np.array([-3.5, 0.0, 0.25, np.nan], np.float32).astype(getattr(ml_dtypes, dtype))
+    b = ndarray_from_bytes(ndarray_to_bytes(a))
+    assert b.dtype == a.dtype and b.tobytes() == a.tobytes()
 
 
 def test_metadata_round_trip():

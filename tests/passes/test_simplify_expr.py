@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -258,16 +259,24 @@ def test_inexact_identities_are_not_rules(dt, rule):
 # --------------------------------------------------------- cast chains
 
 DTYPES = [d for d in DType]
+#: the chains through every pair of intermediate types are cubic in the
+#: number of dtypes: the NumPy ones and one of each narrow kind
+CHAIN_DTYPES = [d for d in DType if d.np.kind != "V" and d is not DType.FLOAT8_E5M2] + \
+    [DType.BFLOAT16, DType.FLOAT8_E4M3FN, DType.INT4]
 
 
 def _samples(d: DType) -> np.ndarray:
     if d.is_bool:
         return np.array([False, True])
     if d.is_float:
+        # witnesses: a third, the largest finite value, the smallest
+        # subnormal and one past 1 of each format (bfloat16, float8 too)
+        fi = ml_dtypes.finfo(d.np)
         with np.errstate(all="ignore"):
-            more = np.array([1 / 3, 65504.0, 1e38, 2049.0, 0.5, 300.0, -1.0], dtype=d.value)
-        return np.concatenate([_specials(d.value), more])
-    info = np.iinfo(d.np)
+            more = np.array([1 / 3, 65504.0, 1e38, 2049.0, 0.5, 300.0, -1.0, float(fi.max),
+                             float(fi.smallest_subnormal), 1 + float(fi.eps)], dtype=d.np)
+        return np.concatenate([_specials(d.np), more])
+    info = ml_dtypes.iinfo(d.np)
     cands = [0, 1, -1, 2, 127, 128, 255, 256, 2049, 32767, 32768, 65535, 65536, 16777217,
              2**31 - 1, 2**31, 2**32 - 1, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1,
              -128, -129, -32768, -32769, -2**31, -2**31 - 1, -2**63, info.min, info.max]
@@ -328,12 +337,12 @@ def test_int_to_float_to_int_needs_the_values_to_fit(src, mid, dst):
     assert cast_chain_exact(src, mid, dst) == agree == holds_exactly(src, dst)
 
 
-@pytest.mark.parametrize("src", DTYPES)
+@pytest.mark.parametrize("src", CHAIN_DTYPES)
 def test_cast_chains(src):
     """Every chain src -> mid -> dst collapses exactly when
     ``cast_chain_exact``, and gives the same values as before on the
     samples."""
-    chains = [(m, d) for m in DTYPES for d in DTYPES if m != src and d != m]
+    chains = [(m, d) for m in CHAIN_DTYPES for d in CHAIN_DTYPES if m != src and d != m]
     x = B.var("x", B.tensor((len(_samples(src)),), src))
     body = B.tuple_(*[B.call("cast", B.call("cast", x, dtype=m.value), dtype=d.value)
                       for m, d in chains])

@@ -12,7 +12,10 @@ Calling a :class:`CompiledModel` never lets a bad argument reach C:
 * a NumPy array (or NumPy scalar) must have exactly the input's dtype --
   no silent casts, so a float64 array for a float32 input is an error that
   says how to convert; a bool array goes to C as its bytes (``uint8_t``
-  0/1), a float16 array as its ``uint16_t`` bits;
+  0/1), a float16 array as its ``uint16_t`` bits; the types NumPy lacks
+  are ``ml_dtypes`` arrays (``ml_dtypes.bfloat16``, ``float8_e4m3fn``,
+  ``float8_e4m3fnuz``, ``float8_e5m2``, ``float8_e5m2fnuz``, ``int4``,
+  ``uint4``), passed as their bits and int4/uint4 packed two per byte;
 * plain Python values (numbers, nested lists) are converted when that is
   exact in kind: booleans to anything, integers to integer types when in
   range and to float types, floats to float types (rounded as a literal
@@ -24,7 +27,8 @@ Errors are :class:`~aot.diagnostics.DiagnosticError` naming the model,
 the input and the expected and received shape and dtype.  Outputs are
 fresh arrays (pre-filled with a 0xA5 byte pattern, so an output the C does
 not write completely is noticed, not zero by luck); float16 outputs come
-back as ``np.float16`` and bool outputs as ``np.bool_``.  In caller-arena
+back as ``np.float16``, bool outputs as ``np.bool_`` and the others as
+``ml_dtypes`` arrays of their type.  In caller-arena
 mode each thread has an arena aligned to ``arena_align`` bytes, filled with
 the same byte pattern before every call.  A
 non-zero status raises a DiagnosticError with the status macro's name and
@@ -53,10 +57,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from ...diagnostics import DiagnosticError
-from ...ir.dtype import DType
+from ...ir.dtype import DType, from_storage, to_storage
 from .artifact import Artifact, build_artifact, open_artifact
 from ..c.types import c_storage_type
 from .extension import load_library
@@ -113,6 +118,16 @@ class TensorInfo:
 
     def describe(self) -> str:
         return _describe(self.shape, str(self.dtype))
+
+
+def in_storage(dtype: DType) -> bool:
+    """Passed to C as its storage units rather than as NumPy's bytes:
+    bfloat16 and float8 as their bits, int4/uint4 packed two per byte."""
+    return dtype.packed or (dtype.is_narrow_float and dtype is not DType.FLOAT16)
+
+
+def storage(array: np.ndarray, dtype: DType) -> np.ndarray:
+    return to_storage(array, dtype) if in_storage(dtype) else array
 
 
 def _describe(shape: Sequence[int], dtype: str) -> str:
@@ -267,7 +282,7 @@ class CompiledModel:
             raise DiagnosticError(f"{self._where(info)}: expected {info.describe()}; "
                                   f"Python {got} cannot be converted to {target} exactly")
         if kind in "iu" and target.is_int and natural.size:
-            limits = np.iinfo(target.np)
+            limits = ml_dtypes.iinfo(target.np)
             lo, hi = int(natural.min()), int(natural.max())
             if lo < int(limits.min) or hi > int(limits.max):
                 bad = lo if lo < int(limits.min) else hi
@@ -308,11 +323,14 @@ class CompiledModel:
 
     def _run(self, args: tuple[Any, ...]) -> list[np.ndarray]:
         """The flat output tensors of one run on the bound inputs."""
-        arrays = [self._convert(info, value) for info, value in zip(self.inputs, args)]
+        arrays = [storage(self._convert(info, value), info.dtype)
+                  for info, value in zip(self.inputs, args)]
         pointers = [self._pointer(a, info.c_type) for a, info in zip(arrays, self.inputs)]
         results = []
         for info in self.outputs:
             out = np.empty(info.shape, dtype=info.dtype.np)
+            if in_storage(info.dtype):
+                out = to_storage(out, info.dtype).copy()
             out.reshape(-1).view(np.uint8).fill(_POISON)
             results.append(out)
             pointers.append(self._pointer(out, info.c_type))
@@ -325,7 +343,8 @@ class CompiledModel:
             macro, meaning = self._status.get(status, ("unknown status", "?"))
             raise DiagnosticError(f"model `{self.name}` failed with status {status} "
                                   f"({macro}: {meaning})")
-        return results
+        return [from_storage(r, info.dtype, info.shape) if in_storage(info.dtype) else r
+                for r, info in zip(results, self.outputs)]
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The inputs in order, from positional then keyword arguments."""

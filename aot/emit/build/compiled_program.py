@@ -28,10 +28,11 @@ import numpy as np
 
 from ...diagnostics import DiagnosticError
 from ...ir.adt import Constructor
-from ...ir.dtype import DType
+from ...ir.dtype import DType, from_storage, to_storage
 from ...ir.types import GlobalTypeVar
 from ...values import ConstructorValue, FunctionValue, RefValue
-from .compiled_model import CompiledModel, Outputs, TensorInfo, output_names
+from .compiled_model import (CompiledModel, Outputs, TensorInfo, in_storage, storage,
+                             output_names)
 
 __all__ = ["CompiledProgram", "OpaqueValue", "program_cdef"]
 
@@ -153,7 +154,7 @@ class CompiledProgram(CompiledModel):
     def _tensor_handle(self, value: Any, t: Any, where: str) -> Any:
         shape, dtype = t["tensor"]
         info = TensorInfo(0, where, tuple(shape), DType(dtype))
-        array = self._convert(info, value)
+        array = storage(self._convert(info, value), info.dtype)
         c_type = info.c_type
         data = self._pointer(array, c_type)
         out = self._ffi.new(f"{self.name}_value **")
@@ -224,16 +225,18 @@ class CompiledProgram(CompiledModel):
         dt = DType(dtype)
         n = int(self._fn("value_nbytes")(h))
         size = int(np.prod(shape, dtype=np.int64))
-        assert n == size * dt.itemsize, (n, shape, dtype)
-        storage = np.uint16 if dt is DType.FLOAT16 else np.uint8 if dt is DType.BOOL else dt.np
+        assert n == dt.nbytes(size), (n, shape, dtype)
+        if dt.packed or dt.is_narrow_float:
+            raw = np.frombuffer(self._ffi.buffer(self._fn("value_data")(h), n), dtype=np.uint8) \
+                if n else np.zeros(0, np.uint8)
+            return from_storage(raw.copy(), dt, tuple(shape))
+        unit = np.uint8 if dt is DType.BOOL else dt.np
         if n == 0:
-            raw = np.zeros(size, dtype=storage)
+            raw = np.zeros(size, dtype=unit)
         else:
             raw = np.frombuffer(self._ffi.buffer(self._fn("value_data")(h), n),
-                                dtype=storage).copy()
-        if dt is DType.FLOAT16:
-            raw = raw.view(np.float16)
-        elif dt is DType.BOOL:
+                                dtype=unit).copy()
+        if dt is DType.BOOL:
             raw = raw.astype(np.bool_)
         return raw.reshape(shape)
 
@@ -322,7 +325,7 @@ class CompiledProgram(CompiledModel):
                     if leaf["kind"] == "tensor":
                         info = TensorInfo(leaf_index - 1, leaf["name"], tuple(leaf["shape"]),
                                           DType(leaf["dtype"]))
-                        array = self._convert(info, leaf_value)
+                        array = storage(self._convert(info, leaf_value), info.dtype)
                         keep.append(array)
                         pointers.append(self._pointer(array, info.c_type))
                     else:
@@ -331,6 +334,8 @@ class CompiledProgram(CompiledModel):
             for leaf in self._out_leaves:
                 if leaf["kind"] == "tensor":
                     out = np.empty(tuple(leaf["shape"]), dtype=DType(leaf["dtype"]).np)
+                    if in_storage(DType(leaf["dtype"])):
+                        out = to_storage(out, DType(leaf["dtype"])).copy()
                     out.reshape(-1).view(np.uint8).fill(0xA5)
                     outs.append(out)
                     pointers.append(self._pointer(out, leaf["c_type"]))
@@ -343,7 +348,9 @@ class CompiledProgram(CompiledModel):
                 raise self._failure(status, "run")
             for leaf, out in zip(self._out_leaves, outs):
                 if leaf["kind"] == "tensor":
-                    results.append(out)
+                    dt = DType(leaf["dtype"])
+                    results.append(from_storage(out, dt, tuple(leaf["shape"]))
+                                   if in_storage(dt) else out)
                 else:
                     handle = out[0]
                     try:

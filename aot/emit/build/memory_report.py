@@ -57,7 +57,7 @@ def arena_tensors(plan: ModelPlan) -> list[ArenaTensor]:
         for param, arg in zip(params, call.args):
             if arg.kind is not ArgKind.ARENA:
                 continue
-            key = (arg.offset, arg.size * arg.dtype.itemsize)
+            key = (arg.offset, arg.dtype.nbytes(arg.size))
             if param.scope in _READ:
                 if key in latest:
                     found[latest[key]][3] = step

@@ -55,7 +55,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...version import __version__ as AOT_VERSION
-from ...ir.dtype import DType
+from ...ir.dtype import DType, to_storage
 from .helpers import HELPERS, MACROS
 from .types import c_storage_type
 from .objects import print_entry_body, print_functions, print_prototypes, print_statics
@@ -328,8 +328,9 @@ def constant_literals(dtype: DType, values: np.ndarray) -> list[str]:
     Plain Python loops over ``tolist()``: one to two seconds per million
     elements."""
     flat = np.ascontiguousarray(values, dtype=dtype.np).reshape(-1)
-    if dtype is DType.FLOAT16:
-        return [f"0x{b:04x}" for b in flat.view(np.uint16).tolist()]
+    if dtype.is_narrow_float or dtype.packed:  # bits; 4-bit integers: packed bytes
+        units = to_storage(flat, dtype)
+        return [f"0x{b:0{2 * units.itemsize}x}" for b in units.tolist()]
     if dtype is DType.FLOAT32 or dtype is DType.FLOAT64:
         suffix = "f" if dtype is DType.FLOAT32 else ""
         return [_hex(v) + suffix if math.isfinite(v) else float_literal(v, dtype)
@@ -395,7 +396,10 @@ def _tensor_view(NAME: str, kind: str, index: int, spec: TensorSpec) -> TensorVi
     lines += [_define(f"{prefix}_DIM_{axis}", d) for axis, d in enumerate(spec.shape)]
     origin = f" (program name %{spec.source_name})" if spec.source_name else ""
     storage = c_storage_type(spec.dtype)
-    note = {DType.BOOL: ", 0 or 1", DType.FLOAT16: ", IEEE binary16 bits"}.get(spec.dtype, "")
+    note = {DType.BOOL: ", 0 or 1", DType.FLOAT16: ", IEEE binary16 bits",
+            DType.BFLOAT16: ", bfloat16 bits", DType.INT4: ", packed two per byte, low nibble "
+            "first", DType.UINT4: ", packed two per byte, low nibble first"}.get(
+                spec.dtype, f", {spec.dtype} bits" if spec.dtype.is_float8 else "")
     comment = (f"{kind} {index} `{spec.name}`{origin}: {_describe(spec)}, "
                f"as {storage}{note}")
     return TensorView(kind=kind, index=index, name=spec.name, source_name=spec.source_name,
@@ -436,6 +440,11 @@ def _entry_doc(plan: ModelPlan, NAME: str, inputs: Sequence[TensorView],
         "scalar is a pointer to one element.  Outputs must not overlap the",
         "inputs, each other or the arena.",
     ]
+    if any(DType(t.dtype).packed or DType(t.dtype).bits < 16 and DType(t.dtype).is_float
+           or DType(t.dtype) is DType.BFLOAT16 for t in (*inputs, *outputs)):
+        lines += ["bfloat16 is uint16_t holding its bits, a float8 format uint8_t; int4",
+                  "and uint4 are packed two per byte, element 2k in the low nibble of",
+                  "byte k (an array of n of them is (n + 1) / 2 bytes)."]
     if len(plan.outputs) > 1 or not isinstance(plan.output_tree, int):
         lines += textwrap.wrap(f"The result is the tuple {_tree_text(plan, plan.output_tree)}.",
                                width=LINE_WIDTH - 4, break_on_hyphens=False)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ...ir.dtype import DType
-from .types import c_storage_type, helper_suffix
+from .types import c_storage_type, helper_suffix, narrow_float_suffix
 
 __all__ = ["HelperSpec", "HELPERS", "MACROS"]
 
@@ -28,7 +28,7 @@ class HelperSpec:
 
 def _build_helpers() -> dict[str, HelperSpec]:
     h: dict[str, HelperSpec] = {}
-    ints = [d for d in DType if d.is_int]
+    ints = [d for d in DType if d.is_int and not d.packed]    # int4 computes as int8
     for d in ints:
         s, t = helper_suffix(d), c_storage_type(d)
         h[f"aot_div_{s}"] = HelperSpec(
@@ -77,6 +77,26 @@ def _build_helpers() -> dict[str, HelperSpec]:
                                      "double -> binary16 bits, round to nearest even (once)")
     h["aot_round_f16"] = HelperSpec("float aot_round_f16(float x)",
                                     "x rounded to the nearest binary16 value, as a float")
+    for d in (DType.BFLOAT16, *(d for d in DType if d.is_float8)):
+        nf, t = narrow_float_suffix(d), c_storage_type(d)
+        h[f"aot_{nf}_to_f32"] = HelperSpec(f"float aot_{nf}_to_f32({t} b)",
+                                          f"{d} bits -> float (exact)")
+        h[f"aot_f32_to_{nf}"] = HelperSpec(
+            f"{t} aot_f32_to_{nf}(float x)",
+            f"float -> {d} bits, round to nearest even; overflow and NaN as ml_dtypes")
+        h[f"aot_round_{nf}"] = HelperSpec(f"float aot_round_{nf}(float x)",
+                                         f"x rounded to the nearest {d} value, as a float")
+    for name, t in (("i4", "int8_t"), ("u4", "uint8_t")):
+        h[f"aot_load_{name}"] = HelperSpec(
+            f"{t} aot_load_{name}(const uint8_t *p, int32_t i)",
+            "element i of packed 4-bit data (low nibble first)")
+        h[f"aot_store_{name}"] = HelperSpec(
+            f"void aot_store_{name}(uint8_t *p, int32_t i, {t} v)",
+            "element i of packed 4-bit data := the low 4 bits of v")
+        for src, ft in (("f32", "float"), ("f64", "double")):
+            h[f"aot_sat_{src}_{name}"] = HelperSpec(
+                f"{t} aot_sat_{src}_{name}({ft} x)",
+                "truncate toward zero, saturate at the 4-bit type's limits, NaN -> 0")
     for d in (DType.INT8, DType.UINT8):
         s, t = helper_suffix(d), c_storage_type(d)
         h[f"aot_load4_{s}"] = HelperSpec(

@@ -17,8 +17,13 @@ generator:
 Spelling rules (the C the generated code relies on):
 
 * **Types.** ``bool`` is ``uint8_t`` holding 0 or 1 (one byte, as NumPy;
-  no ``stdbool.h``); integers are ``<stdint.h>`` types; ``float16`` is
-  stored as ``uint16_t`` bits and computed as ``float``.
+  no ``stdbool.h``); integers are ``<stdint.h>`` types; the narrow floats
+  (``float16``, ``bfloat16``, the float8 formats) are stored as their bits
+  (``uint16_t``/``uint8_t``) and computed as ``float``; ``int4``/``uint4``
+  are computed as ``int8_t``/``uint8_t`` (results wrapped to 4 bits: a
+  mask, or for int4 ``(int8_t)((x & 15u ^ 8u) - 8u)``) and stored packed
+  two per byte, read with ``aot_load_i4``/``aot_load_u4`` and written with
+  ``aot_store_i4``/``aot_store_u4`` (a read-modify-write of the byte).
 * **Wrapping integer arithmetic without UB.**  Signed ``+ - *``, ``<<`` and
   unary ``-`` (and the same on ``uint8``/``uint16``, which C promotes to
   ``int``) are computed in ``uint32_t`` (``uint64_t`` for 64-bit types)
@@ -43,7 +48,11 @@ Spelling rules (the C the generated code relies on):
   zero, saturate, NaN -> 0); -> bool: ``x != 0``; integer -> integer:
   ``(int8_t)x`` (masked for uint8/uint16); float16 results are rounded with
   ``aot_round_f16``, float16 loads/stores convert with ``aot_f16_to_f32`` /
-  ``aot_f32_to_f16`` (a float16 copy stays a bit copy).
+  ``aot_f32_to_f16`` (a float16 copy stays a bit copy); the same for the
+  other narrow floats with their helpers (``aot_round_bf16``,
+  ``aot_e4m3fn_to_f32`` ...), a conversion from a double or an integer
+  rounding through float (the interpreter's rule), one from a float8 to
+  float16 or bfloat16 needing no rounding.
 * **Literals** are bit-exact.  float32 (and float16, whose values are exact
   floats) print as the *shortest decimal that round-trips* with an ``f``
   suffix (``0.1f``, ``1e-45f``, ``3.4028235e+38f``), float64 likewise
@@ -85,13 +94,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 
 from ...ir.dtype import DType
 from .expr import (BINARY_PREC, CAtom, CBinary, CCall, CCast, CExpr, CIndex, CTernary, CUnary,
                    Prec, format_c, names_in)
 from .helpers import HELPERS, MACROS
-from .types import c_storage_type, c_value_type, helper_suffix
+from .types import c_storage_type, c_value_type, helper_suffix, narrow_float_suffix
 from ..kernel.ir import (BinaryOperator, BinOp, Block, Buffer, BufferScope, Call, Cast, Comment,
                          Const, Decl, Expr, For, ForKind, IfThenElse, Kernel, Load, Select, Stmt,
                          Store, UnaryOp, UnaryOperator, Var, Assign, dtype_range)
@@ -121,7 +131,7 @@ def format_int(value: int, dtype: DType) -> CAtom:
     if dtype is DType.BOOL:
         assert value in (0, 1), value
         return CAtom(str(value))
-    info = np.iinfo(dtype.np)
+    info = ml_dtypes.iinfo(dtype.np)
     assert int(info.min) <= value <= int(info.max), (value, dtype)
     if dtype is DType.INT64:
         if value == int(info.min):
@@ -182,13 +192,16 @@ def _zero(dtype: DType) -> CAtom:
 # uint32_t in the type's range.  gcc folds narrow unsigned arithmetic into
 # ``~x`` forms and then warns when comparing them (-Wsign-compare, "promoted
 # bitwise complement"); a masked uint32_t is not narrowed by that check.
-_MASKED = (DType.UINT8, DType.UINT16)
+_MASKED = (DType.UINT8, DType.UINT16, DType.UINT4)
 
 
 def _narrow(inner: CExpr, dtype: DType) -> CExpr:
     """An unsigned-domain value converted back to ``dtype``."""
     if dtype in _MASKED:
-        return CBinary("&", inner, CAtom(f"{int(np.iinfo(dtype.np).max)}u"))
+        return CBinary("&", inner, CAtom(f"{int(ml_dtypes.iinfo(dtype.np).max)}u"))
+    if dtype is DType.INT4:     # the low 4 bits, sign-extended
+        low = CBinary("^", CBinary("&", inner, CAtom("15u")), CAtom("8u"))
+        return CCast("int8_t", CBinary("-", low, CAtom("8u")))
     return CCast(c_storage_type(dtype), inner)
 
 
@@ -230,7 +243,7 @@ def _untruth(c: CExpr) -> CExpr:
 
 
 def _is_all_ones(e: Expr) -> bool:
-    return isinstance(e, Const) and int(e.value) == int(np.iinfo(e.dtype.np).max)
+    return isinstance(e, Const) and int(e.value) == int(ml_dtypes.iinfo(e.dtype.np).max)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,8 +280,11 @@ class _Spell:
         assert not name.startswith("aot_") or name in HELPERS, name
         return CCall(name, tuple(args))
 
-    def round_f16(self, c: CExpr) -> CCall:
-        return self.call("aot_round_f16", c)
+    def round(self, t: DType, c: CExpr) -> CExpr:
+        """``c``, a float result of dtype ``t``, rounded to ``t`` if narrow."""
+        if not t.is_narrow_float:
+            return c
+        return self.call(f"aot_round_{narrow_float_suffix(t)}", c)
 
     def _combine(self, e: Expr, kids: list[_Spelled]) -> _Spelled:
         if isinstance(e, Const):
@@ -279,9 +295,13 @@ class _Spell:
             if e.lanes == 4:
                 return _Spelled(self.call(f"aot_load4_{helper_suffix(e.buffer.dtype)}",
                                           CAtom(e.buffer.name), kids[0].c))
+            bt = e.buffer.dtype
+            if bt.packed:
+                return _Spelled(self.call(f"aot_load_{'i4' if bt is DType.INT4 else 'u4'}",
+                                          CAtom(e.buffer.name), kids[0].c))
             element: CExpr = CIndex(e.buffer.name, kids[0].c)
-            if e.buffer.dtype is DType.FLOAT16:
-                element = self.call("aot_f16_to_f32", element)
+            if bt.is_narrow_float:
+                element = self.call(f"aot_{narrow_float_suffix(bt)}_to_f32", element)
             return _Spelled(element)
         if isinstance(e, BinOp):
             return self.binop(e, kids[0], kids[1])
@@ -294,7 +314,7 @@ class _Spell:
             return _Spelled(CTernary(kids[0].c, a.c, b.c), unsigned_int=a.unsigned_int)
         if isinstance(e, Call):
             c: CExpr = CCall(e.name, tuple(k.c for k in kids))
-            return _Spelled(self.round_f16(c) if e.dtype is DType.FLOAT16 else c)
+            return _Spelled(self.round(e.dtype, c))
         raise AssertionError(f"not an expression: {e!r}")
 
     # ----------------------------------------------------- unsigned domain
@@ -330,8 +350,7 @@ class _Spell:
         if op in _RING_C:
             sym = _RING_C[op]
             if t.is_float:
-                c = CBinary(sym, a.c, b.c)
-                return _Spelled(self.round_f16(c) if t is DType.FLOAT16 else c)
+                return _Spelled(self.round(t, CBinary(sym, a.c, b.c)))
             if e.no_wrap:
                 return _Spelled(CBinary(sym, a.c, b.c))
             return self.wrapping(t, lambda x, y: CBinary(sym, x, y), (e.a, a), (e.b, b))
@@ -356,7 +375,9 @@ class _Spell:
             unsigned_int = a.unsigned_int or (b.unsigned_int and op is not _O.SHR)
             return _Spelled(CBinary(_PLAIN_C[op], a.c, b.c), unsigned_int=unsigned_int)
         if op in (_O.MIN, _O.MAX):
-            sfx = "f16" if t is DType.FLOAT16 else helper_suffix(t)   # float16 breaks ties apart
+            # float16 breaks ties apart (bfloat16 and float8 as float32); the
+            # min and max of values of a type are values of it: no rounding
+            sfx = "f16" if t is DType.FLOAT16 else helper_suffix(t)
             return _Spelled(self.call(f"aot_{op.value}_{sfx}", a.c, b.c))
         return _Spelled(self.division(op, t, a.c, b.c))
 
@@ -367,14 +388,17 @@ class _Spell:
                     _O.FLOORMOD: "floormod"}[op]
             if t.is_unsigned:   # floor and truncation agree on unsigned values
                 name = {"floordiv": "div", "floormod": "mod"}.get(name, name)
-            return self.call(f"aot_{name}_{sfx}", a, b)
+            quotient: CExpr = self.call(f"aot_{name}_{sfx}", a, b)
+            if t is DType.INT4 and name in ("div", "floordiv"):    # -8 / -1 wraps
+                quotient = _narrow(CCast("uint32_t", quotient), t)
+            return quotient
         if op is _O.MOD:    # fmod is exact: no float16 rounding needed
             return self.call("fmod" if t is DType.FLOAT64 else "fmodf", a, b)
         if op is _O.DIV:
             c: CExpr = CBinary("/", a, b)
         else:
             c = self.call(f"aot_{'floordiv' if op is _O.FLOORDIV else 'floormod'}_{sfx}", a, b)
-        return self.round_f16(c) if t is DType.FLOAT16 else c
+        return self.round(t, c)
 
     # ------------------------------------------------------------- unary
 
@@ -395,7 +419,12 @@ class _Spell:
 
     def int_cast(self, src: DType, dst: DType, a: _Spelled) -> _Spelled:
         if _preserves_value(src, dst):
-            return _Spelled(CCast(c_storage_type(dst), a.c))
+            return _Spelled(CCast(c_value_type(dst), a.c))
+        if dst.packed:      # wraps to 4 bits
+            operand = a.wrapped if (a.wrapped is not None
+                                    and _unsigned_domain(src) == "uint32_t") \
+                else CCast("uint32_t", a.c)
+            return _Spelled(_narrow(operand, dst), operand, unsigned_int=dst is DType.UINT4)
         # wraps.  An unsigned form of the operand is congruent to its value
         # modulo 2^src.bits, so it can stand for it when dst is no wider.
         domain = _unsigned_domain(dst)
@@ -420,16 +449,22 @@ class _Spell:
             return _Spelled(CCast(c_value_type(dst), a.c))
         if dst.is_int:
             if src.is_float:
-                name = f"aot_sat_{helper_suffix(src)}_{helper_suffix(dst)}"
+                to = {DType.INT4: "i4", DType.UINT4: "u4"}.get(dst) or helper_suffix(dst)
+                name = f"aot_sat_{helper_suffix(src)}_{to}"
                 return _Spelled(self.call(name, a.c))
             return self.int_cast(src, dst, a)
         # dst is a float type
-        if dst is DType.FLOAT16:
-            if src is DType.FLOAT64:
-                return _Spelled(self.call("aot_f16_to_f32", self.call("aot_f64_to_f16", a.c)))
-            operand = a.c if src.is_float else CCast("float", a.c)
-            return _Spelled(self.round_f16(operand))
-        if src is DType.FLOAT16 and dst is DType.FLOAT32:
+        if dst is DType.FLOAT16 and src is DType.FLOAT64:   # rounded once
+            return _Spelled(self.call("aot_f16_to_f32", self.call("aot_f64_to_f16", a.c)))
+        if dst.is_narrow_float:
+            if src.is_float8 and dst in (DType.FLOAT16, DType.BFLOAT16):
+                return _Spelled(a.c)        # every float8 value is one of dst
+            # rounded from float32 (a double or an integer converts to float
+            # first: the interpreter's rule, see ``cast_array``)
+            operand = a.c if src is DType.FLOAT32 or src.is_narrow_float \
+                else CCast("float", a.c)
+            return _Spelled(self.round(dst, operand))
+        if src.is_narrow_float and dst is DType.FLOAT32:
             return _Spelled(a.c)
         return _Spelled(CCast(c_storage_type(dst), a.c))
 
@@ -475,15 +510,22 @@ class _StmtPrinter:
             self.loop(s, level)
         elif isinstance(s, Store):
             value = self.spell.expr(s.value)
-            if s.buffer.dtype is DType.FLOAT16:
-                if isinstance(value, CCall) and value.fn == "aot_f16_to_f32":
-                    value = value.args[0]   # a copy of half bits stays a bit copy
+            bt = s.buffer.dtype
+            if bt.is_narrow_float:
+                f = narrow_float_suffix(bt)
+                if isinstance(value, CCall) and value.fn == f"aot_{f}_to_f32":
+                    value = value.args[0]   # a copy of the bits stays a bit copy
                 else:
-                    if isinstance(value, CCall) and value.fn == "aot_round_f16":
-                        value = value.args[0]   # rounding to half is what the store does
-                    value = self.spell.call("aot_f32_to_f16", value)
+                    if isinstance(value, CCall) and value.fn == f"aot_round_{f}":
+                        value = value.args[0]   # the store rounds as well
+                    value = self.spell.call(f"aot_f32_to_{f}", value)
             index = self.format(self.spell.expr(s.index))
-            self.emit(level, f"{s.buffer.name}[{index}] = {self.format(value)};")
+            if bt.packed:
+                store = f"aot_store_{'i4' if bt is DType.INT4 else 'u4'}"
+                self.helpers.add(store)
+                self.emit(level, f"{store}({s.buffer.name}, {index}, {self.format(value)});")
+            else:
+                self.emit(level, f"{s.buffer.name}[{index}] = {self.format(value)};")
         elif isinstance(s, Decl):
             ctype = c_value_type(s.var.dtype)
             init = "" if s.init is None else f" = {self.expr(s.init)}"
@@ -582,7 +624,8 @@ def printed_kernel(kernel: Kernel) -> PrintedKernel:
     used = {b.name for b in buffers_in(kernel.body)}
     for b in buffers_in(kernel.body):
         if b.scope is BufferScope.LOCAL:
-            printer.emit(1, f"{c_storage_type(b.dtype)} {b.name}[{b.size}];")
+            length = b.dtype.nbytes(b.size) if b.dtype.packed else b.size
+            printer.emit(1, f"{c_storage_type(b.dtype)} {b.name}[{length}];")
     for p in kernel.params:
         if p.name not in used:
             printer.emit(1, f"(void){p.name};")

@@ -102,7 +102,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...ir.dtype import DType
+from ...ir.dtype import DType, to_storage
 from .printer import format_int
 from .types import c_storage_type
 
@@ -139,6 +139,15 @@ def table(dtype: DType, values: np.ndarray) -> Table:
     bits_type = BITS_TYPES.get(dtype)
     if flat.size == 0:                       # one padding element
         return Table(c_storage_type(dtype), bits_type, 1, INDENT + "0\n")
+    if dtype.packed or (dtype.is_narrow_float and dtype is not DType.FLOAT16):
+        # bytes of packed 4-bit integers; bfloat16 and float8 bit patterns
+        flat = to_storage(flat, dtype)
+        digits = 2 * flat.itemsize
+        items = _strings([f"0x{b:0{digits}x}" for b in flat.tolist()])
+        raw = flat.astype(flat.dtype.newbyteorder("<"), copy=False).tobytes()
+        bytes_body = _string_lines(raw) if len(raw) >= BYTES_FORM_MIN else None
+        return Table(c_storage_type(dtype), None, int(flat.size), _lines(items),
+                     bytes_body, len(raw))
     if dtype is DType.FLOAT32:
         items = _decimal(flat.view(np.uint32).astype(np.int64), "u")
     elif dtype is DType.FLOAT64:

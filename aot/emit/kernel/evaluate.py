@@ -142,7 +142,7 @@ def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
     base = math_base(name)
     check(base is not None, f"no reference semantics for function {name}")
     _, fn = MATH_FUNCTIONS[base]  # type: ignore[index]
-    compute = np.float32 if dtype is DType.FLOAT16 else dtype.np.type
+    compute = np.float32 if dtype.is_narrow_float else dtype.np.type
     with np.errstate(all="ignore"):
         r = fn(*[np.array(a, dtype=compute) for a in args])
     return np.array(r, dtype=compute).astype(dtype.np)[()]

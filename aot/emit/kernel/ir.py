@@ -43,7 +43,10 @@ on NumPy scalars):
   ``x - NAN`` as ``x + -NAN``), so only ``copysign``-like calls can tell.
 * ``float16`` is stored as IEEE binary16 and computed in float32: every
   ``float16`` arithmetic result (``+ - * /``, ``floordiv``, ``floormod``,
-  calls) is rounded back to half precision, as NumPy does.
+  calls) is rounded back to half precision, as NumPy does; ``bfloat16`` and
+  the float8 formats likewise (as ml_dtypes does).  ``int4``/``uint4``
+  wrap modulo 2^4 and are stored packed two per byte (see
+  :mod:`aot.ir.dtype`).
 * :class:`Call` names a C function (a ``math.h`` function such as ``expf``
   or a runtime helper); :func:`math_call` picks the right name per dtype.
 
@@ -68,6 +71,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar, dataclass_transform
 
+import ml_dtypes
 import numpy as np
 
 from ...ir.dtype import DType
@@ -230,7 +234,7 @@ class Expr:
 def _range(dtype: DType) -> tuple[int, int]:
     if dtype is DType.BOOL:
         return 0, 1
-    info = np.iinfo(dtype.np)
+    info = ml_dtypes.iinfo(dtype.np)
     return int(info.min), int(info.max)
 
 
@@ -331,7 +335,7 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return self.dtype.nbytes(self.size)
 
     @property
     def read_only(self) -> bool:

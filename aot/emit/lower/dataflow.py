@@ -86,7 +86,7 @@ class _Slot:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return self.dtype.nbytes(self.size)
 
 
 _Value = Union[_Slot, tuple["_Value", ...]]

@@ -162,13 +162,15 @@ def lower_group(fn: Function, name: str, *, source: str = "") -> LoweredGroup:
     state = _State(ctx)
     ret_leaves = flatten_type(fn.body.checked_type)
     elementwise = _elementwise(fn)
-    out_itemsize = ret_leaves[0].dtype.itemsize
+    # an output may take an input's place when its elements have the same
+    # storage size (int4 and int8 both have NumPy itemsize 1: compare bits)
+    out_bits = ret_leaves[0].dtype.bits
 
     for p in fn.params:
         leaves = []
         for t in flatten_type(p.checked_type):
             shape = _static_shape(t, f"%{p.name_hint}")
-            aliasable = elementwise is not None and t.dtype.itemsize == out_itemsize
+            aliasable = elementwise is not None and t.dtype.bits == out_bits
             buf = K.Buffer(f"p{len(state.inputs)}", t.dtype, shape, K.BufferScope.INPUT,
                            restrict=not aliasable)
             state.inputs.append(buf)

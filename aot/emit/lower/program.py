@@ -160,7 +160,7 @@ class ProgramLowering:
         assert isinstance(t, TensorType)
         symbol = self.kernels.constant(t.dtype, np.asarray(node.data))
         if symbol not in self.tensor_obj:
-            nbytes = int(np.asarray(node.data).size) * t.dtype.itemsize
+            nbytes = t.dtype.nbytes(int(np.asarray(node.data).size))
             self.tensor_obj[symbol] = self.static_object(O.StaticObject(
                 f"{self.name}_{symbol}_obj", O.CellKind.TENSOR, f"constant {t}",
                 nbytes=nbytes, data=symbol))

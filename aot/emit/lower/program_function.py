@@ -81,7 +81,7 @@ class FunctionLowering:
     def new_tensor(self, dtype, shape) -> O.TensorOut:
         """A temporary holding a fresh pool tensor."""
         tmp = self.temp()
-        self.put(O.AllocTensor(tmp, math.prod(int(d) for d in shape) * dtype.itemsize))
+        self.put(O.AllocTensor(tmp, dtype.nbytes(math.prod(int(d) for d in shape))))
         return O.TensorOut(tmp, dtype)
 
     def new_cell(self, kind: O.CellKind, tag: int, fields: Sequence[O.Value]) -> O.Var:

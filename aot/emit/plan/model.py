@@ -80,7 +80,7 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return self.dtype.nbytes(self.size)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -97,7 +97,7 @@ class ConstantData:
 
     @property
     def nbytes(self) -> int:
-        return int(self.values.size) * self.dtype.itemsize
+        return self.dtype.nbytes(int(self.values.size))
 
 
 class ArgKind(enum.Enum):

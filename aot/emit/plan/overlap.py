@@ -304,6 +304,8 @@ class _Tracer:
         self.relevant = self._relevant(kernel.body)
         in_bufs = {p.name: p for p in kernel.params if p.name in ins}
         out_buf = next(p for p in kernel.params if p.name == out)
+        if out_buf.dtype.packed or any(b.dtype.packed for b in in_bufs.values()):
+            raise _Refuse   # 4-bit elements share bytes: addresses are not element-wise
         self.n_in = next(iter(in_bufs.values())).size
         self.in_itemsize = next(iter(in_bufs.values())).dtype.itemsize
         self.out_itemsize = out_buf.dtype.itemsize

@@ -151,7 +151,7 @@ def _check_call(plan: ModelPlan, kernel: Kernel, call: KernelCall,
             _check_constant_arg(plan, ref, where, is_written)
             used_constants.add(f"{plan.name}_{ref.symbol}")
         else:
-            nbytes = ref.size * ref.dtype.itemsize
+            nbytes = ref.dtype.nbytes(ref.size)
             if ref.offset < 0 or ref.offset % ARENA_ALIGNMENT or \
                     ref.offset + nbytes > plan.arena_bytes:
                 _fail(plan, f"{where}: arena bytes [{ref.offset}, {ref.offset + nbytes}) are "

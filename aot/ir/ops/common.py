@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from ..attrs import NO_ATTRS, Attrs
@@ -153,7 +154,7 @@ def float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return np.asarray(np.asarray(x) != 0)
-    info = np.iinfo(dtype)
+    info = ml_dtypes.iinfo(dtype)
     t = np.nan_to_num(np.trunc(np.asarray(x, dtype=np.float64)), nan=0.0)
     # float(info.max) rounds up to 2**63 / 2**64 for the 64-bit types, so
     # compare with >= and saturate explicitly instead of clipping.

@@ -34,6 +34,7 @@ from typing import ClassVar, Sequence
 
 from .common import Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop, np
 from .shape_util import tuple_tensor_arg
+from ..dtype import np_kind
 
 FAMILY = "einsum"
 _LETTERS = string.ascii_letters
@@ -135,7 +136,7 @@ def _einsum(args: Sequence[np.ndarray], attrs: EinsumAttrs, out: Type) -> np.nda
     (xs,) = args
     eq = parse(attrs.equation, [x.shape for x in xs])
     dtype = xs[0].dtype
-    wide = np.float64 if dtype.kind == "f" else np.int64
+    wide = np.float64 if np_kind(dtype) == "f" else np.int64
     subs = ",".join(eq.inputs) + "->" + eq.output
     with np.errstate(all="ignore"):
         result = np.einsum(subs, *[x.astype(wide) for x in xs], optimize=False)

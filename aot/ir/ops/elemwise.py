@@ -25,6 +25,7 @@ from ..types import Type
 from .common import (DType, PatternKind, RelationError, TensorType, as_array, broadcast_rel,
                      compare_rel, defop, float_to_int, identity_rel, np, out_tensor_type,
                      tensor_arg)
+from ..dtype import np_kind
 
 FAMILY = "elemwise"
 EW = PatternKind.ELEMWISE
@@ -81,7 +82,7 @@ def floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _is_int(x: np.ndarray) -> bool:
-    return x.dtype.kind in "iub"
+    return np_kind(x.dtype) in "iub"
 
 
 def _binary(float_fn: Callable, int_fn: Callable | None = None) -> Callable:
@@ -100,7 +101,7 @@ def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     result = np.ones_like(a)
     base = a.copy()
     # unsigned exponents stay unsigned: 2**63 and above are not negative
-    exp = b.astype(np.uint64 if b.dtype.kind == "u" else np.int64)
+    exp = b.astype(np.uint64 if np_kind(b.dtype) == "u" else np.int64)
     neg = exp < 0
     e = np.where(neg, 0, exp).astype(exp.dtype)
     with np.errstate(all="ignore"):

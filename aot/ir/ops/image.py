@@ -79,6 +79,7 @@ from .common import ANY, Attrs, DType, PatternKind, RelationError, TensorType, d
     tensor_arg
 from .nn_util import (NNAttrs, array_from_canonical, array_to_canonical, cast_result,
                       check_layout, check_rank, from_canonical, to_canonical)
+from ..dtype import np_kind
 
 INJ = PatternKind.INJECTIVE
 
@@ -300,7 +301,7 @@ def resize_nchw(x: np.ndarray, out_h: int, out_w: int, r: ResizeGeometry,
 def _to_out(value: np.ndarray, out_dtype: DType) -> np.ndarray:
     """Floats to an integer type round to nearest (ties to even) and
     saturate; everything else casts as :func:`cast_result`."""
-    if out_dtype.is_int and value.dtype.kind == "f":
+    if out_dtype.is_int and np_kind(value.dtype) == "f":
         value = np.rint(value)
     return cast_result(value, out_dtype)
 

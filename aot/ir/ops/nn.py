@@ -53,6 +53,7 @@ from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
 from .nn_util import (NNAttrs, accumulator, cast_result, check_out_dtype, check_product_dtypes,
                       compatible, mul_dim, require_float)
 from .shape_util import normalize_axis
+from ..dtype import np_kind
 
 FAMILY = "nn"
 EW = PatternKind.ELEMWISE
@@ -84,7 +85,7 @@ class LeakyReluAttrs(Attrs):
 
 def _leaky_relu(args: Sequence[np.ndarray], attrs: LeakyReluAttrs, out: Type) -> np.ndarray:
     (x,) = args
-    if x.dtype.kind in "iu":
+    if np_kind(x.dtype) in "iu":
         alpha = np.asarray(np.trunc(attrs.alpha)).astype(x.dtype)
     else:
         alpha = x.dtype.type(attrs.alpha)
@@ -574,7 +575,7 @@ def _pad_rel(args: Sequence[Type], attrs: PadAttrs) -> RelResult:
 
 def _scalar_as(value: np.ndarray, dtype: np.dtype) -> object:
     v = np.asarray(value)
-    if dtype.kind in "iu" and v.dtype.kind == "f":
+    if dtype.kind in "iu" and np_kind(v.dtype) == "f":
         return cast_result(v.astype(np.float64), DType.from_numpy(dtype))
     return v.astype(dtype)
 

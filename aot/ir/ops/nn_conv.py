@@ -57,6 +57,7 @@ from .nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canon
                       check_product_dtypes, check_rank, compatible, dilated_extent, div_dim,
                       expand, from_canonical, padding_1d, padding_2d, pair, strided_windows,
                       to_canonical, window_count)
+from ..dtype import np_kind
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
@@ -295,7 +296,7 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
     cols = win.reshape(n, g, cg, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
     cols = cols.reshape(g, n * oh * ow, cg * kh * kw)
     wmat = w.astype(acc).reshape(g, og, cg * kh * kw).transpose(0, 2, 1)
-    finite = np.isfinite(wmat) if wmat.dtype.kind == "f" else None
+    finite = np.isfinite(wmat) if np_kind(wmat.dtype) == "f" else None
     if finite is None or finite.all() or not any(p for pair_ in pads for p in pair_):
         res = np.matmul(cols, wmat)  # (G, N*OH*OW, Og)
     else:

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from ..types import Dim, Type
-from .common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np, \
-    tensor_arg
+from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, as_array, defop,
+                     np, tensor_arg)
 from .nn_util import (check_padding, check_positive, check_spatial_layout, dilated_extent,
                       padding_2d, pair, strided_windows, trunc_div_int, window_count)
+from ..dtype import np_kind
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
@@ -161,9 +162,9 @@ def _pool_rel(args: Sequence[Type], attrs: MaxPool2DAttrs | AvgPool2DAttrs) -> T
 
 
 def _lowest(dtype: np.dtype) -> object:
-    if dtype.kind == "f":
-        return -np.inf
-    return np.iinfo(dtype).min
+    if np_kind(dtype) == "f":
+        return np.asarray(DType.from_numpy(dtype).lowest).astype(dtype)[()]
+    return np.asarray(DType.from_numpy(dtype).min).astype(dtype)[()]
 
 
 def _windows(x: np.ndarray, win: _Window, fill: object) -> np.ndarray:
@@ -212,7 +213,7 @@ def avg_pool_sums(x: np.ndarray, attrs: AvgPool2DAttrs) -> tuple[np.ndarray, np.
     broadcast to the sums' shape), in ``attrs.layout``."""
     xt, perm = _to_hw_last(x, attrs.layout)
     win = _Window.of(attrs)
-    acc = np.int64 if xt.dtype.kind in "iu" else np.float64
+    acc = np.int64 if np_kind(xt.dtype) in "iu" else np.float64
     total = np.sum(_windows(xt.astype(acc), win, 0), axis=(-2, -1))
     h, w = xt.shape[-2], xt.shape[-1]
     count = np.outer(_tap_counts(win, 0, h, attrs.count_include_pad),
@@ -254,7 +255,7 @@ def _global_avg_pool2d(args: Sequence[np.ndarray], attrs: GlobalPool2DAttrs,
     (x,) = args
     axes = _hw_axes(attrs.layout)
     count = x.shape[axes[0]] * x.shape[axes[1]]
-    if x.dtype.kind in "iu":
+    if np_kind(x.dtype) in "iu":
         total = np.sum(x.astype(np.int64), axis=axes, keepdims=True)
         return as_array(trunc_div_int(total, count), x.dtype)
     total = np.sum(x.astype(np.float64), axis=axes, keepdims=True)

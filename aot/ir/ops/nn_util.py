@@ -23,6 +23,7 @@ from ..dtype import DType
 from ..registry import RelationError
 from ..types import ANY, Dim, TensorType
 from .common import float_to_int
+from ..dtype import np_kind
 
 # --------------------------------------------------------------- attributes
 
@@ -217,7 +218,7 @@ def cast_result(x: np.ndarray, dtype: DType) -> np.ndarray:
     """Cast an accumulator (int64 or float64) to the output dtype: integers
     wrap, floats round to nearest, float -> integer truncates and
     saturates."""
-    if dtype.is_int and x.dtype.kind == "f":
+    if dtype.is_int and np_kind(x.dtype) == "f":
         return float_to_int(x, dtype.np)
     return np.asarray(x).astype(dtype.np)
 

@@ -125,7 +125,8 @@ from .qnn_common import (SCALE, ZERO_POINT, Params, along_axis, map_unique, norm
 FAMILY = "qnn"
 
 _QUANTIZE_OUT = (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT32)
-_DEQUANTIZE_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT32)
+_DEQUANTIZE_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT32, DType.INT4,
+                  DType.UINT4)
 _REQUANTIZE_IN = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32, DType.INT64)
 _REQUANTIZE_OUT = (DType.INT8, DType.UINT8, DType.INT16, DType.INT32)
 _BINARY_IN = (DType.INT8, DType.UINT8)

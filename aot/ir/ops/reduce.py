@@ -54,6 +54,7 @@ from .common import (Attrs, DType, PatternKind, RelationError, TensorType, Type,
                      defop, np, tensor_arg, tensor_args)
 from .shape_util import fmt_shape, normalize_axes
 from .transform_broadcast import wide_sum
+from ..dtype import np_kind
 
 FAMILY = "reduce"
 REDUCE = PatternKind.COMM_REDUCE
@@ -184,9 +185,9 @@ def _sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
 
 
 def _prod(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    if x.dtype.kind == "f":
+    if np_kind(x.dtype) == "f":
         return np.prod(x.astype(np.float64), axis=axes, keepdims=keepdims).astype(x.dtype)
-    wide = np.uint64 if x.dtype.kind == "u" else np.int64
+    wide = np.uint64 if np_kind(x.dtype) == "u" else np.int64
     return np.asarray(np.prod(x, axis=axes, keepdims=keepdims, dtype=wide)).astype(x.dtype)
 
 
@@ -194,7 +195,7 @@ def trunc_div_count(total: np.ndarray, count: int) -> np.ndarray:
     """Integer ``total / count`` truncated toward zero (0 when count is 0)."""
     if count == 0:
         return np.zeros_like(total)
-    if total.dtype.kind == "u":
+    if np_kind(total.dtype) == "u":
         # divide in uint64: count may not fit the element type (300 uint8s)
         return (total.astype(np.uint64) // np.uint64(count)).astype(total.dtype)
     wide = total.astype(np.int64)
@@ -205,7 +206,7 @@ def trunc_div_count(total: np.ndarray, count: int) -> np.ndarray:
 
 def _mean(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
     count = _count(x, axes)
-    if x.dtype.kind == "f":
+    if np_kind(x.dtype) == "f":
         total = np.sum(x.astype(np.float64), axis=axes, keepdims=keepdims)
         return np.asarray(total / count if count else total * np.nan).astype(x.dtype)
     return trunc_div_count(np.asarray(wide_sum(x, axes, keepdims)), count)
@@ -214,10 +215,11 @@ def _mean(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
 def _identity_of(dtype: np.dtype, is_max: bool) -> object:
     if dtype == np.bool_:
         return not is_max
-    if dtype.kind == "f":
-        return -np.inf if is_max else np.inf
-    info = np.iinfo(dtype)
-    return info.min if is_max else info.max
+    if np_kind(dtype) == "f":
+        lowest = DType.from_numpy(dtype).lowest
+        return np.asarray(lowest if is_max else -lowest).astype(dtype)[()]
+    d = DType.from_numpy(dtype)
+    return np.asarray(d.min if is_max else d.max).astype(dtype)[()]
 
 
 def _max(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:

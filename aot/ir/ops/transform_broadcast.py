@@ -26,6 +26,7 @@ from ..types import Dim
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
                      as_array, defop, np, tensor_arg, tensor_args)
 from .shape_util import fmt_shape
+from ..dtype import np_kind
 
 FAMILY = "transform"
 BC = PatternKind.BROADCAST
@@ -115,9 +116,9 @@ def wide_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray
     """Sum over ``axes`` giving ``x.dtype``: integers wrap at the dtype's
     width (summing modulo 2**64 and truncating gives exactly that), floats
     are accumulated in float64 and rounded once."""
-    if x.dtype.kind == "f":
+    if np_kind(x.dtype) == "f":
         acc = np.sum(x.astype(np.float64), axis=axes, keepdims=keepdims)
-    elif x.dtype.kind == "u":
+    elif np_kind(x.dtype) == "u":
         acc = np.sum(x, axis=axes, keepdims=keepdims, dtype=np.uint64)
     else:
         acc = np.sum(x, axis=axes, keepdims=keepdims, dtype=np.int64)

@@ -49,6 +49,7 @@ from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, 
                      tensor_arg, tensor_args)
 from .shape_util import require_scalar
 from .transform_broadcast import InitOpAttrs
+from ..dtype import np_kind
 
 FAMILY = "transform"
 EW = PatternKind.ELEMWISE
@@ -66,9 +67,19 @@ def cast_array(x: np.ndarray, dtype: DType | np.dtype) -> np.ndarray:
     x = np.asarray(x)
     if target == np.bool_:
         return np.asarray(x != 0)
-    if target.kind in "iu" and x.dtype.kind == "f":
+    to, src = DType.from_numpy(target), DType.from_numpy(x.dtype)
+    if to.is_int and src.is_float:
         return float_to_int(x, target)
+    if src.packed:      # ml_dtypes converts 4-bit integers to few types: widen first
+        x, src = x.astype(np.int8 if src is DType.INT4 else np.uint8), DType.INT8
+    if to.packed and src.is_int:    # wraps to 4 bits
+        low = x.astype(np.int64) & 15
+        return ((low ^ 8) - 8 if to is DType.INT4 else low).astype(target)
     with np.errstate(all="ignore"):
+        if to.is_narrow_float and to is not DType.FLOAT16 and src is not DType.FLOAT32:
+            # bfloat16 and float8 round from float32, as the C does: an
+            # integer or a double converts to float32 first
+            x = x.astype(np.float32)
         return x.astype(target)
 
 
@@ -281,13 +292,13 @@ def _arange(args: Sequence[np.ndarray], attrs: ArangeAttrs, out: Type) -> np.nda
     if float(step) == 0:
         raise ValueError("arange: step is 0")
     n = arange_length(float(start), float(stop), float(step))
-    if dtype.kind == "f":
+    if np_kind(dtype) == "f":
         with np.errstate(all="ignore"):
             values = start + step * np.arange(n).astype(dtype)
     else:
         # exact in 64 bits, then wrapped to the dtype: the same as wrapping
         # arithmetic in the dtype itself
-        wide = np.uint64 if dtype.kind == "u" else np.int64
+        wide = np.uint64 if np_kind(dtype) == "u" else np.int64
         with np.errstate(all="ignore"):
             values = (start.astype(wide) + step.astype(wide) * np.arange(n, dtype=wide))
     return as_array(values, dtype)

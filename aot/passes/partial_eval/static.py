@@ -40,6 +40,7 @@ from ...ir.adt import Constructor, Pattern
 from ...ir.expr import Expr, Function, GlobalVar, Op, Var
 from ...ir.types import Type, TypeVar
 from ...values import Value
+from ...ir.dtype import np_kind
 
 __all__ = ["PStatic", "Static", "STensor", "STuple", "SConstructor", "SRef", "SClosure",
            "SOp", "SCtorFn", "MatchStatus", "match_static", "static_value", "int_measure"]
@@ -139,7 +140,7 @@ def int_measure(ps: PStatic) -> int:
     """A non-negative integer that a static 0-d integer tensor stands for
     (negative values count as 0); 0 for anything else."""
     s = ps.static
-    if isinstance(s, STensor) and s.data.shape == () and s.data.dtype.kind in "iu":
+    if isinstance(s, STensor) and s.data.shape == () and np_kind(s.data.dtype) in "iu":
         return max(0, int(s.data))
     return 0
 

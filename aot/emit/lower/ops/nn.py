@@ -563,7 +563,7 @@ def _softmax_common(ctx: LowerContext, args: Sequence, attrs: SoftmaxAttrs, out_
     def body(at: Callable[[K.Expr], Index]) -> list[K.Stmt]:
         mx = ctx.scalar("max", x.dtype)     # exact in the data's dtype
         total = ctx.scalar("sum", F64)
-        stmts = _reduce_loop(ctx, mx, K.Const(float("-inf"), x.dtype), n,
+        stmts = _reduce_loop(ctx, mx, K.Const(x.dtype.lowest, x.dtype), n,
                              lambda k: K.maximum(mx, x.read(at(k))))
 
         def shifted(k: K.Expr) -> K.Expr:

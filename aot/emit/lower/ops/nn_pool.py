@@ -88,7 +88,7 @@ class _Pool:
 
 def _lowest(dtype: DType) -> K.Const:
     if dtype.is_float:
-        return K.Const(float("-inf"), dtype)
+        return K.Const(dtype.lowest, dtype)
     return K.Const(K.dtype_range(dtype)[0], dtype)
 
 

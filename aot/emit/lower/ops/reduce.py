@@ -160,8 +160,8 @@ def _identity(dtype: DType, is_max: bool) -> K.Const:
     ``initial``)."""
     if dtype is DType.BOOL:
         return K.Const(not is_max, dtype)
-    if dtype.is_float:
-        return K.Const(-math.inf if is_max else math.inf, dtype)
+    if dtype.is_float:      # +-inf, or the largest finite value without infinities
+        return K.Const(dtype.lowest if is_max else -dtype.lowest, dtype)
     lo, hi = K.dtype_range(dtype)
     return K.Const(lo if is_max else hi, dtype)
 

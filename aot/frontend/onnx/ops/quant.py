@@ -24,8 +24,12 @@ Semantics (the specification's, and onnxruntime's CPU kernels'):
 Per-axis parameters are 1-D along ``axis`` (default 1); ``block_size``
 (21) gives parameters of the input's rank, each entry covering
 ``block_size`` consecutive elements along ``axis`` (repeated, then cut to
-the input's extent).  Output types: uint8, int8, uint16, int16 (the IR has
-no 4-bit or float8 types; those are refused by dtype).  A QDQ graph
+the input's extent).  Output types: uint8, int8, uint16, int16, uint4,
+int4 (21) and the four float8 formats (19): ``y = saturate(x / scale)``
+rounded to nearest even by the conversion, ``saturate`` (default 1)
+clipping to the format's largest finite value first; a float8 zero point
+must be absent or a constant zero, and float8 dequantization is
+``float(x) * scale``.  A QDQ graph
 (DequantizeLinear -> float operators -> QuantizeLinear) imports node by
 node with exactly those meanings.
 
@@ -42,6 +46,7 @@ scales; ``saturate`` only concerns float8), 21 (blocked, int16,
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ....ir.dtype import DType
@@ -52,8 +57,10 @@ from ..registry import converter
 from .util import normalize_axis, reshape_to, spatial_ints, spatial_pads
 from .linear import matmul
 
-_QTYPES = (DType.UINT8, DType.INT8, DType.UINT16, DType.INT16)
-_DEQ_IN = (DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.INT32)
+_QTYPES = (DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.UINT4, DType.INT4)
+_FLOAT8 = (DType.FLOAT8_E4M3FN, DType.FLOAT8_E4M3FNUZ, DType.FLOAT8_E5M2, DType.FLOAT8_E5M2FNUZ)
+_DEQ_IN = (DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.INT32, DType.UINT4,
+           DType.INT4)
 
 
 def _param_layout(node: Node, p: Expr, x_shape: tuple[int, ...], axis: int,
@@ -111,7 +118,7 @@ def _axis_and_block(node: Node, x_shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def _qrange(dt: DType) -> tuple[int, int]:
-    info = np.iinfo(dt.np)
+    info = ml_dtypes.iinfo(dt.np)
     return int(info.min), int(info.max)
 
 
@@ -138,9 +145,20 @@ def _output_dtype(node: Node, zp: Expr | None) -> DType:
         dt = DType.UINT8 if code == 0 else to_dtype(code)
         if dt is None:
             raise node.error(f"output_dtype={onnx_type_name(code)} is not supported")
-    if dt not in _QTYPES:
-        raise node.error(f"quantizing to {dt} is not supported (uint8, int8, uint16, int16 are)")
+    if dt not in _QTYPES + _FLOAT8:
+        raise node.error(f"quantizing to {dt} is not supported (uint8, int8, uint16, int16, "
+                         "uint4, int4 and the float8 formats are)")
     return dt
+
+
+def _float8_zero_point(node: Node, zp: Expr | None) -> None:
+    """A float8 zero point must be absent or a constant zero (the reference
+    ignores it when quantizing and refuses a non-zero one dequantizing)."""
+    if zp is None:
+        return
+    value = node.ctx.const_value(zp)
+    if value is None or np.any(np.asarray(value).astype(np.float32) != 0):
+        raise node.error("a float8 zero point must be a constant zero")
 
 
 def _float_attr(node: Node, name: str, default: DType) -> DType:
@@ -179,6 +197,13 @@ def convert_quantize(node: Node) -> list[Expr]:
         else node.dtype(scale)
     s = _broadcastable(node, _as(node, scale, precision), shape, axis, block, "scale")
     ratio = node.call("divide", [_as(node, x, precision), s])
+    if out in _FLOAT8:
+        # y = saturate(x / scale): rounded to nearest even by the cast
+        _float8_zero_point(node, zp)
+        r = _as_float32(node, ratio)
+        if int(node.attr("saturate", 1)):
+            r = node.call("clip", [r], a_min=float(out.min), a_max=float(out.max))
+        return [node.call("cast", [r], dtype=out)]
     q = node.call("round", [_as_float32(node, ratio)])
     zp_b = None if zp is None else _broadcastable(node, zp, shape, axis, block, "zero point")
     return [_saturate(node, q, zp_b, out)]
@@ -188,6 +213,17 @@ def convert_quantize(node: Node) -> list[Expr]:
 def convert_dequantize(node: Node) -> list[Expr]:
     x, scale, zp = node.input(0), node.input(1), node.optional(2)
     dt = node.dtype(x)
+    if dt in _FLOAT8:
+        # y = float(x) * scale, in the output type
+        _float8_zero_point(node, zp)
+        if not node.dtype(scale).is_float:
+            raise node.error(f"the scale must be a float tensor, got {node.dtype(scale)}")
+        out = _float_attr(node, "output_dtype", node.dtype(scale)) if node.version >= 23 \
+            else node.dtype(scale)
+        shape = node.shape(x)
+        axis, block = _axis_and_block(node, shape)
+        s = _broadcastable(node, _as(node, scale, out), shape, axis, block, "scale")
+        return [node.call("multiply", [node.call("cast", [x], dtype=out), s])]
     if dt not in _DEQ_IN:
         raise node.error(f"dequantizing {dt} tensors is not supported")
     if zp is not None and node.dtype(zp) != dt:
