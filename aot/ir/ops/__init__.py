@@ -11,6 +11,8 @@ from . import nn
 from . import nn_conv
 from . import nn_norm
 from . import nn_pool
+from . import nn_pool_adaptive
+from . import nn_pool_nd
 from . import qnn
 from . import qnn_common
 from . import qnn_linear
