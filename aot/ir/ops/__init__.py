@@ -9,6 +9,7 @@ from . import image
 from . import layout
 from . import nn
 from . import nn_conv
+from . import nn_conv_nd
 from . import nn_norm
 from . import nn_pool
 from . import nn_pool_adaptive

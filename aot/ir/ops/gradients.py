@@ -890,6 +890,10 @@ RULES: dict[str, Rule] = {
     "full_like": _full_grad,
 }
 
+from .gradients_pool import POOL_RULES  # noqa: E402  (built from the blocks above)
+
+RULES.update(POOL_RULES)
+
 
 _INTEGER_RESULT = "its result is an integer or boolean tensor (no gradient flows through it)"
 _PIECEWISE_CONSTANT = "piecewise constant: its derivative is zero almost everywhere"

@@ -160,6 +160,10 @@ def _pads(attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
     """(before, after) per spatial axis."""
     if rank == 1:
         return (padding_1d(attrs.padding),)
+    if rank == 3:
+        p = tuple(attrs.padding)
+        p = p * 6 if len(p) == 1 else p * 2 if len(p) == 3 else p
+        return ((p[0], p[3]), (p[1], p[4]), (p[2], p[5]))
     return _pads_2d(attrs)
 
 
