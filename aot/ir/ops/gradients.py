@@ -920,7 +920,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     **{name: _TODO for name in (
         "gather", "gather_nd", "prod", "cumprod", "einsum",
         "sort", "topk", "image.resize2d",
-        "nn.conv1d", "nn.conv2d_transpose")},
+        "nn.conv1d", "nn.conv2d_transpose", "nn.conv1d_transpose", "nn.conv3d")},
 }
 
 
