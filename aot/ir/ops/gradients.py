@@ -890,9 +890,9 @@ RULES: dict[str, Rule] = {
     "full_like": _full_grad,
 }
 
-from .gradients_pool import POOL_RULES  # noqa: E402  (built from the blocks above)
+from .gradients_extra import EXTRA_RULES  # noqa: E402  (built from the blocks above)
 
-RULES.update(POOL_RULES)
+RULES.update(EXTRA_RULES)
 
 
 _INTEGER_RESULT = "its result is an integer or boolean tensor (no gradient flows through it)"

@@ -1,7 +1,13 @@
 """Gradient rules of the 1-d, 3-d and adaptive pools (``nn_pool_nd.py``,
-``nn_pool_adaptive.py``), merged into :data:`aot.ir.ops.gradients.RULES`.
+``nn_pool_adaptive.py``) and of the fast approximations
+(``fast_math.py``), merged into :data:`aot.ir.ops.gradients.RULES`.
 
-Each rule handles windows that *tile* the input -- every input element in
+The fast approximations take the exact functions' rules (``fast_exp``'s
+derivative is its result, ``fast_tanh``'s ``1 - y^2`` ...): the
+approximations follow the functions to a few 1e-7, and their float64
+forms are the exact functions.
+
+Each pool rule handles windows that *tile* the input -- every input element in
 exactly one window, as ``pool_size == strides`` without padding or
 dilation, or an adaptive pool whose output extents divide the input's --
 in the channels-first layout (``NCW``, ``NCHW``, ``NCDHW``), and raises
@@ -83,7 +89,13 @@ def _adaptive_rule(n: int, is_max: bool):
     return rule
 
 
-POOL_RULES: dict[str, Any] = {
+def _fast_rules() -> dict[str, Any]:
+    from .gradients import RULES
+    return {"fast_exp": RULES["exp"], "fast_tanh": RULES["tanh"], "fast_erf": RULES["erf"],
+            "nn.fast_softmax": RULES["nn.softmax"]}
+
+
+EXTRA_RULES: dict[str, Any] = {
     "nn.max_pool1d": _window_rule(1, True),
     "nn.avg_pool1d": _window_rule(1, False),
     "nn.max_pool3d": _window_rule(3, True),
@@ -92,4 +104,5 @@ POOL_RULES: dict[str, Any] = {
     "nn.adaptive_avg_pool1d": _adaptive_rule(1, False),
     "nn.adaptive_max_pool2d": _adaptive_rule(2, True),
     "nn.adaptive_avg_pool2d": _adaptive_rule(2, False),
+    **_fast_rules(),
 }
