@@ -33,7 +33,8 @@ def window_ref(x: np.ndarray, kind: str, layout: str, letters: str, attrs: dict)
     perm = [layout.index(c) for c in layout if c not in letters] + \
         [layout.index(c) for c in letters]
     xc = np.transpose(x, perm)
-    rep = (lambda v: list(v) * n if len(v) == 1 else list(v))
+    def rep(v):
+        return list(v) * n if len(v) == 1 else list(v)
     k, s, d = rep(attrs["pool_size"]), rep(attrs.get("strides", [1])), \
         rep(attrs.get("dilation", [1]))
     before, after = _padding(attrs.get("padding", [0]), n)

@@ -59,9 +59,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ..registry import RelResult
 from ..types import Type
-from .common import PatternKind, RelationError, TensorType, as_array, defop, identity_rel, np
-from .nn import SoftmaxAttrs, _softmax_rel
+from .common import Attrs, PatternKind, RelationError, as_array, defop, np, tensor_arg
+from .nn import SoftmaxAttrs
 
 FAMILY = "elemwise"
 F32 = np.float32
@@ -134,11 +135,19 @@ def _fast(approx, exact, also_f16: bool = False):
     return compute
 
 
-def _float_rel(args: Sequence[Type], attrs: object) -> Type | None:
-    out = identity_rel(args, attrs)
-    if isinstance(out, TensorType) and not out.dtype.is_float:
+def _float_rel(args: Sequence[Type], attrs: Attrs) -> Type | None:
+    out = tensor_arg(args, 0)
+    if out is not None and not out.dtype.is_float:
         raise RelationError(f"needs a floating-point tensor, got {out.dtype}")
     return out
+
+
+def _softmax_rel(args: Sequence[Type], attrs: SoftmaxAttrs) -> RelResult:
+    """``nn.softmax``'s relation."""
+    from ..registry import lookup
+    op = lookup("nn.softmax")
+    assert op is not None
+    return op.rel(args, attrs)
 
 
 def _fast_softmax(args: Sequence[np.ndarray], attrs: SoftmaxAttrs, out: Type) -> np.ndarray:

@@ -22,10 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..expr import Call, Constant, Expr
-from .gradients import Adjoints, NoGradient, _shape, call, tensor_type
+from .gradients import Adjoints, NoGradient, call, tensor_type
 from .common import np
 
 _CANON = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+def _shape(e: Expr) -> tuple[int, ...]:
+    return tuple(int(d) for d in tensor_type(e).shape)  # type: ignore[arg-type]
 
 
 def _tiles(c: Call, kernel: list[int]) -> tuple[list[int], list[int]]:

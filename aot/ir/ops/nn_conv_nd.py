@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..registry import RelResult
 from ..types import Type
 from .common import DType, PatternKind, defop, np, out_tensor_type
-from .nn_conv import _conv_rel, _pads, _Spec, conv2d_transpose_nchw
+from .nn_conv import conv_rel, conv_pads, ConvSpec, conv2d_transpose_nchw
 from .nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical,
                       cast_result, check_layout, check_padding, check_positive, dilated_extent,
                       expand, padding_1d)
@@ -89,16 +89,16 @@ class Conv3DAttrs(NNAttrs):
         _check(self, 3, "NCDHW", "OIDHW", (1, 3, 6))
 
 
-_CONV1D_T = _Spec(1, "NCW", "IOW", True)
-_CONV3D = _Spec(3, "NCDHW", "OIDHW", False)
+_CONV1D_T = ConvSpec(1, "NCW", "IOW", True)
+_CONV3D = ConvSpec(3, "NCDHW", "OIDHW", False)
 
 
 def _conv1d_transpose_rel(args: Sequence[Type], attrs: Conv1DTransposeAttrs) -> RelResult:
-    return _conv_rel(_CONV1D_T, args, attrs)  # type: ignore[arg-type]
+    return conv_rel(_CONV1D_T, args, attrs)  # type: ignore[arg-type]
 
 
 def _conv3d_rel(args: Sequence[Type], attrs: Conv3DAttrs) -> RelResult:
-    return _conv_rel(_CONV3D, args, attrs)  # type: ignore[arg-type]
+    return conv_rel(_CONV3D, args, attrs)  # type: ignore[arg-type]
 
 
 def _conv1d_transpose(args: Sequence[np.ndarray], attrs: Conv1DTransposeAttrs,
@@ -127,7 +127,7 @@ def conv3d_ncdhw(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     kernel = w.shape[2:]
     g = groups
     og = o // g
-    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), *pads))
+    xp: np.ndarray = np.pad(x.astype(acc), ((0, 0), (0, 0), *pads))
     real = np.pad(np.ones(x.shape[2:], dtype=bool), pads)
     ext = [dilated_extent(k, d) for k, d in zip(kernel, dilation)]
     win = sliding_window_view(xp, ext, axis=(2, 3, 4))
@@ -135,7 +135,7 @@ def conv3d_ncdhw(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     outs = [(xp.shape[2 + i] - ext[i]) // strides[i] + 1 for i in range(3)]
     sel = tuple(slice(0, (outs[i] - 1) * strides[i] + 1, strides[i]) for i in range(3))
     win, mwin = win[(slice(None), slice(None)) + sel], mwin[sel]
-    wg = w.astype(acc).reshape(g, og, cg, *kernel)
+    wg: np.ndarray = w.astype(acc).reshape(g, og, cg, *kernel)
     res = np.zeros((n, g, og, *outs), dtype=acc)
     with np.errstate(invalid="ignore", over="ignore"):
         for t in np.ndindex(*kernel):
@@ -151,7 +151,7 @@ def _conv3d(args: Sequence[np.ndarray], attrs: Conv3DAttrs, out: Type) -> np.nda
     dtype = out_tensor_type(out).dtype
     xc = array_to_canonical(x, attrs.data_layout, "NCDHW")
     wc = array_to_canonical(w, attrs.kernel_layout, "OIDHW")
-    res = conv3d_ncdhw(xc, wc, expand(attrs.strides, 3), _pads(attrs, 3),  # type: ignore
+    res = conv3d_ncdhw(xc, wc, expand(attrs.strides, 3), conv_pads(attrs, 3),  # type: ignore
                        expand(attrs.dilation, 3), attrs.groups, accumulator(dtype))
     res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCDHW")
     return cast_result(res, dtype)

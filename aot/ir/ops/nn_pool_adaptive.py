@@ -131,7 +131,7 @@ def _pool(x: np.ndarray, attrs: AdaptiveAttrs, average: bool) -> np.ndarray:
             res[tuple(dst)] = np.max(win, axis=axes, keepdims=True)
         elif integer:
             res[tuple(dst)] = trunc_div_int(np.sum(win.astype(np.int64), axis=axes,
-                                                   keepdims=True), count)
+                                                   keepdims=True), np.asarray(count))
         else:
             res[tuple(dst)] = np.sum(win.astype(np.float64), axis=axes, keepdims=True) / count
     return as_array(res, x.dtype)

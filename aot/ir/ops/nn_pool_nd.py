@@ -220,7 +220,7 @@ def _windows(x: np.ndarray, axes: list[PoolAxis], fill: object) -> np.ndarray:
     padded with ``fill``."""
     n = len(axes)
     pads = [(0, 0)] * (x.ndim - n) + [(a.before, a.after + a.extra) for a in axes]
-    xp = np.pad(x, pads, mode="constant", constant_values=fill)
+    xp = np.pad(x, pads, mode="constant", constant_values=fill)  # type: ignore[call-overload]
     win = sliding_window_view(xp, [a.dilated for a in axes], axis=tuple(range(-n, 0)))
     outs = [int(a.out_size(x.shape[x.ndim - n + i])) for i, a in enumerate(axes)]
     lead = (slice(None),) * (x.ndim - n)

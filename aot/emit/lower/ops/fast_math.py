@@ -24,10 +24,9 @@ from typing import Callable, Sequence
 from ....ir.dtype import DType
 from ....ir.types import Type
 from ...kernel import ir as K
-from ..registry import LowerContext, Sink, anchor_lowering, index_lowering, out_tensor
+from ..registry import (LowerContext, Sink, anchor_lowering, index_lowering, lookup_lowering,
+                        loop_nest, out_tensor)
 from .common import elementwise, tensor
-from .elemwise import _FLOAT_UNARY
-from .nn import _reduce_loop, _row_loops, _softmax_common
 
 F32 = DType.FLOAT32
 
@@ -36,7 +35,12 @@ def _helper(fn: str) -> Callable[[K.Expr], K.Expr]:
     return lambda x: K.call(f"aot_fast_{fn}_f32", [x], F32)
 
 
-fast_exp_expr = _helper("exp")
+def _exact(fn: str) -> Callable[[K.Expr], K.Expr]:
+    """The exact function (float16 through float32, erf of float16 and
+    float32 data through float64, as the ``erf`` lowering)."""
+    if fn == "erf":
+        return lambda x: K.cast(x.dtype, K.math_call("erf", K.cast(DType.FLOAT64, x)))
+    return lambda x: K.math_call(fn, x)
 
 
 def _lowering(name: str, approx: Callable[[K.Expr], K.Expr], exact: str,
@@ -48,7 +52,7 @@ def _lowering(name: str, approx: Callable[[K.Expr], K.Expr], exact: str,
             return elementwise(args[0], dtype, approx)
         if f16 and dtype is DType.FLOAT16:
             return elementwise(args[0], dtype, lambda x: K.cast(dtype, approx(K.cast(F32, x))))
-        return elementwise(args[0], dtype, _FLOAT_UNARY[exact])
+        return elementwise(args[0], dtype, _exact(exact))
 
 
 _lowering("fast_exp", _helper("exp"), "exp")
@@ -59,22 +63,27 @@ _lowering("fast_erf", _helper("erf"), "erf", f16=True)
 @anchor_lowering("nn.fast_softmax")
 def _fast_softmax(ctx: LowerContext, args: Sequence, attrs, out_type: Type,
                   sinks: Sequence[Sink]) -> K.Stmt:
-    x = tensor(args[0])
     t = out_tensor(out_type)
     if t.dtype is not F32:
-        return _softmax_common(ctx, args, attrs, out_type, sinks[0], log=False)
+        exact = lookup_lowering("nn.softmax")
+        assert exact is not None
+        return exact.fn(ctx, args, attrs, out_type, sinks)
+    x = tensor(args[0])
     shape = tuple(int(d) for d in t.shape)
-    n = shape[attrs.axis % len(shape)]
+    axis = attrs.axis % len(shape)
+    n = shape[axis]
+    fast_exp = _helper("exp")
 
-    def body(at: Callable[[K.Expr], tuple]) -> list[K.Stmt]:
+    def row(index: tuple) -> list[K.Stmt]:
+        def at(k: K.Expr) -> tuple:
+            return (*index[:axis], k, *index[axis:])
         mx, total = ctx.scalar("max", F32), ctx.scalar("sum", F32)
-        stmts = _reduce_loop(ctx, mx, K.Const(float("-inf"), F32), n,
-                             lambda k: K.maximum(mx, x.read(at(k))))
-
-        def e(k: K.Expr) -> K.Expr:
-            return fast_exp_expr(K.sub(x.read(at(k)), mx))
-        stmts += _reduce_loop(ctx, total, K.Const(0.0, F32), n, lambda k: K.add(total, e(k)))
-        k = ctx.index_var("k")
-        stmts.append(K.for_range(k, n, sinks[0](at(k), K.div(e(k), total))))
-        return stmts
-    return _row_loops(ctx, shape, attrs.axis, body)
+        k1, k2, k3 = ctx.index_var("k"), ctx.index_var("k"), ctx.index_var("k")
+        return [K.Decl(mx, K.Const(float("-inf"), F32)),
+                K.for_range(k1, n, K.Assign(mx, K.maximum(mx, x.read(at(k1))))),
+                K.Decl(total, K.Const(0.0, F32)),
+                K.for_range(k2, n, K.Assign(total, K.add(total, fast_exp(
+                    K.sub(x.read(at(k2)), mx))))),
+                K.for_range(k3, n, sinks[0](at(k3), K.div(fast_exp(K.sub(x.read(at(k3)), mx)),
+                                                          total)))]
+    return loop_nest(ctx, shape[:axis] + shape[axis + 1:], row, "r")

@@ -9,9 +9,10 @@ Everything is computed in canonical terms -- data ``N C H W``, weight
 ``N O OH OW`` -- and every access is mapped through the operand's layout
 (any permutation the reference accepts: ``NHWC``, ``HWIO``, ``OHWI`` ...).
 ``nn.conv1d`` (and ``nn.conv1d_transpose``) is the same nest with a
-spatial axis ``H`` of extent 1 that never appears in an index.  Inputs are read only through ``args[i].read``
-(the fused prologue -- a cast, a zero-point subtraction, an ``nn.pad`` --
-is inlined there); each output element goes to the sink exactly once.
+spatial axis ``H`` of extent 1 that never appears in an index.  Inputs are
+read only through ``args[i].read`` (the fused prologue -- a cast, a
+zero-point subtraction, an ``nn.pad`` -- is inlined there); each output
+element goes to the sink exactly once.
 
 **The loop nest.**  Outputs are computed in *register tiles* of ``BO``
 output channels by ``BW`` output columns.  A tile declares ``BO * BW``

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ....ir.ops.nn_conv import _pads
+from ....ir.ops.nn_conv import conv_pads
 from ....ir.ops.nn_util import expand
 from ...kernel import ir as K
 from ..registry import ArgValue, LowerContext, anchor_lowering, out_tensor
@@ -48,7 +48,7 @@ def _conv3d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks)
     o_, cg = (int(weight.shape[kl.index(c)]) for c in "OI")
     og = o_ // attrs.groups
     strides, dilation = expand(attrs.strides, 3), expand(attrs.dilation, 3)
-    pads = _pads(attrs, 3)
+    pads = conv_pads(attrs, 3)
     axes = {c: Axis(int(data.shape[dl.index(c)]), int(t.shape[ol.index(c)]),
                     int(weight.shape[kl.index(c)]), strides[i], dilation[i], pads[i][0])
             for i, c in enumerate("DHW")}
@@ -68,9 +68,9 @@ def _conv3d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks)
     ic = ctx.index_var("ic")
     taps = {c: ctx.index_var("k" + c.lower()) for c in "DHW"}
     cbase = imul(K.div(o, idx(og)), cg) if attrs.groups > 1 else idx(0)
-    xi = {"N": n, "C": iadd(cbase, ic)}
+    xi: dict[str, K.Expr] = {"N": n, "C": iadd(cbase, ic)}
     xi.update({c: iadd(firsts[c], imul(taps[c], axes[c].dilation)) for c in "DHW"})
-    wi = {"O": o, "I": ic, **taps}
+    wi: dict[str, K.Expr] = {"O": o, "I": ic, **taps}
     xv, wv = K.cast(acc_t, x.at(xi)), K.cast(acc_t, w.at(wi))
     red: K.Stmt = K.Assign(acc, mac(acc, xv, wv))
     for c in "WHD":

@@ -167,11 +167,8 @@ def _pool_tile(ctx: LowerContext, pool: _Pool, sink: Sink, env: dict[str, K.Expr
     accs = [[ctx.scalar("acc", pool.acc) for _ in range(bw)] for _ in range(bt)]
     init = _lowest(pool.acc) if pool.is_max else K.Const(0, pool.acc)
     stmts: list[K.Stmt] = [K.Decl(a, init) for row in accs for a in row]
-    ranges = {"H": RAxis("H", *htaps), "W": RAxis("W", *wtaps)}
-    if depth is not None:
-        ranges["D"] = RAxis("D", *depth["dtaps"])
-        hcount = _times(hcount, depth["dcount"])
-    axes = [ranges[c] for c in pool.loop_layout if c in ranges]
+    axes = _tile_axes(pool, htaps, wtaps, depth)
+    hcount = _times(hcount, depth["dcount"] if depth else 1)
     tl = pool.tile_letter
 
     def body(outer: dict[str, K.Expr], dynamic: set[str]):
@@ -181,8 +178,7 @@ def _pool_tile(ctx: LowerContext, pool: _Pool, sink: Sink, env: dict[str, K.Expr
             comps[tl] = Lin(t0, ti=1)
         comps["H"] = lin("H", ih0, pool.h.dilation)
         comps["W"] = lin("W", iw0, pool.w.dilation, tj=pool.w.stride)
-        if depth is not None and pool.d is not None:
-            comps["D"] = lin("D", depth["id0"], pool.d.dilation)
+        comps.update(_depth_comp(pool, lin, depth))
         xa = Access(ctx, pool.data, comps, "xb")
 
         def emit(values: dict[str, K.Expr], dedup: Dedup) -> list[K.Stmt]:
@@ -205,14 +201,48 @@ def _pool_tile(ctx: LowerContext, pool: _Pool, sink: Sink, env: dict[str, K.Expr
             count = _times(hcount, wcount)
         for i in range(bt):
             value = _result(pool, accs[i][j], count)
-            index = dict(env, H=oh, W=iadd(ow0, j))
-            if depth is not None:
-                index["D"] = depth["od"]
+            index = dict(env, H=oh, W=iadd(ow0, j), **({"D": depth["od"]} if depth else {}))
             if tl is not None:
                 index[tl] = iadd(t0, i)
             stmts.append(sink(tuple(idx(index[c]) for c in pool.layout),
                               K.cast(pool.dtype, value)))
     return K.block(*stmts)
+
+
+def _tile_axes(pool: _Pool, htaps: tuple, wtaps: tuple, depth: dict | None) -> list[RAxis]:
+    """The tile's reduction axes in the loops' letter order."""
+    ranges = {"H": RAxis("H", *htaps), "W": RAxis("W", *wtaps)}
+    if depth is not None:
+        ranges["D"] = RAxis("D", *depth["dtaps"])
+    return [ranges[c] for c in pool.loop_layout if c in ranges]
+
+
+def _depth_comp(pool: _Pool, lin: Callable[..., Lin], depth: dict | None) -> dict[str, Lin]:
+    if depth is None or pool.d is None:
+        return {}
+    return {"D": lin("D", depth["id0"], pool.d.dilation)}
+
+
+def _rows(ctx: LowerContext, pool: _Pool, letter: str,
+          rest: Callable[[dict], K.Stmt]) -> K.Stmt | None:
+    """The loop over the output rows (``H``; a 1-d pool's virtual row has
+    none) or a 3-d pool's output depth (``D``); ``rest(spatial)`` builds
+    the nest inside.  None for any other letter."""
+    if letter == "H" and letter not in pool.layout:
+        return rest(dict(oh=idx(0), ih0=idx(0), htaps=(0, 1), hcount=1))
+    if letter == "H":
+        oh = ctx.index_var("oh")
+        decls, ih0, lo, hi = bounds(ctx, pool.h, oh, range(pool.h.out), "ih")
+        hcount = 1 if pool.is_max else _count(ctx, pool.hcount, oh, range(pool.h.out))
+        inner = rest(dict(oh=oh, ih0=ih0, htaps=(lo, hi), hcount=hcount))
+        return K.for_range(oh, pool.h.out, K.block(*decls, inner))
+    if letter != "D" or pool.d is None or pool.dcount is None:
+        return None
+    od = ctx.index_var("od")
+    decls, id0, lo, hi = bounds(ctx, pool.d, od, range(pool.d.out), "id")
+    dcount = 1 if pool.is_max else _count(ctx, pool.dcount, od, range(pool.d.out))
+    inner = rest(dict(depth=dict(od=od, id0=id0, dtaps=(lo, hi), dcount=dcount)))
+    return K.for_range(od, pool.d.out, K.block(*decls, inner))
 
 
 def _pool_nest(ctx: LowerContext, pool: _Pool, sink: Sink) -> K.Stmt:
@@ -227,24 +257,9 @@ def _pool_nest(ctx: LowerContext, pool: _Pool, sink: Sink) -> K.Stmt:
         if pos == len(pool.loop_layout):    # (with a tile axis, it closes the nest instead)
             return tile(env, None, 1, spatial)
         letter = pool.loop_layout[pos]
-        if letter == "H" and letter not in pool.layout:     # a 1-d pool's virtual row
-            return build(pos + 1, env, dict(spatial, oh=idx(0), ih0=idx(0), htaps=(0, 1),
-                                            hcount=1))
-        if letter == "D" and pool.d is not None:
-            od = ctx.index_var("od")
-            decls, id0, lo, hi = bounds(ctx, pool.d, od, range(pool.d.out), "id")
-            assert pool.dcount is not None
-            dcount = 1 if pool.is_max else _count(ctx, pool.dcount, od, range(pool.d.out))
-            inner = build(pos + 1, env, dict(spatial, depth=dict(od=od, id0=id0, dtaps=(lo, hi),
-                                                                 dcount=dcount)))
-            return K.for_range(od, pool.d.out, K.block(*decls, inner))
-        if letter == "H":
-            oh = ctx.index_var("oh")
-            decls, ih0, lo, hi = bounds(ctx, pool.h, oh, range(pool.h.out), "ih")
-            hcount = 1 if pool.is_max else _count(ctx, pool.hcount, oh, range(pool.h.out))
-            inner = build(pos + 1, env, dict(spatial, oh=oh, ih0=ih0, htaps=(lo, hi),
-                                             hcount=hcount))
-            return K.for_range(oh, pool.h.out, K.block(*decls, inner))
+        rows = _rows(ctx, pool, letter, lambda more: build(pos + 1, env, dict(spatial, **more)))
+        if rows is not None:
+            return rows
         if letter == "W":
             def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple, starts: list[int]):
                 return build(pos + 1, env, dict(spatial, ow0=ow0, iw0=iw0, bw=bw, wtaps=taps,

@@ -86,8 +86,9 @@ def _adaptive(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sink
     else:
         count: K.Expr | int = 1
         for c in spatial:
-            count = count * size[c] if isinstance(count, int) and isinstance(size[c], int) \
-                else K.mul(idx(count), idx(size[c]), no_wrap=True)
+            sc = size[c]
+            count = count * sc if isinstance(count, int) and isinstance(sc, int) \
+                else K.mul(idx(count), idx(sc), no_wrap=True)
         divisor = K.Const(count, acc_t) if isinstance(count, int) else K.cast(acc_t, count)
         value = K.div(acc, divisor)
     body: K.Stmt = K.block(*decls, K.Decl(acc, _lowest(acc_t) if is_max else K.Const(0, acc_t)),

@@ -4,7 +4,8 @@ ONNX keeps data in NCHW and weights in OIHW (Conv) or IOHW (ConvTranspose),
 exactly the canonical layouts of ``nn.conv1d``/``nn.conv2d``/``nn.conv3d``/
 ``nn.conv1d_transpose``/``nn.conv2d_transpose``; ``pads`` ``[x1_begin,
 x2_begin, x1_end, x2_end]`` is the IR's ``[top, left, bottom, right]``
-(``[front, top, left, back, bottom, right]`` in 3-d).  The bias is added with ``nn.bias_add`` on axis 1.
+(``[front, top, left, back, bottom, right]`` in 3-d).  The bias is added
+with ``nn.bias_add`` on axis 1.
 Schema versions: Conv/ConvTranspose 1 (opset < 11 is refused earlier), 11,
 and 22 (adds bfloat16 only).
 """
