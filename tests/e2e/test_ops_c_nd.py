@@ -49,5 +49,9 @@ def conv_cases():
     return out
 
 
+def all_cases():
+    return pool_cases() + conv_cases()
+
+
 def test_pools_and_convolutions_nd():
     check_cases(pool_cases() + conv_cases(), "nd")
