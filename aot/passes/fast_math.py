@@ -51,4 +51,7 @@ def fast_math(mod: IRModule) -> IRModule:
     return out
 
 
-register_pass("FastMath", opt_level=4)(fast_math)
+register_pass("FastMath", opt_level=4,
+              doc="FastMath: exp, tanh, erf and nn.softmax -> fast_exp, fast_tanh, fast_erf, "
+                  "nn.fast_softmax (TOPI's float32 approximations, relative error <= 4.1e-6; "
+                  "opt-in)")(fast_math)
