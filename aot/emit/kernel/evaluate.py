@@ -133,7 +133,16 @@ def _fast_helpers() -> dict:
             "aot_fast_erf_f32": fm.fast_erf_f32}
 
 
+#: the float helpers of the runtime: name -> (NumPy function, float dtype)
+_FLOAT_HELPERS = {"aot_round_even_f32": (np.rint, np.float32)}
+
+
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
+    if name in _FLOAT_HELPERS:
+        fn, ft = _FLOAT_HELPERS[name]
+        with np.errstate(all="ignore"):
+            return np.array(fn(*[np.array(a, dtype=ft) for a in args]), dtype=ft) \
+                .astype(dtype.np)[()]
     if name in _INT_HELPERS:
         return np.array(_INT_HELPERS[name](*(int(a) for a in args))).astype(dtype.np)[()]
     if name.startswith("aot_fast_"):
