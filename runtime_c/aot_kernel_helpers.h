@@ -39,6 +39,8 @@
  *                                  saturating: SSAT / USAT through <arm_acle.h>
  *                                  when __ARM_FEATURE_SAT is defined, else
  *                                  min/max
+ *   aot_fast_exp_f32 aot_fast_tanh_f32 aot_fast_erf_f32
+ *                                  TOPI's float32 approximations (FastMath)
  *   aot_sxtb16 aot_sxtab16         the Arm DSP extension's SXTB16, SXTAB16
  *   aot_smlad aot_smladx           and SMLAD, SMLADX
  *                                  (dual 16-bit): ACLE intrinsics when
@@ -594,6 +596,64 @@ static inline int8_t aot_sat_f64_i4(double x)
 static inline uint8_t aot_sat_f64_u4(double x)
 {
     return x != x ? 0u : x <= 0.0 ? 0u : x >= 15.0 ? 15u : (uint8_t)x;
+}
+
+/* ---- fast approximations (the FastMath pass) ----------------------------- */
+
+/* TOPI's float32 definitions, operation for operation as the reference
+ * interpreter computes them (aot/ir/ops/fast_math.py documents them and
+ * their error bounds).  Each rounds every operation on its own (hence
+ * -ffp-contract=off). */
+
+/* e^x: the clamp, n = floor(x log2(e) + 1/2), Cephes' polynomial of
+ * f = x - n ln(2), 2^n from its bits ((n + 127) << 23; n == -127 gives 0,
+ * n == 128 gives +inf), and max(2^n e^f, x). */
+static inline float aot_fast_exp_f32(float x)
+{
+    float xc = aot_max_f32(aot_min_f32(x, 88.37626647949219f), -88.37625885009766f);
+    float n = floorf(xc * 1.4426950216293335f + 0.5f);
+    float f = xc - n * 0.6931471824645996f;
+    float y = ((((((0.00019875691214110702f * f + 0.001398199936375022f) * f + 0.008333452045917511f) * f + 0.04166579619050026f) * f + 0.1666666567325592f) * f + 0.5f)
+               * f) * f + f + 1.0f;
+    uint32_t bits = (uint32_t)(aot_sat_f32_i32(n) + 127) << 23;
+    float ef;
+    memcpy(&ef, &bits, sizeof ef);
+    return aot_max_f32(ef * y, x);
+}
+
+/* tanh: Eigen's rational approximation on x clamped to [-9, 9]. */
+static inline float aot_fast_tanh_f32(float x)
+{
+    float xc = aot_max_f32(-9.0f, aot_min_f32(9.0f, x));
+    float x2 = xc * xc;
+    float p = x2 * -2.7607683663038313e-16f + 2.0001879384549948e-13f;
+    float q = x2 * 1.1982583600911312e-06f + 0.00011853470641653985f;
+    p = x2 * p + -8.604671836165423e-11f;
+    p = x2 * p + 5.122297253024044e-08f;
+    p = x2 * p + 1.4857223504805006e-05f;
+    p = x2 * p + 0.0006372619536705315f;
+    p = x2 * p + 0.004893524572253227f;
+    q = x2 * q + 0.0022684347350150347f;
+    q = x2 * q + 0.0048935250379145145f;
+    return xc * p / q;
+}
+
+/* erf: Eigen's rational approximation on x clamped to [-4, 4]. */
+static inline float aot_fast_erf_f32(float x)
+{
+    float xc = aot_max_f32(aot_min_f32(x, 4.0f), -4.0f);
+    float x2 = xc * xc;
+    float p = x2 * -2.726142367404094e-10f + 2.7706814620387377e-08f;
+    float q = x2 * -1.4566071513399947e-05f + -0.00021337404905352741f;
+    p = x2 * p + -2.101023937939317e-06f;
+    p = x2 * p + -5.692506238119677e-05f;
+    p = x2 * p + -0.0007349906372837722f;
+    p = x2 * p + -0.0029545999132096767f;
+    p = x2 * p + -0.01609603315591812f;
+    q = x2 * q + -0.001682827016338706f;
+    q = x2 * q + -0.007373329252004623f;
+    q = x2 * q + -0.014264739118516445f;
+    return xc * p / q;
 }
 
 #endif /* AOT_KERNEL_HELPERS_H */

@@ -34,6 +34,7 @@ DATAFLOW = Sequential([
     "EliminateCommonSubexpr", # 2
     "CombineParallelConv2D",  # 4: parallel convs of one input -> one wider conv + slices
     "CombineParallelDense",   # 4: the same for dense
+    "FastMath",               # 4 (only when required): exp, tanh, erf, softmax -> fast_*
     "FuseOps",                # 0: operators into kernels (one per operator at opt 0)
 ])
 

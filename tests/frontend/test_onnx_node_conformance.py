@@ -59,7 +59,7 @@ CLAIMED = frozenset("""
     GRU GlobalMaxPool Greater GreaterOrEqual HardSigmoid HardSwish Identity If
     InstanceNormalization IsInf
     IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
-    LpNormalization
+    LpNormalization LpPool GlobalLpPool
     MatMul Max MaxPool Mean Min Mod Mul Neg Not OneHot Or PRelu Pad Pow
     QLinearConv QLinearMatMul QuantizeLinear Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
@@ -77,12 +77,6 @@ REFUSED: dict[str, str] = {
     "test_affine_grid_2d_expanded": "limit must be a scalar",
     "test_affine_grid_3d_align_corners_expanded": "limit must be a scalar",
     "test_affine_grid_3d_expanded": "limit must be a scalar",
-    "test_averagepool_3d_default": "only 1-d and 2-d",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": "only 1-d and 2-d",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": "only 1-d and 2-d",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": "only 1-d and 2-d",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True": "only 1-d and 2-d",
-    "test_averagepool_3d_dilations_small": "only 1-d and 2-d",
     "test_batchnorm_epsilon_training_mode": "training_mode",
     "test_batchnorm_example_training_mode": "training_mode",
     "test_convtranspose_3d": "only 1-d and 2-d",
@@ -90,10 +84,6 @@ REFUSED: dict[str, str] = {
     "test_identity_sequence": "sequence_type",
     # the body slices at the iteration number: a Slice with run-time starts
     "test_loop11": "must be a constant",
-    "test_maxpool_3d_default": "only 1-d and 2-d",
-    "test_maxpool_3d_dilations": "only 1-d and 2-d",
-    "test_maxpool_3d_dilations_use_ref_impl": "only 1-d and 2-d",
-    "test_maxpool_3d_dilations_use_ref_impl_large": "only 1-d and 2-d",
     "test_maxpool_with_argmax_2d_precomputed_pads": "Indices output",
     "test_maxpool_with_argmax_2d_precomputed_strides": "Indices output",
     "test_resize_downsample_scales_cubic": "scales=",
@@ -383,7 +373,8 @@ def test_claimed_list_is_the_registry() -> None:
 #: Claimed operators whose node tests are all refused (below opset 11);
 #: tests/frontend covers them against onnxruntime.
 NO_NODE_TEST = {"QLinearConv": "its one node test is opset 10",
-                "Xor": "its node tests are opset 7"}
+                "Xor": "its node tests are opset 7",
+                "GlobalLpPool": "it has none (tests/frontend/test_onnx_pool_nd.py)"}
 
 
 def test_every_claimed_operator_runs_node_tests() -> None:

@@ -176,7 +176,7 @@ Recipe = Callable[[Builder], "tuple[str, list[str], dict] | None"]
 
 
 #: operators needing a minimum input rank (N, C, spatial...)
-MIN_RANK = {"GlobalAveragePool": 3, "GlobalMaxPool": 3}
+MIN_RANK = {"GlobalAveragePool": 3, "GlobalMaxPool": 3, "GlobalLpPool": 3}
 
 
 def _unary_like(op: str, schema: onnx.defs.OpSchema) -> Recipe:
@@ -234,34 +234,35 @@ def _gemm(b: Builder):
 
 
 def _conv(b: Builder):
-    x = b.pick(rank=4)
-    _, c, h, w = x.shape
+    x = b.pick(rank=b.rng.choice([3, 4, 4, 5]))
+    c, spatial = x.shape[1], x.shape[2:]
     group = b.rng.choice([g for g in (1, 2, c) if c % g == 0])
     m = group * b.rng.randint(1, 2)
-    kh, kw = b.rng.randint(1, min(3, h + 2)), b.rng.randint(1, min(3, w + 2))
-    pads = [b.rng.randint(0, k - 1) for k in (kh, kw, kh, kw)]
-    if h + pads[0] + pads[2] < kh or w + pads[1] + pads[3] < kw:
+    kernel = [b.rng.randint(1, min(3, n + 2)) for n in spatial]
+    pads = [b.rng.randint(0, k - 1) for k in kernel * 2]
+    n = len(kernel)
+    if any(size + pads[i] + pads[i + n] < kernel[i] for i, size in enumerate(spatial)):
         return None
-    attrs = {"kernel_shape": [kh, kw], "strides": [b.rng.randint(1, 2), b.rng.randint(1, 2)],
+    attrs = {"kernel_shape": kernel, "strides": [b.rng.randint(1, 2) for _ in kernel],
              "pads": pads, "group": group}
-    ins = [x.name, b.weight((m, c // group, kh, kw))]
+    ins = [x.name, b.weight((m, c // group, *kernel))]
     if b.rng.random() < 0.6:
         ins.append(b.weight((m,)))
     return ("Conv", ins, attrs)
 
 
 def _conv_transpose(b: Builder):
-    x = b.pick(rank=4)
-    c = x.shape[1]
+    x = b.pick(rank=b.rng.choice([3, 4, 4]))
+    c, n = x.shape[1], len(x.shape) - 2
     group = b.rng.choice([g for g in (1, c) if c % g == 0])
     m = group * b.rng.randint(1, 2)
-    kh, kw = b.rng.randint(1, 3), b.rng.randint(1, 3)
-    strides = [b.rng.randint(1, 2), b.rng.randint(1, 2)]
-    attrs = {"kernel_shape": [kh, kw], "strides": strides, "group": group,
-             "pads": [b.rng.randint(0, k - 1) for k in (kh, kw, kh, kw)]}
+    kernel = [b.rng.randint(1, 3) for _ in range(n)]
+    strides = [b.rng.randint(1, 2) for _ in range(n)]
+    attrs = {"kernel_shape": kernel, "strides": strides, "group": group,
+             "pads": [b.rng.randint(0, k - 1) for k in kernel * 2]}
     if b.rng.random() < 0.3:
         attrs["output_padding"] = [b.rng.randint(0, s - 1) for s in strides]
-    ins = [x.name, b.weight((c, m // group, kh, kw))]
+    ins = [x.name, b.weight((c, m // group, *kernel))]
     if b.rng.random() < 0.5:
         ins.append(b.weight((m,)))
     return ("ConvTranspose", ins, attrs)
@@ -269,14 +270,16 @@ def _conv_transpose(b: Builder):
 
 def _pool(op: str) -> Recipe:
     def make(b: Builder):
-        x = b.pick(rank=4)
-        _, _, h, w = x.shape
-        kh, kw = b.rng.randint(1, min(3, h)), b.rng.randint(1, min(3, w))
-        pads = [b.rng.randint(0, k - 1) for k in (kh, kw, kh, kw)]
-        attrs = {"kernel_shape": [kh, kw], "strides": [b.rng.randint(1, 2), b.rng.randint(1, 2)],
+        x = b.pick(rank=b.rng.choice([3, 4, 4, 5]))
+        spatial = x.shape[2:]
+        kernel = [b.rng.randint(1, min(3, n)) for n in spatial]
+        pads = [b.rng.randint(0, k - 1) for k in kernel * 2]
+        attrs = {"kernel_shape": kernel, "strides": [b.rng.randint(1, 2) for _ in kernel],
                  "pads": pads}
         if op == "AveragePool":
             attrs["count_include_pad"] = b.rng.randint(0, 1)
+        if op == "LpPool":
+            attrs["p"] = b.rng.randint(1, 3)
         return (op, [x.name], attrs)
     return make
 
@@ -452,7 +455,7 @@ def _reduce_sum(b: Builder):
 
 SPECIAL: dict[str, Recipe] = {
     "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _pool("MaxPool"),
-    "AveragePool": _pool("AveragePool"), "Reshape": _reshape, "Concat": _concat,
+    "AveragePool": _pool("AveragePool"), "LpPool": _pool("LpPool"), "Reshape": _reshape, "Concat": _concat,
     "Slice": _slice, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Pad": _pad,
     "Clip": _clip, "Expand": _expand, "Tile": _tile, "Split": _split,
     "BatchNormalization": _batchnorm, "LayerNormalization": _layernorm,

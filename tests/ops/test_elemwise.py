@@ -87,9 +87,12 @@ ORACLE = {
     "ones_like": (np.ones_like, "fiub"), "zeros_like": (np.zeros_like, "fiub"),
     "full_like": (lambda x, v: np.full_like(x, v), "fiub"), "cast_like": (_cast_like, "fiub"),
     "broadcast_to_like": (lambda x, like: np.broadcast_to(x, like.shape), "fiub"),
+    # the fast approximations against the exact functions (their bounds:
+    # tests/ops/test_fast_math.py)
+    "fast_exp": (np.exp, "f"), "fast_tanh": (np.tanh, "f"), "fast_erf": (_erf, "f"),
 }
 WIDE = {"exp", "log", "log2", "log10", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "sin", "cos",
-        "tan", "asin", "acos", "atan", "sinh", "cosh"}
+        "tan", "asin", "acos", "atan", "sinh", "cosh", "fast_exp", "fast_tanh", "fast_erf"}
 #: arguments drawn from a positive range, so the oracle compares numbers
 POSITIVE = {"log": (0,), "log2": (0,), "log10": (0,), "sqrt": (0,), "rsqrt": (0,),
             "power": (0, 1), "divide": (1,), "floor_divide": (1,), "mod": (1,),

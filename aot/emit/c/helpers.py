@@ -107,6 +107,10 @@ def _build_helpers() -> dict[str, HelperSpec]:
         h[f"aot_sat_i32_{s}"] = HelperSpec(
             f"{t} aot_sat_i32_{s}(int32_t x)",
             "x clamped to the type's limits (SSAT / USAT)")
+    for fn in ("exp", "tanh", "erf"):
+        h[f"aot_fast_{fn}_f32"] = HelperSpec(
+            f"float aot_fast_{fn}_f32(float x)",
+            f"TOPI's float32 fast_{fn}, as aot.ir.ops.fast_math.fast_{fn}_f32")
     h["aot_sxtab16"] = HelperSpec(
         "uint32_t aot_sxtab16(uint32_t a, uint32_t b)",
         "halfwords of a plus bytes 0 and 2 of b sign-extended, each mod 2^16 (SXTAB16)")

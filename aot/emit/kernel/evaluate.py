@@ -127,6 +127,12 @@ _INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b),
                 "aot_sat_i32_u16": lambda x: min(max(x, 0), 65535)}
 
 
+def _fast_helpers() -> dict:
+    from ...ir.ops import fast_math as fm
+    return {"aot_fast_exp_f32": fm.fast_exp_f32, "aot_fast_tanh_f32": fm.fast_tanh_f32,
+            "aot_fast_erf_f32": fm.fast_erf_f32}
+
+
 #: the float helpers of the runtime: name -> (NumPy function, float dtype)
 _FLOAT_HELPERS = {"aot_round_even_f32": (np.rint, np.float32)}
 
@@ -139,6 +145,8 @@ def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
                 .astype(dtype.np)[()]
     if name in _INT_HELPERS:
         return np.array(_INT_HELPERS[name](*(int(a) for a in args))).astype(dtype.np)[()]
+    if name.startswith("aot_fast_"):
+        return _fast_helpers()[name](np.array(args[0], dtype=np.float32))[()]
     base = math_base(name)
     check(base is not None, f"no reference semantics for function {name}")
     _, fn = MATH_FUNCTIONS[base]  # type: ignore[index]

@@ -5,12 +5,16 @@ each family lives in its own module and registers its records with
 from . import algorithm
 from . import einsum
 from . import elemwise
+from . import fast_math
 from . import image
 from . import layout
 from . import nn
 from . import nn_conv
+from . import nn_conv_nd
 from . import nn_norm
 from . import nn_pool
+from . import nn_pool_adaptive
+from . import nn_pool_nd
 from . import qnn
 from . import qnn_common
 from . import qnn_linear

@@ -890,6 +890,10 @@ RULES: dict[str, Rule] = {
     "full_like": _full_grad,
 }
 
+from .gradients_extra import EXTRA_RULES  # noqa: E402  (built from the blocks above)
+
+RULES.update(EXTRA_RULES)
+
 
 _INTEGER_RESULT = "its result is an integer or boolean tensor (no gradient flows through it)"
 _PIECEWISE_CONSTANT = "piecewise constant: its derivative is zero almost everywhere"
@@ -912,6 +916,9 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
                   "(SimplifyInference removes it before differentiating)",
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
+    **{name: "no rule yet: its gradients are convolutions of the output gradient as for "
+                   "nn.conv1d and nn.conv2d_transpose (gradients_more.py), not written for it"
+       for name in ("nn.conv1d_transpose", "nn.conv3d")},
 }
 
 

@@ -142,7 +142,7 @@ def _check_conv_attrs(a: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs, rank:
 
 
 @dataclass(frozen=True, slots=True)
-class _Spec:
+class ConvSpec:
     """What distinguishes the three convolutions in the shared relation."""
 
     rank: int
@@ -151,16 +151,20 @@ class _Spec:
     transpose: bool
 
 
-_CONV1D = _Spec(1, "NCW", "OIW", False)
-_CONV2D = _Spec(2, "NCHW", "OIHW", False)
-_CONV2D_T = _Spec(2, "NCHW", "IOHW", True)
+_CONV1D = ConvSpec(1, "NCW", "OIW", False)
+_CONV2D = ConvSpec(2, "NCHW", "OIHW", False)
+_CONV2D_T = ConvSpec(2, "NCHW", "IOHW", True)
 
 
-def _pads(attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
+def conv_pads(attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
           rank: int) -> tuple[tuple[int, int], ...]:
     """(before, after) per spatial axis."""
     if rank == 1:
         return (padding_1d(attrs.padding),)
+    if rank == 3:
+        p = tuple(attrs.padding)
+        p = p * 6 if len(p) == 1 else p * 2 if len(p) == 3 else p
+        return ((p[0], p[3]), (p[1], p[4]), (p[2], p[5]))
     return _pads_2d(attrs)
 
 
@@ -172,14 +176,14 @@ def _pads_2d(attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs
 
 # --------------------------------------------------------------- relation
 
-def _spatial_out(spec: _Spec, attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
+def _spatial_out(spec: ConvSpec, attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs,
                  in_dims: Sequence[Dim], k_dims: Sequence[Dim]) -> tuple[Dim, ...]:
     strides = expand(attrs.strides, spec.rank)
     dilation = expand(attrs.dilation, spec.rank)
     out_pad = expand(getattr(attrs, "output_padding", (0,)), spec.rank)
     out: list[Dim] = []
     for axis, (d, k, s, dl, (p0, p1), op) in enumerate(
-            zip(in_dims, k_dims, strides, dilation, _pads(attrs, spec.rank), out_pad)):
+            zip(in_dims, k_dims, strides, dilation, conv_pads(attrs, spec.rank), out_pad)):
         if d is ANY or k is ANY:
             out.append(ANY)
             continue
@@ -196,7 +200,7 @@ def _spatial_out(spec: _Spec, attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTranspose
     return tuple(out)
 
 
-def _conv_rel(spec: _Spec, args: Sequence[Type],
+def conv_rel(spec: ConvSpec, args: Sequence[Type],
               attrs: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs) -> RelResult:
     data = tensor_arg(args, 0, "data")
     if data is None:
@@ -267,15 +271,15 @@ def _conv_rel(spec: _Spec, args: Sequence[Type],
 
 
 def _conv1d_rel(args: Sequence[Type], attrs: Conv1DAttrs) -> RelResult:
-    return _conv_rel(_CONV1D, args, attrs)
+    return conv_rel(_CONV1D, args, attrs)
 
 
 def _conv2d_rel(args: Sequence[Type], attrs: Conv2DAttrs) -> RelResult:
-    return _conv_rel(_CONV2D, args, attrs)
+    return conv_rel(_CONV2D, args, attrs)
 
 
 def _conv2d_transpose_rel(args: Sequence[Type], attrs: Conv2DTransposeAttrs) -> RelResult:
-    return _conv_rel(_CONV2D_T, args, attrs)
+    return conv_rel(_CONV2D_T, args, attrs)
 
 
 # ---------------------------------------------------------------- compute
@@ -402,4 +406,4 @@ defop("nn.conv2d_transpose", arity=2, rel=_conv2d_transpose_rel, pattern=FUSABLE
       attrs=Conv2DTransposeAttrs, family=FAMILY, contraction=True)
 
 __all__ = ["Conv1DAttrs", "Conv2DAttrs", "Conv2DTransposeAttrs", "conv2d_nchw",
-           "conv2d_transpose_nchw"]
+           "conv2d_transpose_nchw", "ConvSpec", "conv_rel", "conv_pads"]

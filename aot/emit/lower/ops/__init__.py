@@ -10,7 +10,10 @@ from . import scan  # noqa: F401
 from . import einsum  # noqa: F401
 from . import transform  # noqa: F401  (and transform_index, transform_init, layout)
 from . import nn_conv
+from . import nn_conv_nd  # noqa: F401
 from . import nn_pool
+from . import nn_pool_adaptive  # noqa: F401
+from . import fast_math  # noqa: F401
 from . import nn_norm  # noqa: F401
 from . import image  # noqa: F401
 from . import qnn  # noqa: F401  (and qnn_linear)

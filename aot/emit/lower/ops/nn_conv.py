@@ -1,6 +1,6 @@
 """Lowering of the convolutions (``aot/ir/ops/nn_conv.py``): ``nn.conv1d``,
-``nn.conv2d`` and ``nn.conv2d_transpose``, as anchors with their own loop
-nests.
+``nn.conv2d``, ``nn.conv2d_transpose`` and ``nn.conv1d_transpose``, as
+anchors with their own loop nests.
 
 Design note
 -----------
@@ -8,10 +8,11 @@ Everything is computed in canonical terms -- data ``N C H W``, weight
 ``O I H W`` (``I O H W`` for the transposed convolution), output
 ``N O OH OW`` -- and every access is mapped through the operand's layout
 (any permutation the reference accepts: ``NHWC``, ``HWIO``, ``OHWI`` ...).
-``nn.conv1d`` is the same nest with a spatial axis ``H`` of extent 1 that
-never appears in an index.  Inputs are read only through ``args[i].read``
-(the fused prologue -- a cast, a zero-point subtraction, an ``nn.pad`` --
-is inlined there); each output element goes to the sink exactly once.
+``nn.conv1d`` (and ``nn.conv1d_transpose``) is the same nest with a
+spatial axis ``H`` of extent 1 that never appears in an index.  Inputs are
+read only through ``args[i].read`` (the fused prologue -- a cast, a
+zero-point subtraction, an ``nn.pad`` -- is inlined there); each output
+element goes to the sink exactly once.
 
 **The loop nest.**  Outputs are computed in *register tiles* of ``BO``
 output channels by ``BW`` output columns.  A tile declares ``BO * BW``
@@ -1283,4 +1284,10 @@ def _conv1d(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks)
 @anchor_lowering("nn.conv2d_transpose")
 def _conv2d_transpose(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
     cv, h, w = _setup(args, attrs, out_type, 2, True)
+    return _transposed_nest(ctx, cv, h, w, sinks[0])
+
+
+@anchor_lowering("nn.conv1d_transpose")
+def _conv1d_transpose(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
+    cv, h, w = _setup(args, attrs, out_type, 1, True)
     return _transposed_nest(ctx, cv, h, w, sinks[0])

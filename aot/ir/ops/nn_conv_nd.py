@@ -1,0 +1,167 @@
+"""Operator family: nn convolutions beyond :mod:`aot.ir.ops.nn_conv` —
+``nn.conv1d_transpose`` and ``nn.conv3d`` (Relay's names and attributes).
+
+``nn.conv1d_transpose`` is ``nn.conv2d_transpose`` of height 1: data
+``NCW``, weight ``IOW`` (``(in_channels, channels / groups, k)``), output
+width ``(in - 1) * stride + dilated_kernel - pad_left - pad_right +
+output_padding``.  ``nn.conv3d`` is the forward convolution over ``D H
+W``: data ``NCDHW``, weight ``OIDHW``, ``padding`` with 1, 3 or 6 values
+(``[front, top, left, back, bottom, right]``).  Layouts may be any
+permutation of those letters; the relations, grouping, dtypes and
+``out_dtype`` are those of the 2-d convolutions (see that module's design
+note: integers exact in int64 and wrapped, floats in float64 rounded
+once, a tap in the padding skipped rather than multiplied by zero).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..registry import RelResult
+from ..types import Type
+from .common import DType, PatternKind, defop, np, out_tensor_type
+from .nn_conv import conv_rel, conv_pads, ConvSpec, conv2d_transpose_nchw
+from .nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical,
+                      cast_result, check_layout, check_padding, check_positive, dilated_extent,
+                      expand, padding_1d)
+
+FAMILY = "nn"
+FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
+
+
+def _check(a, n: int, data_canon: str, kernel_canon: str, pad_counts: tuple[int, ...]) -> None:
+    counts = (1,) if n == 1 else (1, n)
+    check_positive(a.strides, "strides", counts)
+    check_positive(a.dilation, "dilation", counts)
+    check_padding(a.padding, "padding", pad_counts)
+    if a.kernel_size is not None:
+        check_positive(a.kernel_size, "kernel_size", counts)
+    if a.groups < 1:
+        raise ValueError(f"groups must be >= 1, got {a.groups}")
+    if a.channels is not None:
+        if a.channels < 1:
+            raise ValueError(f"channels must be >= 1, got {a.channels}")
+        if a.channels % a.groups:
+            raise ValueError(f"channels={a.channels} is not divisible by groups={a.groups}")
+    check_layout(a.data_layout, data_canon, "data_layout")
+    check_layout(a.kernel_layout, kernel_canon, "kernel_layout")
+    check_layout(a.out_layout, data_canon, "out_layout", allow_empty=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Conv1DTransposeAttrs(NNAttrs):
+    type_key: ClassVar[str] = "Conv1DTransposeAttrs"
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    strides: tuple[int, ...] = (1,)
+    padding: tuple[int, ...] = (0,)
+    output_padding: tuple[int, ...] = (0,)
+    dilation: tuple[int, ...] = (1,)
+    groups: int = 1
+    data_layout: str = "NCW"
+    kernel_layout: str = "IOW"
+    out_layout: str = ""
+    out_dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        _check(self, 1, "NCW", "IOW", (1, 2))
+        check_padding(self.output_padding, "output_padding", (1,))
+
+
+@dataclass(frozen=True, slots=True)
+class Conv3DAttrs(NNAttrs):
+    type_key: ClassVar[str] = "Conv3DAttrs"
+    strides: tuple[int, ...] = (1, 1, 1)
+    padding: tuple[int, ...] = (0, 0, 0)
+    dilation: tuple[int, ...] = (1, 1, 1)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    data_layout: str = "NCDHW"
+    kernel_layout: str = "OIDHW"
+    out_layout: str = ""
+    out_dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        _check(self, 3, "NCDHW", "OIDHW", (1, 3, 6))
+
+
+_CONV1D_T = ConvSpec(1, "NCW", "IOW", True)
+_CONV3D = ConvSpec(3, "NCDHW", "OIDHW", False)
+
+
+def _conv1d_transpose_rel(args: Sequence[Type], attrs: Conv1DTransposeAttrs) -> RelResult:
+    return conv_rel(_CONV1D_T, args, attrs)  # type: ignore[arg-type]
+
+
+def _conv3d_rel(args: Sequence[Type], attrs: Conv3DAttrs) -> RelResult:
+    return conv_rel(_CONV3D, args, attrs)  # type: ignore[arg-type]
+
+
+def _conv1d_transpose(args: Sequence[np.ndarray], attrs: Conv1DTransposeAttrs,
+                      out: Type) -> np.ndarray:
+    x, w = args
+    dtype = out_tensor_type(out).dtype
+    xc = array_to_canonical(x, attrs.data_layout, "NCW")[:, :, None, :]
+    wc = array_to_canonical(w, attrs.kernel_layout, "IOW")[:, :, None, :]
+    res = conv2d_transpose_nchw(xc, wc, (1, attrs.strides[0]),
+                                ((0, 0), padding_1d(attrs.padding)),
+                                (0, attrs.output_padding[0]), (1, attrs.dilation[0]),
+                                attrs.groups, accumulator(dtype))[:, :, 0, :]
+    res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCW")
+    return cast_result(res, dtype)
+
+
+def conv3d_ncdhw(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
+                 pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int,
+                 acc: type) -> np.ndarray:
+    """Grouped 3-d convolution of NCDHW ``x`` with OIDHW ``w``, one kernel
+    tap at a time: each tap's products are summed over the group's input
+    channels and added where the tap lies inside the input (a tap in the
+    padding is skipped, so a non-finite weight never meets a padded 0)."""
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    kernel = w.shape[2:]
+    g = groups
+    og = o // g
+    xp: np.ndarray = np.pad(x.astype(acc), ((0, 0), (0, 0), *pads))
+    real = np.pad(np.ones(x.shape[2:], dtype=bool), pads)
+    ext = [dilated_extent(k, d) for k, d in zip(kernel, dilation)]
+    win = sliding_window_view(xp, ext, axis=(2, 3, 4))
+    mwin = sliding_window_view(real, ext)
+    outs = [(xp.shape[2 + i] - ext[i]) // strides[i] + 1 for i in range(3)]
+    sel = tuple(slice(0, (outs[i] - 1) * strides[i] + 1, strides[i]) for i in range(3))
+    win, mwin = win[(slice(None), slice(None)) + sel], mwin[sel]
+    wg: np.ndarray = w.astype(acc).reshape(g, og, cg, *kernel)
+    res = np.zeros((n, g, og, *outs), dtype=acc)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for t in np.ndindex(*kernel):
+            tap = tuple(k * d for k, d in zip(t, dilation))
+            xs = win[(Ellipsis,) + tap].reshape(n, g, cg, *outs)
+            part = np.einsum("ngcdhw,goc->ngodhw", xs, wg[(Ellipsis,) + t])
+            res += np.where(mwin[(Ellipsis,) + tap], part, 0)
+    return res.reshape(n, o, *outs)
+
+
+def _conv3d(args: Sequence[np.ndarray], attrs: Conv3DAttrs, out: Type) -> np.ndarray:
+    x, w = args
+    dtype = out_tensor_type(out).dtype
+    xc = array_to_canonical(x, attrs.data_layout, "NCDHW")
+    wc = array_to_canonical(w, attrs.kernel_layout, "OIDHW")
+    res = conv3d_ncdhw(xc, wc, expand(attrs.strides, 3), conv_pads(attrs, 3),  # type: ignore
+                       expand(attrs.dilation, 3), attrs.groups, accumulator(dtype))
+    res = array_from_canonical(res, attrs.out_layout or attrs.data_layout, "NCDHW")
+    return cast_result(res, dtype)
+
+
+defop("nn.conv1d_transpose", arity=2, rel=_conv1d_transpose_rel, pattern=FUSABLE,
+      compute=_conv1d_transpose, doc="1-d transposed convolution (weight IOW by default)",
+      attrs=Conv1DTransposeAttrs, family=FAMILY, contraction=True)
+defop("nn.conv3d", arity=2, rel=_conv3d_rel, pattern=FUSABLE, compute=_conv3d,
+      doc="3-d convolution (strides, padding, dilation, groups, layouts)", attrs=Conv3DAttrs,
+      family=FAMILY, contraction=True)
+
+__all__ = ["Conv1DTransposeAttrs", "Conv3DAttrs", "conv3d_ncdhw"]
