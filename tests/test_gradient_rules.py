@@ -131,6 +131,11 @@ CASES = [
         "trilu", a, B.const(np.array(1, "int64")))),
     Case("trilu", [(4, 3)], id="trilu-lower", build=lambda a: B.call(
         "trilu", a, B.const(np.array(-1, "int32")), upper=False)),
+    Case("scatter_elements", [(3, 4), (2, 3)], id="scatter_elements-add", build=lambda a, u:
+         B.call("scatter_elements", a, B.const(np.array([[1, -1, 1], [0, 0, 9]], "int64")), u,
+                axis=1, reduction="add")),
+    Case("scatter_nd", [(3, 4), (3, 4)], id="scatter_nd-add", build=lambda a, u: B.call(
+        "scatter_nd", a, B.const(np.array([[2, 0, 2]], "int32")), u, mode="add")),
     Case("cumsum", [(2, 3, 4)], {"axis": 1}),
     Case("cumsum", [(2, 3)], {"exclusive": True}, id="cumsum-flat-exclusive"),
     Case("cumsum", [(3, 4)], {"axis": -1, "exclusive": True}, id="cumsum-exclusive"),

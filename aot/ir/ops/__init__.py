@@ -24,3 +24,4 @@ from . import transform_broadcast
 from . import transform_index
 from . import transform_init
 from . import transform_nd
+from . import transform_scatter

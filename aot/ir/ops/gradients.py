@@ -756,6 +756,39 @@ def _trilu_grad(c: Call, g: Expr) -> Adjoints:
     return [call("trilu", g, c.args[1], upper=_attr(c, "upper")), None]
 
 
+def _scatter_add_only(c: Call, attr: str) -> None:
+    if _attr(c, attr).value != "add":
+        raise NoGradient(f"the gradient rule handles {attr}='add' only (otherwise a repeated "
+                         "position's gradient depends on which update wins)")
+
+
+def _scatter_elements_grad(c: Call, g: Expr) -> Adjoints:
+    """Added updates: the data passes ``g``, each update gets ``g`` at its
+    destination (``gather`` at the same indices, negative ones counted
+    from the end first; both clamp alike)."""
+    _scatter_add_only(c, "reduction")
+    x, idx, _ = c.args
+    shape = _shape(x)
+    axis = _attr(c, "axis") % len(shape)
+    dt = tensor_type(idx).dtype.np
+    ishape = _shape(idx)
+    gx = g
+    if np.issubdtype(dt, np.signedinteger):
+        neg = call("less", idx, Constant(np.asarray(0, dt)))
+        idx = call("where", neg, call("add", idx, Constant(np.asarray(shape[axis], dt))), idx)
+    if any(i != d for k, (i, d) in enumerate(zip(ishape, shape)) if k != axis):
+        ends = [d if k == axis else i for k, (i, d) in enumerate(zip(ishape, shape))]
+        g = call("strided_slice", g, begin=[0] * len(ends), end=ends, strides=[1] * len(ends))
+    return [gx, None, call("gather", g, idx, axis=axis)]
+
+
+def _scatter_nd_grad(c: Call, g: Expr) -> Adjoints:
+    """Added updates: the data passes ``g``, each update slice gets ``g``
+    at its destination (``gather_nd`` clamps like ``scatter_nd``)."""
+    _scatter_add_only(c, "mode")
+    return [g, None, call("gather_nd", g, c.args[1])]
+
+
 def _global_max_pool_grad(c: Call, g: Expr) -> Adjoints:
     """Each channel's gradient goes to its maximum, shared among ties; the
     result keeps H and W as size 1, so it broadcasts against the data."""
@@ -854,6 +887,8 @@ RULES: dict[str, Rule] = {
     "nn.group_norm": _group_norm_grad,
     "nn.l2_normalize": _l2_normalize_grad,
     "trilu": _trilu_grad,
+    "scatter_elements": _scatter_elements_grad,
+    "scatter_nd": _scatter_nd_grad,
     "cumsum": _cumsum_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,

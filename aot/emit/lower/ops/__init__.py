@@ -9,6 +9,7 @@ from . import algorithm  # noqa: F401
 from . import scan  # noqa: F401
 from . import einsum  # noqa: F401
 from . import transform  # noqa: F401  (and transform_index, transform_init, layout)
+from . import transform_scatter  # noqa: F401
 from . import nn_conv
 from . import nn_pool
 from . import nn_norm  # noqa: F401

@@ -1,0 +1,67 @@
+"""Operators added for model breadth (issue 19) compiled to C against the
+interpreter, all in one build: scatter_elements and scatter_nd in every
+reduction (repeated positions, negative and out-of-range indices, int8
+and float data, fused operands and epilogues)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from c_harness import check_cases
+from test_ops_c import text_case as case, values
+
+T34 = "Tensor[(3, 4), float32]"
+X34 = values((3, 4), seed=1)
+
+
+def scatter_cases():
+    out = []
+    idx = np.array([[1, -1, 9], [0, 0, 0]], np.int64)       # repeated, negative, clamped
+    upd = values((2, 3), seed=2)
+    for red in ("update", "add", "mul", "mean", "min", "max"):
+        out.append(case(f"scatter_elements:{red}",
+                        f"%x: {T34}, %i: Tensor[(2, 3), int64], %u: Tensor[(2, 3), float32]",
+                        f'scatter_elements(%x, %i, %u, axis=1, reduction="{red}")',
+                        X34, idx, upd))
+    out += [
+        case("scatter_elements:axis0-int8",
+             "%x: Tensor[(3, 4), int8], %i: Tensor[(1, 4), int16], %u: Tensor[(1, 4), int8]",
+             'scatter_elements(%x, %i, %u, reduction="add")', values((3, 4), "int8"),
+             np.array([[2, -3, 0, 1]], np.int16), values((1, 4), "int8", seed=4)),
+        case("scatter_elements:int-mean",
+             "%x: Tensor[(5), int32], %i: Tensor[(3), uint8], %u: Tensor[(3), int32]",
+             'scatter_elements(%x, %i, %u, reduction="mean")',
+             np.array([3, -7, 1, 0, 5], np.int32), np.array([1, 1, 4], np.uint8),
+             np.array([-2, 4, 8], np.int32)),
+        case("scatter_elements:fused",
+             f"%x: {T34}, %i: Tensor[(3, 1), int32], %u: Tensor[(3, 1), float32]",
+             "exp(scatter_elements(negative(%x), add(%i, 1), multiply(%u, 2f), axis=-1))",
+             X34, np.array([[0], [2], [-5]], np.int32), values((3, 1), seed=5)),
+    ]
+    nd = np.array([[0, 2, 0, 7], [3, 1, 3, -1]], np.int64)    # (M=2, 4): repeated, clamped
+    for mode in ("update", "add", "mul", "min", "max"):
+        out.append(case(f"scatter_nd:{mode}",
+                        "%x: Tensor[(3, 4, 2), float32], %i: Tensor[(2, 4), int64], "
+                        "%u: Tensor[(4, 2), float32]",
+                        f'scatter_nd(%x, %i, %u, mode="{mode}")',
+                        values((3, 4, 2), seed=6), nd, values((4, 2), seed=7)))
+    out += [
+        case("scatter_nd:rows-int8",
+             "%x: Tensor[(4, 3), int8], %i: Tensor[(1, 2, 2), int32], "
+             "%u: Tensor[(2, 2, 3), int8]",
+             'scatter_nd(%x, %i, %u, mode="add")', values((4, 3), "int8"),
+             np.array([[[3, 0], [3, 1]]], np.int32), values((2, 2, 3), "int8", seed=8)),
+        case("scatter_nd:fused",
+             "%x: Tensor[(3, 4), float32], %i: Tensor[(2, 1), int32], %u: Tensor[(1), float32]",
+             "negative(scatter_nd(exp(%x), %i, %u))", X34, np.array([[2], [3]], np.int32),
+             np.array([7.5], np.float32)),
+    ]
+    return out
+
+
+def all_cases():
+    return scatter_cases()
+
+
+def test_breadth_operators_in_c():
+    check_cases(all_cases(), "breadth")
