@@ -136,6 +136,9 @@ CASES = [
                 axis=1, reduction="add")),
     Case("scatter_nd", [(3, 4), (3, 4)], id="scatter_nd-add", build=lambda a, u: B.call(
         "scatter_nd", a, B.const(np.array([[2, 0, 2]], "int32")), u, mode="add")),
+    Case("nn.depth_to_space", [(1, 8, 2, 3)], {"block_size": 2}, id="d2s-dcr"),
+    Case("nn.depth_to_space", [(2, 8, 3, 1)], {"block_size": 2, "mode": "CRD"}, id="d2s-crd"),
+    Case("nn.space_to_depth", [(1, 2, 4, 2)], {"block_size": 2, "layout": "NHWC"}, id="s2d"),
     Case("cumsum", [(2, 3, 4)], {"axis": 1}),
     Case("cumsum", [(2, 3)], {"exclusive": True}, id="cumsum-flat-exclusive"),
     Case("cumsum", [(3, 4)], {"axis": -1, "exclusive": True}, id="cumsum-exclusive"),

@@ -1,7 +1,8 @@
 """Operators added for model breadth (issue 19) compiled to C against the
 interpreter, all in one build: scatter_elements and scatter_nd in every
 reduction (repeated positions, negative and out-of-range indices, int8
-and float data, fused operands and epilogues)."""
+and float data, fused operands and epilogues); nn.depth_to_space (DCR,
+CRD) and nn.space_to_depth in NCHW and NHWC."""
 
 from __future__ import annotations
 
@@ -59,8 +60,30 @@ def scatter_cases():
     return out
 
 
+def sub_pixel_cases():
+    out = []
+    for layout, shape in (("NCHW", (2, 8, 3, 2)), ("NHWC", (1, 3, 2, 8))):
+        x = values(shape, seed=9)
+        ty = f"Tensor[{shape}, float32]"
+        for mode in ("DCR", "CRD"):
+            out.append(case(f"depth_to_space:{layout}-{mode}", f"%x: {ty}",
+                            f'nn.depth_to_space(exp(%x), block_size=2, layout="{layout}", '
+                            f'mode="{mode}")', x))
+    out += [
+        case("space_to_depth:NCHW", "%x: Tensor[(1, 2, 6, 4), int8]",
+             "nn.space_to_depth(%x, block_size=2)", values((1, 2, 6, 4), "int8")),
+        case("space_to_depth:NHWC-3", "%x: Tensor[(1, 3, 6, 2), float32]",
+             'negative(nn.space_to_depth(%x, block_size=3, layout="NHWC"))',
+             values((1, 3, 6, 2))),
+        case("depth_to_space:roundtrip", "%x: Tensor[(1, 2, 4, 4), float32]",
+             'nn.depth_to_space(nn.space_to_depth(%x, block_size=2), block_size=2, mode="DCR")',
+             values((1, 2, 4, 4))),
+    ]
+    return out
+
+
 def all_cases():
-    return scatter_cases()
+    return scatter_cases() + sub_pixel_cases()
 
 
 def test_breadth_operators_in_c():

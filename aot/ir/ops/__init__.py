@@ -10,6 +10,7 @@ from . import layout
 from . import nn
 from . import nn_conv
 from . import nn_norm
+from . import nn_pixel
 from . import nn_pool
 from . import qnn
 from . import qnn_common

@@ -789,6 +789,26 @@ def _scatter_nd_grad(c: Call, g: Expr) -> Adjoints:
     return [g, None, call("gather_nd", g, c.args[1])]
 
 
+def _depth_to_space_grad(c: Call, g: Expr) -> Adjoints:
+    """A permutation's gradient is its inverse: ``nn.space_to_depth`` for
+    DCR; for CRD (NCHW) the inverse reshape/transpose chain."""
+    b, layout = _attr(c, "block_size"), _attr(c, "layout")
+    if _attr(c, "mode") == "DCR":
+        return [call("nn.space_to_depth", g, block_size=b, layout=layout)]
+    if layout != "NCHW":
+        raise NoGradient("the gradient rule handles CRD in NCHW only")
+    n, ch, h, w = _shape(c.args[0])
+    parts = call("reshape", g, newshape=[n, ch // (b * b), h, b, w, b])
+    back = call("transpose", parts, axes=[0, 1, 3, 5, 2, 4])
+    return [call("reshape", back, newshape=[n, ch, h, w])]
+
+
+def _space_to_depth_grad(c: Call, g: Expr) -> Adjoints:
+    """The inverse permutation: ``nn.depth_to_space`` in DCR."""
+    return [call("nn.depth_to_space", g, block_size=_attr(c, "block_size"),
+                 layout=_attr(c, "layout"))]
+
+
 def _global_max_pool_grad(c: Call, g: Expr) -> Adjoints:
     """Each channel's gradient goes to its maximum, shared among ties; the
     result keeps H and W as size 1, so it broadcasts against the data."""
@@ -889,6 +909,8 @@ RULES: dict[str, Rule] = {
     "trilu": _trilu_grad,
     "scatter_elements": _scatter_elements_grad,
     "scatter_nd": _scatter_nd_grad,
+    "nn.depth_to_space": _depth_to_space_grad,
+    "nn.space_to_depth": _space_to_depth_grad,
     "cumsum": _cumsum_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
