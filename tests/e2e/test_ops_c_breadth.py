@@ -2,7 +2,8 @@
 interpreter, all in one build: scatter_elements and scatter_nd in every
 reduction (repeated positions, negative and out-of-range indices, int8
 and float data, fused operands and epilogues); nn.depth_to_space (DCR,
-CRD) and nn.space_to_depth in NCHW and NHWC."""
+CRD) and nn.space_to_depth in NCHW and NHWC; the bitwise operators and
+shifts on every integer width with shift amounts out of range."""
 
 from __future__ import annotations
 
@@ -82,8 +83,30 @@ def sub_pixel_cases():
     return out
 
 
+def bit_cases():
+    out = []
+    for dt in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"):
+        a = values((3, 4), dt, seed=11, lo=-120, hi=120)
+        b = values((4,), dt, seed=12, lo=-120, hi=120)
+        ty = f"%a: Tensor[(3, 4), {dt}], %b: Tensor[(4), {dt}]"
+        for op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            out.append(case(f"{op}:{dt}", ty, f"{op}(%a, %b)", a, b))
+        out.append(case(f"bitwise_not:{dt}", ty, "bitwise_not(bitwise_xor(%a, %b))", a, b))
+        bits = np.dtype(dt).itemsize * 8
+        amounts = np.array([0, 1, bits - 1, bits, bits + 3, 3, 2, 5] +
+                           ([-1, -bits, 7, 4] if dt.startswith("int") else [7, 4, 6, 255]),
+                           np.int64).astype(dt).reshape(3, 4)
+        for op in ("left_shift", "right_shift"):
+            out.append(case(f"{op}:{dt}", f"%a: Tensor[(3, 4), {dt}], %s: Tensor[(3, 4), {dt}]",
+                            f"{op}(%a, %s)", a, amounts))
+    out.append(case("right_shift:scalar-amount", "%a: Tensor[(5), int16], %s: int16",
+                    "right_shift(left_shift(%a, %s), %s)", values((5,), "int16", seed=13),
+                    np.array(9, np.int16)))
+    return out
+
+
 def all_cases():
-    return scatter_cases() + sub_pixel_cases()
+    return scatter_cases() + sub_pixel_cases() + bit_cases()
 
 
 def test_breadth_operators_in_c():

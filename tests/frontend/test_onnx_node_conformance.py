@@ -52,6 +52,7 @@ if not NODE_DIR.is_dir():
 #: keeps this list equal to the importer's converter registry.
 CLAIMED = frozenset("""
     Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
+    BitShift BitwiseAnd BitwiseNot BitwiseOr BitwiseXor
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
     CumSum
     Cosh DepthToSpace DequantizeLinear Div Dropout Einsum Elu Equal Erf Exp Expand

@@ -5,6 +5,7 @@ each family lives in its own module and registers its records with
 from . import algorithm
 from . import einsum
 from . import elemwise
+from . import elemwise_bits
 from . import image
 from . import layout
 from . import nn

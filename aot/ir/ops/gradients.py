@@ -959,7 +959,8 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_xor", "logical_not",
         "all", "any", "argmax", "argmin", "argsort", "arange", "one_hot",
-        "floor_divide", "floor_mod", "mod")},
+        "floor_divide", "floor_mod", "mod",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift")},
     **{name: _PIECEWISE_CONSTANT for name in ("ceil", "floor", "round", "sign", "trunc")},
     **{name: _QUANTIZED for name in (
         "fixed_point_multiply", "qnn.add", "qnn.avg_pool2d", "qnn.batch_matmul",

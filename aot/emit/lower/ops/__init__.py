@@ -3,6 +3,7 @@
 :func:`aot.emit.lower.registry.lookup_lowering` does so on first use."""
 
 from . import elemwise  # noqa: F401
+from . import elemwise_bits  # noqa: F401
 from . import nn  # noqa: F401
 from . import reduce  # noqa: F401
 from . import algorithm  # noqa: F401
