@@ -3,7 +3,8 @@ interpreter, all in one build: scatter_elements and scatter_nd in every
 reduction (repeated positions, negative and out-of-range indices, int8
 and float data, fused operands and epilogues); nn.depth_to_space (DCR,
 CRD) and nn.space_to_depth in NCHW and NHWC; the bitwise operators and
-shifts on every integer width with shift amounts out of range."""
+shifts on every integer width with shift amounts out of range;
+nn.mirror_pad in both modes at the largest widths."""
 
 from __future__ import annotations
 
@@ -105,8 +106,22 @@ def bit_cases():
     return out
 
 
+def mirror_pad_cases():
+    x = values((2, 3, 4), seed=14)
+    ty = "%x: Tensor[(2, 3, 4), float32]"
+    return [
+        case("mirror_pad:reflect", ty,
+             'nn.mirror_pad(exp(%x), pad_width=[[1, 0], [2, 2], [0, 3]], mode="REFLECT")', x),
+        case("mirror_pad:symmetric", ty,
+             'nn.mirror_pad(%x, pad_width=[[2, 1], [3, 0], [1, 4]], mode="SYMMETRIC")', x),
+        case("mirror_pad:int8-fused", "%x: Tensor[(5), int8]",
+             'negative(nn.mirror_pad(%x, pad_width=[[4, 3]], mode="REFLECT"))',
+             values((5,), "int8")),
+    ]
+
+
 def all_cases():
-    return scatter_cases() + sub_pixel_cases() + bit_cases()
+    return scatter_cases() + sub_pixel_cases() + bit_cases() + mirror_pad_cases()
 
 
 def test_breadth_operators_in_c():

@@ -11,6 +11,7 @@ from . import layout
 from . import nn
 from . import nn_conv
 from . import nn_norm
+from . import nn_mirror
 from . import nn_pixel
 from . import nn_pool
 from . import qnn

@@ -809,6 +809,36 @@ def _space_to_depth_grad(c: Call, g: Expr) -> Adjoints:
                  layout=_attr(c, "layout"))]
 
 
+def _mirror_pad_grad(c: Call, g: Expr) -> Adjoints:
+    """Each border element's gradient goes back to the element it mirrors:
+    axis by axis, the centre plus each border reversed and placed (zero
+    padded) where its sources lie -- from position 1 (REFLECT) or 0
+    (SYMMETRIC) on the left, ending at ``d - 1`` or ``d`` on the right."""
+    x = c.args[0]
+    shape = _shape(x)
+    s = 0 if _attr(c, "mode") == "REFLECT" else 1
+
+    def part(e: Expr, axis: int, lo: int, hi: int) -> Expr:
+        return call("strided_slice", e, begin=[lo], end=[hi], strides=[1], axes=[axis])
+
+    def placed(e: Expr, axis: int, before: int, after: int) -> Expr:
+        widths = [[0, 0]] * len(shape)
+        widths[axis] = [before, after]
+        return call("nn.pad", call("reverse", e, axis=axis), _scalar(0.0, x), pad_width=widths)
+
+    for axis, ((b, a), d) in enumerate(zip(_attr(c, "pad_width"), shape)):
+        if not b and not a:
+            continue
+        total = part(g, axis, b, b + d)
+        if b:
+            total = _add(total, placed(part(g, axis, 0, b), axis, 1 - s, d - b - 1 + s))
+        if a:
+            total = _add(total, placed(part(g, axis, b + d, b + d + a), axis, d - 1 + s - a,
+                                       1 - s))
+        g = total
+    return [g]
+
+
 def _global_max_pool_grad(c: Call, g: Expr) -> Adjoints:
     """Each channel's gradient goes to its maximum, shared among ties; the
     result keeps H and W as size 1, so it broadcasts against the data."""
@@ -911,6 +941,7 @@ RULES: dict[str, Rule] = {
     "scatter_nd": _scatter_nd_grad,
     "nn.depth_to_space": _depth_to_space_grad,
     "nn.space_to_depth": _space_to_depth_grad,
+    "nn.mirror_pad": _mirror_pad_grad,
     "cumsum": _cumsum_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,

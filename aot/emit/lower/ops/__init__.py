@@ -14,6 +14,7 @@ from . import transform_scatter  # noqa: F401
 from . import nn_conv
 from . import nn_pool
 from . import nn_norm  # noqa: F401
+from . import nn_mirror  # noqa: F401
 from . import nn_pixel  # noqa: F401
 from . import image  # noqa: F401
 from . import qnn  # noqa: F401  (and qnn_linear)
