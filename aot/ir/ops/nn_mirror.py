@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from ..types import ANY
+from ..types import ANY, Dim
 from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop, np,
                      tensor_arg)
 
@@ -39,7 +39,7 @@ def _rel(args: Sequence[Type], attrs: MirrorPadAttrs) -> Type | None:
     if len(attrs.pad_width) != data.ndim:
         raise RelationError(f"{len(attrs.pad_width)} pad width pairs for data of rank "
                             f"{data.ndim}")
-    shape = []
+    shape: list[Dim] = []
     for axis, (pair, d) in enumerate(zip(attrs.pad_width, data.shape)):
         if len(pair) != 2 or min(pair) < 0:
             raise RelationError(f"pad_width[{axis}] must be two non-negative widths, got "
@@ -57,8 +57,9 @@ def _rel(args: Sequence[Type], attrs: MirrorPadAttrs) -> Type | None:
 
 def _mirror_pad(args: Sequence[np.ndarray], attrs: MirrorPadAttrs, out: Type) -> np.ndarray:
     (x,) = args
-    return as_array(np.pad(x, [tuple(p) for p in attrs.pad_width], mode=_MODES[attrs.mode]),
-                    x.dtype)
+    widths = [(int(b), int(a)) for b, a in attrs.pad_width]
+    mode = "reflect" if attrs.mode == "REFLECT" else "symmetric"
+    return as_array(np.pad(x, widths, mode=mode), x.dtype)
 
 
 defop("nn.mirror_pad", arity=1, rel=_rel, pattern=PatternKind.INJECTIVE, compute=_mirror_pad,
