@@ -20,7 +20,7 @@ from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_arr
                      tensor_arg)
 
 FAMILY = "nn"
-_MODES = {"REFLECT": "reflect", "SYMMETRIC": "symmetric"}
+_MODES = ("REFLECT", "SYMMETRIC")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,9 @@ def _rel(args: Sequence[Type], attrs: MirrorPadAttrs) -> Type | None:
 def _mirror_pad(args: Sequence[np.ndarray], attrs: MirrorPadAttrs, out: Type) -> np.ndarray:
     (x,) = args
     widths = [(int(b), int(a)) for b, a in attrs.pad_width]
-    mode = "reflect" if attrs.mode == "REFLECT" else "symmetric"
-    return as_array(np.pad(x, widths, mode=mode), x.dtype)
+    if attrs.mode == "REFLECT":
+        return as_array(np.pad(x, widths, mode="reflect"), x.dtype)
+    return as_array(np.pad(x, widths, mode="symmetric"), x.dtype)
 
 
 defop("nn.mirror_pad", arity=1, rel=_rel, pattern=PatternKind.INJECTIVE, compute=_mirror_pad,
