@@ -62,7 +62,7 @@ CLAIMED = frozenset("""
     IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
     LpNormalization
     MatMul Max MaxPool Mean Min Mod Mul Neg Not OneHot Or PRelu Pad Pow
-    QLinearConv QLinearMatMul QuantizeLinear Range Reciprocal ReduceL1 ReduceL2
+    QLinearConv QLinearMatMul QuantizeLinear RMSNormalization Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
     RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
     ScatterElements ScatterND
