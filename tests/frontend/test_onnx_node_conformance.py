@@ -61,12 +61,12 @@ CLAIMED = frozenset("""
     InstanceNormalization IsInf
     IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
     LpNormalization
-    MatMul Max MaxPool Mean Min Mod Mul Neg Not OneHot Or PRelu Pad Pow
+    MatMul Max MaxPool Mean Min Mod Mul Neg NegativeLogLikelihoodLoss Not OneHot Or PRelu Pad Pow
     QLinearConv QLinearMatMul QuantizeLinear RMSNormalization Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
     RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
     ScatterElements ScatterND
-    Sin Sinh Size Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt
+    Sin Sinh Size Slice Softmax SoftmaxCrossEntropyLoss Softplus Softsign SpaceToDepth Split Sqrt
     Squeeze Sub Sum Tan Tanh Tile TopK Transpose Trilu Unsqueeze Where Xor
 """.split())
 

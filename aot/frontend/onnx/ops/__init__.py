@@ -8,6 +8,7 @@ from . import conv
 from . import index
 from . import init
 from . import linear
+from . import loss
 from . import math
 from . import norm
 from . import pad
