@@ -51,7 +51,7 @@ if not NODE_DIR.is_dir():
 #: The ONNX operators the importer claims.  ``test_claimed_list_is_the_registry``
 #: keeps this list equal to the importer's converter registry.
 CLAIMED = frozenset("""
-    Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
+    Abs Acos Add And ArgMax ArgMin Asin Atan Attention AveragePool BatchNormalization Cast
     BitShift BitwiseAnd BitwiseNot BitwiseOr BitwiseXor
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
     CumSum

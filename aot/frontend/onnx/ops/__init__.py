@@ -2,6 +2,7 @@
 package registers them all."""
 
 from . import activation
+from . import attention
 from . import bits
 from . import control
 from . import conv
