@@ -68,16 +68,16 @@ def sub_pixel_cases():
         x = values(shape, seed=9)
         ty = f"Tensor[{shape}, float32]"
         for mode in ("DCR", "CRD"):
-            out.append(case(f"depth_to_space:{layout}-{mode}", f"%x: {ty}",
+            out.append(case(f"nn.depth_to_space:{layout}-{mode}", f"%x: {ty}",
                             f'nn.depth_to_space(exp(%x), block_size=2, layout="{layout}", '
                             f'mode="{mode}")', x))
     out += [
-        case("space_to_depth:NCHW", "%x: Tensor[(1, 2, 6, 4), int8]",
+        case("nn.space_to_depth:NCHW", "%x: Tensor[(1, 2, 6, 4), int8]",
              "nn.space_to_depth(%x, block_size=2)", values((1, 2, 6, 4), "int8")),
-        case("space_to_depth:NHWC-3", "%x: Tensor[(1, 3, 6, 2), float32]",
+        case("nn.space_to_depth:NHWC-3", "%x: Tensor[(1, 3, 6, 2), float32]",
              'negative(nn.space_to_depth(%x, block_size=3, layout="NHWC"))',
              values((1, 3, 6, 2))),
-        case("depth_to_space:roundtrip", "%x: Tensor[(1, 2, 4, 4), float32]",
+        case("nn.depth_to_space:roundtrip", "%x: Tensor[(1, 2, 4, 4), float32]",
              'nn.depth_to_space(nn.space_to_depth(%x, block_size=2), block_size=2, mode="DCR")',
              values((1, 2, 4, 4))),
     ]
@@ -110,11 +110,11 @@ def mirror_pad_cases():
     x = values((2, 3, 4), seed=14)
     ty = "%x: Tensor[(2, 3, 4), float32]"
     return [
-        case("mirror_pad:reflect", ty,
+        case("nn.mirror_pad:reflect", ty,
              'nn.mirror_pad(exp(%x), pad_width=[[1, 0], [2, 2], [0, 3]], mode="REFLECT")', x),
-        case("mirror_pad:symmetric", ty,
+        case("nn.mirror_pad:symmetric", ty,
              'nn.mirror_pad(%x, pad_width=[[2, 1], [3, 0], [1, 4]], mode="SYMMETRIC")', x),
-        case("mirror_pad:int8-fused", "%x: Tensor[(5), int8]",
+        case("nn.mirror_pad:int8-fused", "%x: Tensor[(5), int8]",
              'negative(nn.mirror_pad(%x, pad_width=[[4, 3]], mode="REFLECT"))',
              values((5,), "int8")),
     ]
