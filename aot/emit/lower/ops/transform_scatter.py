@@ -42,22 +42,30 @@ def _combine(reduction: ScatterReduction, old: K.Expr, new: K.Expr) -> K.Expr:
     return K.div(K.add(old, new), K.Const(2, old.dtype))
 
 
-def _component(e: K.Expr, extent: int, negative_from_end: bool) -> K.Expr:
-    """The int32 position an index value ``e`` addresses on an axis."""
+def _component(ctx: LowerContext, e: K.Expr, extent: int, negative_from_end: bool,
+               decls: list[K.Stmt]) -> K.Expr:
+    """The int32 position an index value ``e`` addresses on an axis; the
+    widened value is declared once (in ``decls``) so the selects that fix
+    it read a variable."""
     if extent == 1:
         return K.Const(0, INDEX)
-    v = widen_index(e)
+    w = widen_index(e)
+    v = ctx.scalar("ix", w.dtype)
+    decls.append(K.Decl(v, w))
     if negative_from_end and e.dtype.is_signed:
-        v = K.select(K.lt(v, K.Const(0, v.dtype)), K.add(v, K.Const(extent, v.dtype)), v)
+        fixed = ctx.scalar("ix", w.dtype)
+        decls.append(K.Decl(fixed, K.select(K.lt(v, K.Const(0, v.dtype)),
+                                            K.add(v, K.Const(extent, v.dtype)), v)))
+        v = fixed
     return K.cast(INDEX, clamp_index(v, 0, extent - 1))
 
 
 def _scatter(ctx: LowerContext, data: TensorValue, positions: Sequence[int],
              destination, updates: TensorValue, reduction: ScatterReduction,
              sink: Sink) -> K.Stmt:
-    """The three loops; ``destination(idx)`` is the result index element
-    ``idx`` of ``positions`` (a shape) lands on, with ``updates``' element
-    at ``update_index(idx)``."""
+    """The three loops; ``destination(idx, decls)`` is the result index
+    element ``idx`` of ``positions`` (a shape) lands on and the index of
+    its update, appending the declarations it needs to ``decls``."""
     shape = data.shape
     if math.prod(shape) == 0:
         return K.block()
@@ -68,10 +76,11 @@ def _scatter(ctx: LowerContext, data: TensorValue, positions: Sequence[int],
         return K.store(buf, K.flat_index(idx, shape), data.read(idx))
 
     def step(idx: Index) -> list[K.Stmt]:
-        dest, upd = destination(idx)
+        decls: list[K.Stmt] = []
+        dest, upd = destination(idx, decls)
         at = ctx.index_var("at")
         old = K.load(buf, at)
-        return [K.Decl(at, K.flat_index(dest, shape)),
+        return [*decls, K.Decl(at, K.flat_index(dest, shape)),
                 K.store(buf, at, _combine(reduction, old, updates.read(upd)))]
 
     def out(idx: Index) -> K.Stmt:
@@ -91,9 +100,9 @@ def _scatter_elements(ctx: LowerContext, args: Sequence, attrs: Any, out_type: T
     axis = normalize_axis(attrs.axis, data.ndim)
     extent = data.shape[axis]
 
-    def destination(idx: Index) -> tuple[Index, Index]:
+    def destination(idx: Index, decls: list[K.Stmt]) -> tuple[Index, Index]:
         dest = list(idx)
-        dest[axis] = _component(indices.read(idx), extent, negative_from_end=True)
+        dest[axis] = _component(ctx, indices.read(idx), extent, True, decls)
         return tuple(dest), idx
     return _scatter(ctx, data, indices.shape, destination, updates, attrs.reduction, sinks[0])
 
@@ -106,9 +115,9 @@ def _scatter_nd(ctx: LowerContext, args: Sequence, attrs: Any, out_type: Type,
     positions = tuple(updates.shape)        # (Y.., X_M..)
     n_y = indices.ndim - 1
 
-    def destination(idx: Index) -> tuple[Index, Index]:
+    def destination(idx: Index, decls: list[K.Stmt]) -> tuple[Index, Index]:
         y, rest = idx[:n_y], idx[n_y:]
-        tup = tuple(_component(indices.read((K.Const(k, INDEX), *y)), data.shape[k],
-                               negative_from_end=False) for k in range(m))
+        tup = tuple(_component(ctx, indices.read((K.Const(k, INDEX), *y)), data.shape[k], False,
+                               decls) for k in range(m))
         return (*tup, *rest), idx
     return _scatter(ctx, data, positions, destination, updates, attrs.mode, sinks[0])
