@@ -66,10 +66,21 @@ def infer_types(mod: IRModule) -> IRModule:
 
 def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> IRModule:
     """``mod`` with ``@entry`` returning ``(result, (d result / d p for each
-    parameter p))``, seeded with ones as Relay's gradient (the
-    ``FirstOrderGradient`` pass); see the README's "Gradients" section."""
+    parameter p))``, seeded with ones as Relay's gradient.  ``mode``:
+    ``"first_order"`` (dataflow programs, the ``FirstOrderGradient`` pass),
+    ``"higher_order"`` (closures, ADTs, match, if, recursion, references:
+    the ``HigherOrderGradient`` pass) or ``"auto"`` (first order when
+    ``@entry`` is dataflow); see the README's "Gradients" section."""
     from .passes.gradient import gradient as _gradient
     return _gradient(mod, entry, mode)
+
+
+def sgd_step(mod: IRModule, lr: float, trainable: Any = None, entry: str = "main") -> IRModule:
+    """``@entry`` (a scalar loss) made one step of gradient descent: it
+    returns ``(loss, p - lr * d loss / d p for each trainable p)``; see the
+    README's "Gradients" section."""
+    from .passes.sgd_step import sgd_step as _sgd_step
+    return _sgd_step(mod, lr, trainable, entry)
 
 
 def interpret(mod: IRModule, *args: Any, entry: str = "main") -> Any:
@@ -157,5 +168,6 @@ def prelude() -> IRModule:
 
 
 __all__ = ["parse", "from_onnx", "from_tflite", "infer_types", "interpret", "gradient", "compile",
+           "sgd_step",
            "quantize", "load", "prelude", "IRModule", "PassContext", "Diagnostic",
            "DiagnosticError", "Span", "__version__"]

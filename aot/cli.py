@@ -9,7 +9,8 @@
                 [--ram-budget BYTES] [--memory-report]
                 [--disable-pass NAME ...] [--enable-pass NAME ...]
                 [--dump-ir DIR] [--pass-timing]
-                     [--param NAME=FILE.npy ...] [--no-build] [--grad]
+                     [--param NAME=FILE.npy ...] [--no-build]
+                     [--grad [--grad-mode auto|first_order|higher_order]]
                                    write the C artifact and build lib<NAME>.a
                                    (--grad: of @main's gradient, aot.gradient)
     check, run and compile also take --quantize int8 --calibration FILE.npz
@@ -344,7 +345,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     mod = _maybe_quantize(args, mod)
     if args.grad:
         from .passes.gradient import gradient
-        mod = gradient(mod, "main", "first_order")
+        mod = gradient(mod, "main", args.grad_mode)
     params = _parse_params(args.param)
     _check_param_dtypes(mod, params)
     ctx, timing = _pass_context(args)
@@ -583,8 +584,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "summary line prints them)")
     p.add_argument("--no-build", action="store_true", help="write the sources only")
     p.add_argument("--grad", action="store_true",
-                   help="compile the gradient of @main instead (aot.gradient, first order): "
+                   help="compile the gradient of @main instead (aot.gradient): "
                         "@main returns (result, (d result / d p for each parameter p))")
+    p.add_argument("--grad-mode", choices=["auto", "first_order", "higher_order"],
+                   default="auto",
+                   help="with --grad: aot.gradient's mode (default auto: first order for a "
+                        "dataflow @main, higher order for closures, ADTs, match, if, "
+                        "recursion and references)")
     p.add_argument("--disable-pass", action="append", default=[], metavar="NAME[,NAME]",
                    help="do not run this pass (repeatable; 'aot passes' lists them)")
     p.add_argument("--enable-pass", action="append", default=[], metavar="NAME[,NAME]",

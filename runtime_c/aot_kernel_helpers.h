@@ -19,6 +19,8 @@
  *   aot_min_S  aot_max_S           min / max; on floats NaN-propagating
  *                                  (np.minimum / np.maximum); aot_min_f16 and
  *                                  aot_max_f16 follow NumPy's float16 tie rule
+ *   aot_round_even_f32             nearbyintf without the library call:
+ *                                  round half to even, exact for every float
  *   aot_sat_F_I                    float -> integer: truncate toward zero,
  *                                  saturate at the type's limits, NaN -> 0
  *   aot_f16_to_f32 aot_f32_to_f16  IEEE binary16 bits <-> float (exact /
@@ -53,6 +55,7 @@
 #ifndef AOT_KERNEL_HELPERS_H
 #define AOT_KERNEL_HELPERS_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -160,6 +163,30 @@ AOT_DEFINE_UNSIGNED_HELPERS(u64, uint64_t)
 
 AOT_DEFINE_FLOAT_HELPERS(f32, float, fmodf, floorf, copysignf)
 AOT_DEFINE_FLOAT_HELPERS(f64, double, fmod, floor, copysign)
+
+/* ---- round half to even ---------------------------------------------------- */
+
+/* nearbyintf(x) in the default rounding mode (np.rint), without the library
+ * call it is on a Cortex-M4F (about 50 instructions there).  For |x| < 2^23,
+ * |x| + 2^23 lies in [2^23, 2^24), where the floats are exactly the
+ * integers: the addition rounds |x| to the nearest integer, ties to even
+ * (2^23 is even, so the tie goes where |x|'s would), and subtracting 2^23
+ * again is exact; copysignf restores the sign (-0.3 -> -0.0).  From 2^23 up
+ * every float is an integer already, and NaN and the infinities fail the
+ * test and pass through.  The cast makes the sum a float even where float
+ * expressions are evaluated wider (C99 6.3.1.8: a cast drops the extra
+ * precision), and an implementation that does not promise FLT_EVAL_METHOD 0
+ * keeps the library call. */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+static inline float aot_round_even_f32(float x)
+{
+    float a = fabsf(x);
+    float r = (float)(a + 8388608.0f) - 8388608.0f;
+    return a < 8388608.0f ? copysignf(r, x) : x;
+}
+#else
+static inline float aot_round_even_f32(float x) { return nearbyintf(x); }
+#endif
 
 /* float16 values computed in float: NumPy's float16 minimum / maximum keep
  * the first operand when the two compare equal (so min(0.0, -0.0) is 0.0). */

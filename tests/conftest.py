@@ -1,12 +1,38 @@
 """Suite-wide fixtures."""
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
 # Every pass run through the pass manager is verified: the module after it
 # must be well formed and well typed (aot.passes.manager.verify_module).
 os.environ.setdefault("AOT_VERIFY_PASSES", "1")
+
+
+def pytest_configure(config):
+    """Give this process's temporary files (``tempfile.mkdtemp`` in tests,
+    the artifacts they compile, the CLI's subprocesses through ``TMPDIR``)
+    one directory of their own, removed when the process ends: tests
+    compile thousands of artifacts and must not leave them in /tmp."""
+    root = tempfile.mkdtemp(prefix="aot-tests-")
+    config._aot_tmp_root = (root, tempfile.tempdir, os.environ.get("TMPDIR"))
+    tempfile.tempdir = root
+    os.environ["TMPDIR"] = root
+
+
+def pytest_unconfigure(config):
+    saved = getattr(config, "_aot_tmp_root", None)
+    if saved is None:
+        return
+    root, old_tempdir, old_env = saved
+    tempfile.tempdir = old_tempdir
+    if old_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = old_env
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -41,6 +41,13 @@ def away_from_zero(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarr
     return x * rng.choice([-1.0, 1.0], shape)
 
 
+def with_zeros(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Normal values with every third one exactly zero (products divide by nothing)."""
+    x = rng.standard_normal(shape)
+    x.reshape(-1)[::3] = 0.0
+    return x
+
+
 @dataclass
 class Case:
     op: str
@@ -179,6 +186,41 @@ CASES = [
          {"strides": [2, 2], "padding": [1, 0, 0, 1], "dilation": [2, 1]}, id="conv2d-strided"),
     Case("nn.conv2d", [(2, 3, 6, 6), (3, 1, 3, 3)],
          {"groups": 3, "strides": [2, 2], "padding": [1, 1]}, id="conv2d-depthwise"),
+    Case("gather", [(3, 4)], build=lambda a: B.call(
+        "gather", a, B.const(np.array([[3, 0], [1, 1], [-2, 9]], "int32")), axis=1)),
+    Case("gather", [(3, 2)], id="gather-axis0", build=lambda a: B.call(
+        "gather", a, B.const(np.array([[2, 0], [2, 2], [0, 1], [1, 2]], "int64")), axis=0)),
+    Case("gather_nd", [(3, 4, 2)], build=lambda a: B.call(
+        "gather_nd", a, B.const(np.array([[0, 2, 2], [3, 1, 3]], "int32")))),
+    Case("gather_nd", [(2, 3, 2)], id="gather_nd-batch", build=lambda a: B.call(
+        "gather_nd", a, B.const(np.array([[[2, 0, 2], [1, 1, 5]]], "int32")), batch_dims=1)),
+    Case("prod", [(2, 3, 4)], {"axis": [1]}),
+    Case("prod", [(2, 3, 2)], {"axis": [0, 2], "keepdims": True}, domain=with_zeros,
+         id="prod-zeros"),
+    Case("cumprod", [(2, 4)], {"axis": 1}, domain=with_zeros),
+    Case("cumprod", [(2, 3)], {"exclusive": True}, id="cumprod-flat-exclusive"),
+    Case("einsum", [(2, 3), (3, 4)],
+         build=lambda a, b: B.call("einsum", B.tuple_(a, b), equation="ij,jk->ik")),
+    Case("einsum", [(2, 3, 2), (2,)], id="einsum-summed",
+         build=lambda a, b: B.call("einsum", B.tuple_(a, b), equation="ijk,k->i")),
+    Case("one_hot", [(), ()], build=lambda on, off: B.call(
+        "one_hot", B.const(np.array([[2, 0], [3, 9]], "int32")), on, off, depth=4, axis=1,
+        dtype="float64")),
+    Case("sort", [(2, 5)], {"is_ascend": False}),
+    Case("topk", [(2, 5)], build=lambda a: B.proj(B.call("topk", a, k=3), 0)),
+    Case("topk", [(4, 2)], id="topk-values", build=lambda a: B.call(
+        "topk", a, k=2, axis=0, ret_type="values", is_ascend=True)),
+    Case("image.resize2d", [(1, 2, 3, 4)], {"size": [5, 3]}),
+    Case("image.resize2d", [(1, 3, 2, 2)], {"size": [4, 3], "layout": "NHWC",
+                                            "method": "nearest_neighbor"}, id="resize-nearest"),
+    Case("image.resize2d", [(1, 1, 4, 3)], {"size": [3, 5], "method": "cubic",
+                                            "coordinate_transformation_mode": "align_corners"},
+         id="resize-cubic"),
+    Case("nn.conv1d", [(2, 3, 7), (4, 3, 3)], {"strides": [2], "padding": [1, 0]}),
+    Case("nn.conv2d_transpose", [(1, 2, 3, 3), (2, 3, 3, 3)],
+         {"strides": [2, 2], "padding": [1, 1], "output_padding": [1, 1]}),
+    Case("nn.conv2d_transpose", [(2, 2, 3, 2), (2, 1, 2, 3)],
+         {"dilation": [2, 1], "padding": [0, 1, 1, 0]}, id="conv2d_transpose-dilated"),
     Case("sum", [(2, 3, 4)], {"axis": [1]}),
     Case("sum", [(2, 3, 4)], {"axis": [0, 2], "keepdims": True}, id="sum-keepdims"),
     Case("sum", [(2, 3, 4)], {"axis": [1], "exclude": True}, id="sum-exclude"),
@@ -305,3 +347,18 @@ def test_every_rule_in_c_equals_the_interpreter(tmp_path) -> None:
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
     for p, g, w in zip(params, got[1], want[1]):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=p.name_hint)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("""def @main(%x: Tensor[(1, 4, 3, 3), float32], %w: Tensor[(4, 1, 2, 2), float32]) {
+          nn.conv2d_transpose(%x, %w, channels=2, kernel_size=[2, 2], groups=2) }""",
+     "operator nn.conv2d_transpose: the gradient rule handles groups=1, not groups=2"),
+    ("""def @main(%x: Tensor[(1, 5, 3), float32], %w: Tensor[(2, 3, 2), float32]) {
+          nn.conv1d(%x, %w, channels=2, kernel_size=[2], data_layout="NWC") }""",
+     "operator nn.conv1d: the gradient rule handles NCW data and OIW kernels only"),
+    ("""def @main(%x: Tensor[(2, 3, 3), float32]) { einsum((%x,), equation="bii->b") }""",
+     "operator einsum: the gradient rule does not handle repeated axes"),
+])
+def test_rules_refuse_what_they_do_not_handle(src: str, message: str) -> None:
+    with pytest.raises(aot.DiagnosticError, match=message):
+        aot.gradient(aot.parse(src))

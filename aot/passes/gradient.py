@@ -37,36 +37,23 @@ entries; an operator without a gradient rule is refused naming it and
 saying why (from :data:`~aot.ir.ops.gradients.NOT_DIFFERENTIABLE`).  Other
 globals of the module are kept as they are.
 
-Higher-order mode: design (not implemented yet)
------------------------------------------------
-Relay's ``higher_order_gradient.cc`` (``ReverseAD``) is a type-directed
-program transformation rather than a tape built at compile time, because
-with ``if``, ``match`` and recursion the order of the backward steps is
-known only at run time:
-
-* Types: a tensor ``T`` becomes ``(T, Ref[T])`` (value, adjoint cell); a
-  function ``(A...) -> R`` becomes ``(A'..., bp) -> R'`` with an extra
-  parameter ``bp: Ref[fn() -> ()]``, the backpropagator, threaded through
-  every call (globals are transformed once, memoised, so recursion and
-  mutual recursion work); ADTs and tuples map their fields.
-* An operator call pushes the forward call, allocates its adjoint cell
-  (``ref(zeros_like(y))``) and *prepends* to the backpropagator:
-  ``bp := fn() { adj(x_i) += rule_i(y, read(adj(y))); old_bp() }``; ``if``
-  and ``match`` test the forward half of the condition, each branch
-  extends ``bp`` as it runs.  The entry seeds ``adj(result) := ones`` and
-  calls ``read(bp)()``; the gradients are the parameters' cells.
-* Our pieces for it: references, closures and ADTs already compile to C
-  with the object pool; the rules are the same ``grad`` column (a rule's
-  ``call`` becomes the forward value of the call).
-* Relay's ``LazyGradientInit`` replaces ``zeros_like`` / ``ones_like``
-  cells by a ``GradCell`` ADT (``Raw(t) | One(fn) | Zero(fn)``) so adding
-  into an untouched cell costs nothing; we would do the same with an ADT
-  in the prelude, and rely on PartialEvaluate (which handles references
-  and closures) + DeadCodeElimination + FoldConstant to turn the gradient
-  of a dataflow program back into dataflow (no refs, no closures), which
-  the tests would check against first-order mode and by pool_bytes == 0.
-* First and higher order must agree on dataflow programs (a test), and
-  the random program generator should emit differentiable programs.
+Higher-order mode and ``mode="auto"``
+-------------------------------------
+``gradient(mod, entry, mode="higher_order")`` is
+:mod:`.higher_order_gradient` (the pass ``HigherOrderGradient``): Relay's
+``ReverseAD``, a type-directed program transformation rather than a tape
+built at compile time, because with ``if``, ``match`` and recursion the
+order of the backward steps is known only at run time.  Every float
+tensor is paired with an adjoint cell (a reference to a ``GradCell``,
+LazyGradientInit's lazy zero), every function takes the backpropagator
+(a reference to a closure) as an extra parameter, and each operator call
+prepends its backward step, using the same ``grad`` column as this
+module.  For a dataflow program PartialEvaluate runs that backward pass at
+compile time, so the optimised result is the same dataflow program this
+module builds (a test checks both give the same operator calls).
+``mode="auto"`` (the default of ``aot compile --grad``) takes first order
+when ``@entry`` is dataflow (:func:`is_dataflow_function`) and higher
+order otherwise.
 """
 
 from __future__ import annotations
@@ -81,15 +68,15 @@ from ..ir.ops.gradients import NoGradient, call, why_not_differentiable
 from ..ir.registry import lookup
 from ..ir.type_infer import infer_types
 from ..ir.types import TensorType, TupleType, Type
-from ..ir.visitor import ExprFunctor, ExprMutator, Visit
+from ..ir.visitor import ExprFunctor, ExprMutator, Visit, post_order
 from .manager import register_pass
 
-__all__ = ["GradientOptions", "first_order_gradient", "gradient"]
+__all__ = ["GradientOptions", "first_order_gradient", "gradient", "is_dataflow_function"]
 
 #: an adjoint: an expression (tensor), a list of field adjoints (tuple), or None (zero)
 Adjoint = Union[Expr, list[Any], None]
 
-MODES = ("first_order", "higher_order")
+MODES = ("first_order", "higher_order", "auto")
 
 
 @dataclass(frozen=True)
@@ -101,14 +88,34 @@ class GradientOptions:
 
 def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> IRModule:
     """``mod`` with ``@entry`` returning ``(result, (d result / d p for each
-    parameter p))``, seeded with ones (see the module docstring)."""
+    parameter p))``, seeded with ones (see the module docstring).  ``mode``:
+    ``"first_order"`` (dataflow programs), ``"higher_order"`` (the whole
+    language, :mod:`.higher_order_gradient`) or ``"auto"`` (first order when
+    ``@entry`` is dataflow, higher order otherwise)."""
     if mode not in MODES:
         raise DiagnosticError(f"unknown gradient mode {mode!r} (modes: {', '.join(MODES)})")
+    if mode == "auto":
+        if entry not in mod:
+            raise DiagnosticError(f"gradient: the module has no function @{entry}")
+        mode = "first_order" if is_dataflow_function(mod[entry]) else "higher_order"
     if mode == "higher_order":
-        raise DiagnosticError("gradient mode 'higher_order' (closures, ADTs, match, if, "
-                              "references) is not implemented yet; mode 'first_order' "
-                              "differentiates dataflow programs")
+        from .higher_order_gradient import HigherOrderGradientOptions, higher_order_gradient
+        return higher_order_gradient(mod, HigherOrderGradientOptions(entry))
     return first_order_gradient(mod, GradientOptions(entry))
+
+
+def is_dataflow_function(fn: Function) -> bool:
+    """Whether first-order mode can differentiate ``fn``: operator calls,
+    tuples, projections and ``let`` of values only (what ``mode="auto"``
+    sends to first-order mode; anything else goes to higher-order mode)."""
+    for node in post_order(fn.body):
+        if isinstance(node, Call) and not isinstance(node.op, Op):
+            return False
+        if isinstance(node, Let) and isinstance(node.value, Function):
+            return False
+        if not isinstance(node, (Call, Constant, Let, Op, Tuple, TupleGetItem, Var)):
+            return False
+    return True
 
 
 @register_pass("FirstOrderGradient", opt_level=4, options=GradientOptions)

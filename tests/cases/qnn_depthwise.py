@@ -18,14 +18,16 @@ class DwCase:
     zx: int
     #: requantize the accumulators to int8 (the fused epilogue)
     requant: bool = False
+    #: add a per-channel int32 bias first (folded into the start values)
+    bias: bool = False
 
 
 CASES = [
-    DwCase("s1p1-odd", (2, 3, 7, 9), (1, 1), (1, 1, 1, 1), -128, True),
+    DwCase("s1p1-odd", (2, 3, 7, 9), (1, 1), (1, 1, 1, 1), -128, True, True),
     DwCase("s1p1-dscnn", (1, 4, 25, 5), (1, 1), (1, 1, 1, 1), 5),
     DwCase("s1p1-w4", (1, 2, 3, 4), (1, 1), (1, 1, 1, 1), 127),
     DwCase("s1p1-h1", (1, 2, 1, 6), (1, 1), (1, 1, 1, 1), -3),
-    DwCase("s1p1-w13", (1, 2, 4, 13), (1, 1), (1, 1, 1, 1), 0),
+    DwCase("s1p1-w13", (1, 2, 4, 13), (1, 1), (1, 1, 1, 1), 0, False, True),
     DwCase("s2-same", (1, 3, 8, 8), (2, 2), (0, 0, 1, 1), -7, True),
     DwCase("s2p1-odd", (1, 3, 9, 11), (2, 2), (1, 1, 1, 1), 0),
     DwCase("s2-small", (1, 2, 6, 6), (2, 2), (0, 0, 1, 1), 3),
@@ -63,6 +65,11 @@ def layer(c: DwCase, x: str) -> str:
     conv = (f'qnn.conv2d({x}, {_weights(chans)}, {c.zx}, 0, 0.5f, 0.25f, '
             f'strides={list(c.strides)}, padding={list(c.padding)}, groups={chans}, '
             f'channels={chans}, kernel_size=[3, 3])')
+    if c.bias:
+        bias = (f'reshape(cast(subtract(multiply(arange(0f, {chans}f, 1f, start=0f, '
+                f'stop={chans}f, step=1f, dtype="float32"), 917f), 1500f), dtype="int32"), '
+                f'newshape=[1, {chans}, 1, 1])')
+        conv = f'add({conv}, {bias})'
     if not c.requant:
         return conv
     return (f'qnn.requantize({conv}, {_vec(chans, 0.004, 0.003)}, 0, 0.5f, -3, axis=1, '

@@ -51,6 +51,13 @@ reductions), so C and NumPy agree bit for bit; products of two vectors
 are clipped to [-8, 8] so nothing reaches infinity.  No division, exp or
 log, and no float->int casts (undefined in C when out of range).
 
+Differentiable programs (``programs(differentiable=True)``): main takes
+only int32 scalars and vectors and returns a vector or an (int32, vector)
+pair, the domain of ``aot.gradient``; the body is generated as above.
+:func:`as_float64` rewrites one to float64 for central differences
+(tests/passes/test_higher_order_gradient.py checks higher-order
+gradients against them).
+
 Packing: :func:`pack` puts several programs (each generated with its own
 name prefix, so globals, the ADT and its constructors are disjoint) into
 one module whose ``@main`` returns the tuple of their results; one C build
@@ -786,22 +793,39 @@ def _arg(draw: Draw, ty: Ty, prefix: str, depth: int = 2) -> object:
 ARG_TYPES: tuple[Ty, ...] = (TList(INT), TList(VEC), TOption(INT), USER, PAIR, TList(PAIR))
 
 
+#: results of a differentiable program's main (aot.gradient seeds tensors)
+DIFFERENTIABLE_RETS: tuple[Ty, ...] = (VEC, PAIR)
+
+
 @st.composite
-def programs(draw: Draw, prefix: str = "p0", depth: int = 4) -> Program:
-    """A random program (see the module docstring)."""
+def programs(draw: Draw, prefix: str = "p0", depth: int = 4,
+             differentiable: bool = False) -> Program:
+    """A random program (see the module docstring).  ``differentiable``:
+    main takes only int32 scalars and float vectors and returns a vector
+    or an (int32, vector) pair -- the domain of ``aot.gradient`` -- while
+    its body still uses closures, lists, ADTs, ``match``, ``if``,
+    recursion and references (see :func:`as_float64`)."""
     ctx = Ctx(prefix)
     n_int = draw(st.integers(1, 2))
     n_vec = draw(st.integers(1, 2))
-    n_data = draw(st.integers(0, 2))
+    n_data = 0 if differentiable else draw(st.integers(0, 2))
     params = (INT,) * n_int + (VEC,) * n_vec + tuple(_pick(draw, ARG_TYPES) for _ in range(n_data))
     names = [(ctx.fresh("x"), p) for p in params]
-    ret = _pick(draw, DATA_TYPES)
+    ret = _pick(draw, DIFFERENTIABLE_RETS if differentiable else DATA_TYPES)
     body = gen_expr(draw, ret, Env(ctx).bind(*names), depth, leaf=False)
     sig = ", ".join(f"{n}: {ctx.t(t)}" for n, t in names)
     main = f"def @main({sig}) -> {ctx.t(ret)} {{\n  {body}\n}}\n"
     text = '#[version = "0.0.5"]\n' + _type_def(prefix) + "".join(ctx.defs) + main
     args = tuple(_arg(draw, p, prefix) for p in params)
     return Program(prefix, text, params, args, ret)
+
+
+def as_float64(text: str) -> str:
+    """A generated program with its float32 vectors and literals in
+    float64, for central differences (the float operations the generator
+    uses are all differentiable away from ties and kinks)."""
+    import re
+    return re.sub(r"\b(\d+(?:\.\d+)?)f\b", r"\1f64", text.replace("float32", "float64"))
 
 
 @st.composite

@@ -274,8 +274,7 @@ def test_staged_pointwise_writes_over_its_input(dtype):
     one column tile's channels) while that array stays within STAGE_BYTES,
     and then the output may take the input's place; wider ones keep the
     plain order, where every channel tile reads the whole input again.
-    (The int8 DSP convolution kernel does not stage yet: its outputs keep
-    their own bytes.)"""
+    (The int8 DSP convolution kernel: test_int8_dsp_pointwise_...)"""
     def pointwise_call(p):
         staged = {k.name for k in p.kernels
                   if any(b.scope is K.BufferScope.LOCAL and b.name.startswith("stage")
@@ -287,6 +286,18 @@ def test_staged_pointwise_writes_over_its_input(dtype):
     wide = plan_model(aot.parse(_pointwise(72, dtype)), "pw")
     staged, over = pointwise_call(wide)
     assert not staged
+
+
+def test_int8_dsp_pointwise_writes_over_its_input():
+    """The int8 DSP convolution kernel (qnn_conv_dsp) reads a pointwise
+    layer's positions in order, each tile's words in a loop without tests
+    (plane_copy): its output takes the input's place (shift 0), which the
+    analysis proves only if the product loops (no input reads) do not use
+    up its budget and no untaken copy reads earlier positions."""
+    p = plan_model(aot.parse(_pointwise(8, "int8")), "pw")
+    dsp = {k.name for k in p.kernels if any(b.name.startswith("patch") for b in k.params)}
+    over = {p.calls[o.call].kernel for o in p.arena_overlaps if o.shift == 0}
+    assert len(dsp) == 1 and dsp <= over, (dsp, over)
 
 
 def _buffers(k: K.Kernel) -> list[K.Buffer]:

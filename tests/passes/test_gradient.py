@@ -161,10 +161,10 @@ def test_refuses_what_first_order_cannot_differentiate(src: str, what: str) -> N
 
 
 def test_refuses_an_operator_without_a_rule_naming_it() -> None:
-    src = """def @main(%x: Tensor[(2, 3), float32]) {
-               prod(%x, axis=[1]) }"""
-    with pytest.raises(DiagnosticError, match="operator prod has no gradient "
-                                              r"rule \(differentiable, no rule yet\)"):
+    src = """def @main(%x: Tensor[(3, 3), float32]) {
+               einsum((%x,), equation="ii->i") }"""
+    with pytest.raises(DiagnosticError, match="operator einsum: the gradient rule does not "
+                                              "handle repeated axes"):
         aot.gradient(aot.parse(src))
     src = """def @main(%x: Tensor[(4,), float32]) { round(%x) }"""
     with pytest.raises(DiagnosticError, match="operator round has no gradient rule "
@@ -184,8 +184,6 @@ def test_an_operator_without_a_rule_that_gets_no_gradient_is_fine() -> None:
 
 def test_modes_and_entry() -> None:
     mod = aot.parse(MLP)
-    with pytest.raises(DiagnosticError, match="higher_order.*not implemented"):
-        aot.gradient(mod, mode="higher_order")
     with pytest.raises(DiagnosticError, match="unknown gradient mode 'reverse'"):
         aot.gradient(mod, mode="reverse")
     with pytest.raises(DiagnosticError, match="no function @train"):

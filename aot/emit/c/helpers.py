@@ -66,6 +66,9 @@ def _build_helpers() -> dict[str, HelperSpec]:
             name = f"aot_sat_{s}_{helper_suffix(d)}"
             h[name] = HelperSpec(f"{c_storage_type(d)} {name}({t} x)",
                                  "truncate toward zero, saturate at the type's limits, NaN -> 0")
+    h["aot_round_even_f32"] = HelperSpec("float aot_round_even_f32(float x)",
+                                         "nearbyintf(x) in the default rounding mode: "
+                                         "half to even, -0.0 kept, NaN and inf pass")
     h["aot_f16_to_f32"] = HelperSpec("float aot_f16_to_f32(uint16_t h)",
                                      "binary16 bits -> float (exact)")
     h["aot_f32_to_f16"] = HelperSpec("uint16_t aot_f32_to_f16(float x)",

@@ -127,7 +127,16 @@ _INT_HELPERS = {"aot_sxtab16": _sxtab16, "aot_sxtb16": lambda b: _sxtab16(0, b),
                 "aot_sat_i32_u16": lambda x: min(max(x, 0), 65535)}
 
 
+#: the float helpers of the runtime: name -> (NumPy function, float dtype)
+_FLOAT_HELPERS = {"aot_round_even_f32": (np.rint, np.float32)}
+
+
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
+    if name in _FLOAT_HELPERS:
+        fn, ft = _FLOAT_HELPERS[name]
+        with np.errstate(all="ignore"):
+            return np.array(fn(*[np.array(a, dtype=ft) for a in args]), dtype=ft) \
+                .astype(dtype.np)[()]
     if name in _INT_HELPERS:
         return np.array(_INT_HELPERS[name](*(int(a) for a in args))).astype(dtype.np)[()]
     base = math_base(name)

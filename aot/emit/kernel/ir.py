@@ -142,6 +142,10 @@ class BinaryOperator(enum.Enum):
 _COMPARISONS = frozenset({BinaryOperator.EQ, BinaryOperator.NE, BinaryOperator.LT,
                           BinaryOperator.LE, BinaryOperator.GT, BinaryOperator.GE})
 _RING = frozenset({BinaryOperator.ADD, BinaryOperator.SUB, BinaryOperator.MUL})
+#: operators valid on any two operands of one non-bool dtype
+_ANY_NUMBER = _RING | _COMPARISONS | frozenset({
+    BinaryOperator.DIV, BinaryOperator.MOD, BinaryOperator.FLOORDIV, BinaryOperator.FLOORMOD,
+    BinaryOperator.MIN, BinaryOperator.MAX})
 
 
 class UnaryOperator(enum.Enum):
@@ -195,7 +199,12 @@ def _node(cls: type[_N]) -> type[_N]:
     construction, from the children's cached hashes."""
     cls = dataclass(frozen=True, slots=True)(cls)
     cls.__hash__ = _cached_hash  # type: ignore[assignment,method-assign]
+    _KEYS[cls] = (cls.__name__, tuple(f.name for f in fields(cls) if f.compare))  # type: ignore[arg-type]
     return cls
+
+
+#: for each node class, its name and the fields its hash and equality use
+_KEYS: dict[type, tuple[str, tuple[str, ...]]] = {}
 
 
 def _cached_hash(self: object) -> int:
@@ -203,8 +212,8 @@ def _cached_hash(self: object) -> int:
 
 
 def _seal(node: object) -> None:
-    key = tuple(getattr(node, f.name) for f in fields(node) if f.compare)  # type: ignore[arg-type]
-    object.__setattr__(node, "_hash", hash((type(node).__name__,) + key))
+    name, names = _KEYS[type(node)]
+    object.__setattr__(node, "_hash", hash((name,) + tuple(getattr(node, n) for n in names)))
 
 
 # ======================================================= scalar expressions
@@ -378,6 +387,9 @@ class BinOp(Expr):
 
 def _check_binop(op: BinaryOperator, a: Expr, b: Expr, no_wrap: bool) -> None:
     ta, tb = a.dtype, b.dtype
+    if ta is tb and ta is not DType.BOOL and op in _ANY_NUMBER and (
+            not no_wrap or op in _RING and ta.is_int and ta.is_signed):
+        return  # the common cases, accepted without building a message
     what = f"{op.value} on {ta}, {tb}"
     if op.is_shift:
         check(ta.is_int and tb.is_int, f"{what}: shifts take integers")

@@ -129,6 +129,7 @@ def _constant(state: _State, c: Constant) -> TensorValue:
         return constant_value(data, dtype)
     buf = K.Buffer(f"c{len(state.constants)}", dtype, tuple(data.shape), K.BufferScope.CONST)
     state.constants.append((buf, flat))
+    state.ctx.constant_data[buf.name] = flat
     return dataclasses.replace(from_buffer(buf), constant=data)
 
 

@@ -171,6 +171,9 @@ class LowerContext:
     scratch_buffers: list[K.Buffer] = field(default_factory=list)
     #: constant tables a lowering computed at compile time: (buffer, flat data)
     tables: list[tuple[K.Buffer, np.ndarray]] = field(default_factory=list)
+    #: the data of the program's constants the kernel reads, by buffer name
+    #: (flat), for lowerings that fold them at compile time
+    constant_data: dict[str, np.ndarray] = field(default_factory=dict)
 
     def fresh(self, base: str) -> str:
         """A name no other in the kernel has.  The group lowering names the

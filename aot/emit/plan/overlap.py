@@ -298,6 +298,7 @@ class _Tracer:
         self.unknown = frozenset(s.var.name for s in walk_stmts(kernel.body)
                                  if isinstance(s, Assign))
         self.writers: set[int] = set()
+        self.touching: dict[int, bool] = {}
         self.spans: dict[int, int] = {}
         self._mark(kernel.body)
         self.relevant = self._relevant(kernel.body)
@@ -453,6 +454,8 @@ class _Tracer:
         n = len(t)
         when = t if frozen is None else frozen
         self._reads((s.start, s.extent), ev, when)
+        if not self._touches(s):
+            return
         slo, shi = ev(s.start)
         elo, ehi = ev(s.extent)
         exact = np.array_equal(slo, shi) and np.array_equal(elo, ehi)
@@ -476,6 +479,19 @@ class _Tracer:
             inner[s.var.name] = (slo, shi + np.maximum(ehi - 1, 0))
             self.walk(s.body, inner, t, t + self.spans[id(s)] - 1 if frozen is None
                       else frozen)
+
+    def _touches(self, s: For) -> bool:
+        """Whether the loop's body reads the input or stores into the
+        output: a loop that does neither (an int8 kernel's product loop over
+        a scratch patch) has no events, and enumerating it would only spend
+        the budget that keeps later loops exact."""
+        got = self.touching.get(id(s))
+        if got is None:
+            got = id(s) in self.writers or any(
+                ld.buffer.name in self.ins for x in walk_stmts(s.body) for e in stmt_exprs(x)
+                for ld in _loads(e))
+            self.touching[id(s)] = got
+        return got
 
     def _walk_store(self, s: Store, t: np.ndarray, frozen: np.ndarray | None,
                     ev: _Eval) -> None:

@@ -982,14 +982,13 @@ RULES: dict[str, Rule] = {
 _INTEGER_RESULT = "its result is an integer or boolean tensor (no gradient flows through it)"
 _PIECEWISE_CONSTANT = "piecewise constant: its derivative is zero almost everywhere"
 _QUANTIZED = "quantized integer arithmetic: differentiate the float model before quantizing"
-_TODO = "differentiable, no rule yet"
 
 #: why each operator without a rule has none
 NOT_DIFFERENTIABLE: dict[str, str] = {
     **{name: _INTEGER_RESULT for name in (
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_xor", "logical_not",
-        "all", "any", "argmax", "argmin", "argsort", "arange", "one_hot",
+        "all", "any", "argmax", "argmin", "argsort", "arange",
         "floor_divide", "floor_mod", "mod",
         "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift")},
     **{name: _PIECEWISE_CONSTANT for name in ("ceil", "floor", "round", "sign", "trunc")},
@@ -1002,13 +1001,14 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
                   "(SimplifyInference removes it before differentiating)",
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
-    **{name: _TODO for name in (
-        "gather", "gather_nd", "prod", "cumprod", "einsum",
-        "sort", "topk", "image.resize2d",
-        "nn.conv1d", "nn.conv2d_transpose")},
 }
 
 
 def why_not_differentiable(name: str) -> str:
     """Why operator ``name`` has no gradient rule (for diagnostics)."""
-    return NOT_DIFFERENTIABLE.get(name, _TODO)
+    return NOT_DIFFERENTIABLE.get(name, "no gradient rule")
+
+
+from .gradients_more import MORE_RULES  # noqa: E402  (its rules use the blocks above)
+
+RULES.update(MORE_RULES)

@@ -58,7 +58,11 @@ parameters stay.  Inlined polymorphic code keeps type annotations (on the
 parameters of residual functions) under the substitution of the call's
 type arguments; an annotation that would still name a type variable the
 residual function does not bind is dropped, and type inference, run on
-the result, works the type out.
+the result, works the type out.  Residual ``let`` bindings and pattern
+variables are annotated the same way with the type of the node they come
+from: a residual ``ref(GradZero)`` (a higher-order gradient's adjoint
+cell) whose reads and writes were all evaluated away has no other source
+for its type argument.
 
 Termination
 -----------

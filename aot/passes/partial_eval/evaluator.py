@@ -146,8 +146,16 @@ class Evaluator(ExprFunctor[PStatic]):
         return ps
 
     def bind(self, value: Expr, node: Expr | None = None) -> Var:
-        """Append ``let %v = value`` to the current block; return %v."""
-        var = Var(self.hints.get(node, "x") if node is not None else "x", span=value.span)
+        """Append ``let %v = value`` to the current block; return %v,
+        annotated with ``node``'s type when it is concrete here (a
+        residual nullary constructor, ``ref(GradZero)``, has no other
+        source for its type arguments once the reads and writes that
+        fixed them were evaluated away)."""
+        if node is None:
+            var = Var("x", span=value.span)
+        else:
+            var = Var(self.hints.get(node, "x"), self.residual_type(node.checked_type),
+                      span=value.span)
         self.block.bindings.append((var, value))
         return var
 
@@ -477,7 +485,9 @@ class Evaluator(ExprFunctor[PStatic]):
     def _fresh_pattern(self, p: Pattern) -> Pattern:
         """``p`` with fresh variables, each bound to a dynamic value."""
         if isinstance(p, PatternVar):
-            var = Var(p.var.name_hint, span=p.var.span)
+            var = Var(p.var.name_hint,
+                      self.residual_type(p.var.checked_type or p.var.type_annotation),
+                      span=p.var.span)
             self.env[p.var] = PStatic(None, var)
             return PatternVar(var, span=p.span)
         if isinstance(p, PatternConstructor):

@@ -130,7 +130,8 @@ def _table(ctx: LowerContext, values: Sequence[int], dtype: DType) -> TensorValu
 
 
 def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Callable[[Index],
-                 K.Expr], runtime: MultiplierAt, single: bool = False) -> MultiplierAt:
+                 K.Expr], runtime: MultiplierAt, single: bool = False,
+                 out_zp: int | None = None) -> MultiplierAt:
     """Multipliers given per channel: literals when all equal, else tables
     (or the run-time computation when tables are unavailable).  ``single``:
     the multipliers feed TVM's single-rounding multiply; when every shift
@@ -138,7 +139,13 @@ def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Calla
     multiply uses the high word of the product
     (:func:`.fixed_point.multiply_single`) -- not under the ``simd``
     tuning: a host compiler vectorizes the 64-bit form and not that one
-    (DS-CNN int8 on x86-64, gcc -O3: 868 us against 947)."""
+    (DS-CNN int8 on x86-64, gcc -O3: 868 us against 947).  With a literal
+    output zero point ``out_zp`` that form also folds it into a table of
+    rounding terms ``2**e + out_zp * 2**(e+1)`` when every sum stays inside
+    int32 (the high word is at most 2**30 in magnitude), and the shifts
+    are read as ``e + 1``: per output one addition less
+    (:func:`.fixed_point.multiply_single`; :func:`requantize_value` then
+    adds no zero point)."""
     if len(set(pairs)) == 1:
         q = Multiplier(i32(pairs[0][0]), i32(pairs[0][1]))
         return lambda idx: q
@@ -146,6 +153,16 @@ def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Calla
     if single and not current_tuning().simd and all(s <= -2 for _, s in pairs):
         high = _table(ctx, [-s - 2 for _, s in pairs], I32)
         positive = all(m > 0 for m, _ in pairs)
+        rounds = [(1 << (-s - 2)) + (out_zp or 0) * (1 << (-s - 1)) for _, s in pairs]
+        if (out_zp is not None and mult is not None and high is not None
+                and all(abs(r) < 2 ** 30 - 2 for r in rounds)):
+            rnd = _table(ctx, rounds, I32)
+            total = _table(ctx, [-s - 1 for _, s in pairs], I32)
+            if rnd is not None and total is not None:
+                return lambda idx: Multiplier(
+                    mult.read((channel(idx),)), K.neg(K.add(high.read((channel(idx),)), i32(2))),
+                    high.read((channel(idx),)), positive, rnd.read((channel(idx),)),
+                    total.read((channel(idx),)))
         if mult is not None and high is not None:
             return lambda idx: Multiplier(mult.read((channel(idx),)),
                                           K.neg(K.add(high.read((channel(idx),)), i32(2))),
@@ -157,7 +174,8 @@ def _per_channel(ctx: LowerContext, pairs: list[tuple[int, int]], channel: Calla
 
 
 def rescale_at(ctx: LowerContext, op: str, in_scale: TensorValue, out_scale: TensorValue,
-               ndim: int, axis: int, single: bool = False) -> MultiplierAt:
+               ndim: int, axis: int, single: bool = False,
+               out_zp: int | None = None) -> MultiplierAt:
     """The multiplier of ``input_scale / output_scale`` at each element of
     a rank-``ndim`` tensor quantized along ``axis``."""
     def runtime(idx: Index) -> Multiplier:
@@ -173,7 +191,8 @@ def rescale_at(ctx: LowerContext, op: str, in_scale: TensorValue, out_scale: Ten
         reals = (scales(s_in, "input_scale").reshape(-1)
                  / scales(s_out, "output_scale").reshape(()))
         return [(qm.multiplier, qm.shift) for qm in map(quantize_multiplier, reals.tolist())]
-    return _per_channel(ctx, checked(op, pairs), lambda idx: idx[axis], runtime, single)
+    return _per_channel(ctx, checked(op, pairs), lambda idx: idx[axis], runtime, single,
+                        out_zp)
 
 
 def check_scales(op: str, ctx: LowerContext, p: TensorValue, what: str) -> None:
@@ -203,6 +222,8 @@ def requantize_value(data: TensorValue, in_zp: Callable[[Index], K.Expr],
             scaled = multiply_double(x, q)
         else:
             scaled = multiply_single(x, q, rounding is Rounding.TONEAREST)
+            if q.high_round is not None:        # the zero point is in the table
+                return saturate(scaled, out_dtype)
         if _literal(out_zp) != 0:
             scaled = K.add(scaled, K.cast(I32, out_zp))
         return saturate(scaled, out_dtype)
@@ -270,7 +291,9 @@ def _requantize(ctx: LowerContext, args: Sequence[ArgValue], attrs: RequantizeAt
     ndim = data.ndim
     axis = quant_axis(attrs.axis, ndim)
     single = attrs.effective_rounding in (Rounding.UPWARD, Rounding.TONEAREST)
-    mult = rescale_at(ctx, "qnn.requantize", in_scale, out_scale, ndim, axis, single)
+    zp = _literal(scalar_param(out_zp)) if out_zp.size == 1 else None
+    mult = rescale_at(ctx, "qnn.requantize", in_scale, out_scale, ndim, axis, single,
+                      int(zp) if isinstance(zp, int) and single else None)
     if attrs.effective_rounding is Rounding.TFLITE_INT64:
         _check_int64_shifts(ctx, in_scale, out_scale)
     return requantize_value(data, lambda idx: param_at(in_zp, idx, ndim, axis), mult,

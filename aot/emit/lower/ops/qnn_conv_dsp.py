@@ -81,6 +81,7 @@ from ....ir.ops.qnn_linear import QnnConv2DAttrs
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import LowerContext, Sink, TensorValue, out_tensor
+from .epilogue_bias import fold_bias
 from .dsp_common import add_index as _add, index as _i, mul_index as _mul, ror8 as _ror8, u32 as _u
 from .tuning import current as current_tuning
 
@@ -197,13 +198,17 @@ def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     unrolled, pairs = _pairs(g)
     table = ctx.constant_table(_packed_weight(w, pairs), U32)
     init = None
-    if zx:
-        sums = -zx * w.reshape(outs, -1).sum(axis=1)
+    sink = sinks[0]
+    sums = -zx * w.reshape(outs, -1).sum(axis=1)
+    bias = fold_bias(ctx, sink, tuple(int(d) for d in out.shape), 1)
+    if bias is not None:
+        sums, sink = sums + bias[0], bias[1]
+    if zx or bias is not None:
         init = ctx.constant_table(((sums + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32), I32)
     if table.buffer is None or (init is not None and init.buffer is None):
         return None
     patch = ctx.scratch(U32, (P_T * len(pairs),), "patch")
-    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sinks[0]).nest()
+    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sink).nest()
 
 
 class _Conv:
@@ -450,7 +455,43 @@ class _Conv:
                       for j in range(slots)]
         return stmts
 
-    def positions(self, q0: K.Expr, slots: int) -> K.Stmt:
+    def plane_copy(self, q0: K.Expr) -> list[K.Stmt]:
+        """The patch of a pointwise tile whose positions ``q0, q0 + 1`` and
+        the two after them lie in the input plane: per channel pair, the
+        words ``x[c][q0..q0+3]`` and ``x[c+1][q0..q0+3]`` (the plane is
+        contiguous: stride 1, no padding) packed and split by ``SXTB16``
+        into the pairs of the two positions (as :meth:`row_copy`, across
+        row ends too)."""
+        g, kp_n = self.g, self.kp
+        buf = self.data.buffer
+        assert buf is not None
+        plane = g.height * g.width
+        cp = self.ctx.index_var("cp")
+        base = _add(K.mul(_add(_mul(self.n, g.chans), _mul(cp, 2)), _i(plane), no_wrap=True), q0)
+        a, b, lo = (self.ctx.scalar(v, U32) for v in ("xa", "xb", "lo"))
+        body = [K.Decl(a, K.load(buf, base, 4)),
+                K.Decl(b, K.load(buf, _add(base, plane), 4)),
+                K.Decl(lo, K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16)))),
+                K.store(self.patch, cp, K.call("aot_sxtb16", [lo], U32)),
+                K.store(self.patch, _add(cp, kp_n), K.call("aot_sxtb16", [_ror8(lo)], U32))]
+        return [K.for_range(cp, g.chans // 2, K.block(*body))]
+
+    def plane_tiles(self) -> int:
+        """How many leading position tiles :meth:`plane_copy` takes (0:
+        the layer is not such a pointwise convolution).  They run in a loop
+        of their own, without the other copies' tests: a test would make
+        the arena's overlap analysis (which takes both arms as executed)
+        see reads of earlier positions after their outputs were written,
+        and no output could share the input's bytes; in a loop of their
+        own, a pointwise layer may write its output over its input."""
+        g = self.g
+        if (self.unrolled or g.kh != 1 or g.kw != 1 or g.strides != (1, 1) or g.pad != (0, 0)
+                or g.chans % 2 or self.data.buffer is None or self.data.dtype is not DType.INT8
+                or (g.oh, g.ow) != (g.height, g.width) or g.positions < 4):
+            return 0
+        return (g.positions - 4) // P_T + 1
+
+    def positions(self, q0: K.Expr, slots: int, plane: bool = False) -> K.Stmt:
         g, ctx = self.g, self.ctx
         pos: list[tuple[K.Var, K.Var]] = []
         stmts: list[K.Stmt] = []
@@ -462,9 +503,15 @@ class _Conv:
             decls.append([K.Decl(oh, K.div(q, _i(g.ow)) if g.ow > 1 else q),
                           K.Decl(ow, K.mod(q, _i(g.ow)) if g.ow > 1 else _i(0))])
             pos.append((oh, ow))
-            copies.append(self.copy(j, (oh, ow)))
-        fast = (self.row_copy(pos) if slots == P_T else None) or self.interior_copy(pos)
-        if fast is None:
+            if not plane:
+                copies.append(self.copy(j, (oh, ow)))
+        # after the plane tiles (at most two tiles): the element copy alone,
+        # whose reads stay at the tile's positions (see plane_tiles)
+        fast = None if plane or self.plane_tiles() else \
+            (self.row_copy(pos) if slots == P_T else None) or self.interior_copy(pos)
+        if plane:
+            stmts += [d for ds in decls for d in ds] + self.plane_copy(q0)
+        elif fast is None:
             for d, c in zip(decls, copies):
                 stmts += d + c
         else:
@@ -482,8 +529,12 @@ class _Conv:
         full, rest = divmod(self.g.positions, P_T)
         qt = self.ctx.index_var("qt")
         body: list[K.Stmt] = []
-        if full:
-            body.append(K.for_range(qt, full, self.positions(_mul(qt, P_T), P_T)))
+        plane = self.plane_tiles()
+        if plane:
+            body.append(K.for_range(qt, plane, self.positions(_mul(qt, P_T), P_T, True)))
+            qt = self.ctx.index_var("qt")
+        if full > plane:
+            body.append(K.for_range(qt, full - plane, self.positions(_mul(qt, P_T), P_T), plane))
         if rest:
             body.append(self.positions(_i(full * P_T), rest))
         return K.for_range(self.n, self.g.n, K.block(*body))

@@ -86,6 +86,7 @@ from ....ir.ops.qnn_linear import QnnConv2DAttrs
 from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import INDEX, LowerContext, Sink, TensorValue, out_tensor
+from .epilogue_bias import fold_bias
 from .dsp_common import add_index as _add, index as _i, mul_index as _mul, ror8 as _ror8, u32 as _u
 from .tuning import current as current_tuning
 
@@ -182,8 +183,15 @@ def depthwise_int8(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     table = ctx.constant_table(_packed_weight(w), DType.INT8)
     if table.buffer is None or data.buffer is None:
         return None
+    sink, bias = sinks[0], None
+    folded = fold_bias(ctx, sink, tuple(int(d) for d in out.shape), 1)
+    if folded is not None:
+        values = (folded[0] + 2 ** 31) % 2 ** 32 - 2 ** 31
+        bias = ctx.constant_table(values.astype(np.int32), I32).buffer
+        if bias is not None:
+            sink = folded[1]
     kernel = _Depthwise(ctx, data, data.buffer, table.buffer, w, zx, attrs,
-                        tuple(int(d) for d in out.shape), sinks[0])
+                        tuple(int(d) for d in out.shape), sink, bias)
     return kernel.nest()
 
 
@@ -193,8 +201,10 @@ Rows = tuple[int, ...]
 class _Depthwise:
     def __init__(self, ctx: LowerContext, data: TensorValue, xbuf: K.Buffer, wbuf: K.Buffer,
                  w: np.ndarray, zx: int, attrs: QnnConv2DAttrs, out_shape: tuple[int, ...],
-                 sink: Sink) -> None:
+                 sink: Sink, bias: K.Buffer | None = None) -> None:
         self.ctx, self.xbuf, self.wbuf, self.w, self.zx = ctx, xbuf, wbuf, w, zx
+        #: the fused bias per channel, folded into the start values
+        self.bias = bias
         self.n_batch, self.chans, self.height, self.width = (int(d) for d in data.shape)
         self.sh, self.sw = (int(s) for s in attrs.strides)
         self.pt, self.pl, _, _ = padding_2d(attrs.padding)
@@ -213,11 +223,20 @@ class _Depthwise:
 
     def start_values(self, row_sets: Sequence[Rows]) -> list[K.Stmt]:
         """``-zx * sum w`` over each set of kernel rows, per channel, from
-        the unpacked weight words: ``SMLAD`` with ``(1, 1)`` sums a pair."""
-        if self.zx == 0:
-            return []
-        ones = _u(0x00010001)
+        the unpacked weight words: ``SMLAD`` with ``(1, 1)`` sums a pair;
+        plus the channel's bias when the epilogue's was folded here
+        (:mod:`.epilogue_bias`)."""
         body: list[K.Stmt] = []
+        bias: K.Expr | None = None
+        if self.bias is not None:
+            b = self.ctx.scalar("bias", I32)
+            body.append(K.Decl(b, K.load(self.bias, self.c)))
+            bias = b
+        if self.zx == 0:
+            if bias is not None:
+                self.inits.update({rows: bias for rows in row_sets})
+            return body
+        ones = _u(0x00010001)
         row_sums = []
         for w02, w10 in self.weights:
             v = self.ctx.scalar("ws", I32)
@@ -229,7 +248,8 @@ class _Depthwise:
             total: K.Expr = row_sums[rows[0]]
             for i in rows[1:]:
                 total = K.add(total, row_sums[i])
-            body.append(K.Decl(v, K.mul(total, K.Const(-self.zx, I32))))
+            start = K.mul(total, K.Const(-self.zx, I32))
+            body.append(K.Decl(v, start if bias is None else K.add(start, bias)))
             self.inits[rows] = v
         return body
 

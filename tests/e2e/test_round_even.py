@@ -1,0 +1,153 @@
+"""``aot_round_even_f32`` (runtime_c/aot_kernel_helpers.h), the float32
+``round`` of the generated C and of QuantizeLinear's ``round(x / scale)``:
+the magic-number addition instead of ``nearbyintf`` (a library call on a
+Cortex-M4F).  Against NumPy's ``rint`` bit for bit, and a QuantizeLinear
+chain (divide, round, add the zero point, clip, cast) against the
+interpreter's values, on edge cases: every tie from -4.5 to 4.5, ties
+around 2^22 and 2^23 (where the floats stop having halves and become
+integers), the neighbours of 0.5 and 1.5, signed zeros, subnormals, the
+largest float, the infinities, NaN, and values that saturate int8 and
+uint8 on both sides; plus random floats of every magnitude.  Built with
+cc and clang for the host (FLT_EVAL_METHOD 0 on x86-64 and aarch64) and
+with arm-none-eabi-gcc for a Cortex-M4F, run under QEMU."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aot.emit.kernel import ir as K
+from aot.emit.kernel.evaluate import evaluate
+from aot.emit.resources import runtime_dir
+from aot.ir.dtype import DType
+
+EMBEDDED = Path(__file__).resolve().parents[2] / "examples" / "embedded"
+FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-O2", "-ffp-contract=off"]
+F32 = np.float32
+
+
+def _values() -> np.ndarray:
+    ties = np.arange(-9, 10, dtype=np.float64) / 2
+    big = [2.0 ** 22, 2.0 ** 23, 2.0 ** 24]
+    around = [b + d for b in big for d in (-1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3)]
+    fl = np.finfo(F32)
+    special = [0.0, -0.0, 0.49999997, 0.5, 0.50000006, 1.4999999, 1.5, 1.5000001,
+               2.4999998, 2.5, 2.5000002, float(fl.tiny), float(fl.smallest_subnormal),
+               float(fl.max), np.inf, 127.5, 128.5, -128.5, -129.5, 126.5, 255.5, 256.5,
+               -0.5000001, 1e10, 3e38]
+    v = np.array(list(ties) + around + special, dtype=F32)
+    v = np.concatenate([v, -v, np.array([np.nan], dtype=F32)])
+    rng = np.random.default_rng(7)
+    rnd = (rng.standard_normal(200) * np.exp2(rng.integers(-30, 30, 200))).astype(F32)
+    halves = (rng.integers(-2 ** 24, 2 ** 24, 100) / 2).astype(F32)
+    return np.concatenate([v, rnd, halves])
+
+
+def _bits(a: np.ndarray) -> list[str]:
+    return [f"{int(b):08x}" for b in np.asarray(a, dtype=F32).view(np.uint32)]
+
+
+SCALE = F32(0.75)
+QUANT = [(-3, -128, 127, "int8_t"), (128, 0, 255, "uint8_t")]
+
+
+def _expected(values: np.ndarray) -> list[str]:
+    """Per value: the helper's bits as the interpreter evaluates the kernel
+    call (np.rint), then the quantized values."""
+    call = K.call("aot_round_even_f32", [K.Var("v", DType.FLOAT32)], DType.FLOAT32)
+    rounded = np.array([evaluate(call, {"v": v}, {}) for v in values], dtype=F32)
+    with np.errstate(all="ignore"):
+        assert np.array_equal(rounded.view(np.uint32), np.rint(values).view(np.uint32))
+    lines = []
+    for v, r in zip(values, rounded):
+        fields = _bits(np.array([r]))
+        with np.errstate(all="ignore"):
+            q = np.rint(F32(v) / SCALE)
+            for zp, lo, hi, _ in QUANT:
+                t = np.clip(q + F32(zp), lo, hi)
+                fields.append(str(0 if np.isnan(t) else int(t)))
+        lines.append(" ".join(fields))
+    return lines
+
+
+def _program(values: np.ndarray) -> str:
+    rows = ",\n".join(f"    0x{b}u" for b in _bits(values))
+    quant = "".join(
+        f"""        q = aot_round_even_f32(x / {float(SCALE)!r}f) + {zp}.0f;
+        q = q <= {lo}.0f ? {lo}.0f : q;
+        q = q >= {hi}.0f ? {hi}.0f : q;
+        printf(" %d", (int)(q == q ? ({t})q : 0));
+""" for zp, lo, hi, t in QUANT)
+    return f"""#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include "aot_kernel_helpers.h"
+
+static const uint32_t rows[] = {{
+{rows}
+}};
+
+int main(void)
+{{
+    size_t i;
+    for (i = 0; i < sizeof rows / sizeof rows[0]; ++i) {{
+        float x, r, q;
+        uint32_t bits;
+        memcpy(&x, &rows[i], sizeof x);
+        r = aot_round_even_f32(x);
+        memcpy(&bits, &r, sizeof bits);
+        printf("%08lx", (unsigned long)bits);
+{quant}        printf("\\n");
+    }}
+    printf("FLT_EVAL_METHOD %d\\n", (int)FLT_EVAL_METHOD);
+    return 0;
+}}
+"""
+
+
+def _check(out: str, values: np.ndarray) -> None:
+    lines = out.strip().splitlines()
+    assert lines[-1] == "FLT_EVAL_METHOD 0", lines[-1]
+    got, want = lines[:-1], _expected(values)
+    bad = [(float(v), g, w) for v, g, w in zip(values, got, want) if g != w]
+    assert len(got) == len(want) and not bad, bad[:10]
+
+
+@pytest.mark.parametrize("cc", ["cc", "clang"])
+def test_round_even_host(tmp_path, cc):
+    if shutil.which(cc) is None:
+        pytest.skip(f"needs {cc}")
+    values = _values()
+    (tmp_path / "r.c").write_text(_program(values))
+    subprocess.run([cc, *FLAGS, f"-I{runtime_dir()}", str(tmp_path / "r.c"), "-o",
+                    str(tmp_path / "r"), "-lm"], check=True)
+    out = subprocess.run([str(tmp_path / "r")], check=True, capture_output=True, text=True)
+    _check(out.stdout, values)
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None
+                    or shutil.which("qemu-system-arm") is None,
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm "
+                           "(scripts/install-ci-deps.sh --embedded)")
+def test_round_even_cortex_m4f_under_qemu(tmp_path):
+    values = _values()
+    (tmp_path / "r.c").write_text(_program(values))
+    elf = tmp_path / "r.elf"
+    cpu = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+    subprocess.run(["arm-none-eabi-gcc", *cpu, *FLAGS, f"-I{runtime_dir()}",
+                    str(tmp_path / "r.c"), str(EMBEDDED / "startup.c"), "-T",
+                    str(EMBEDDED / "mps2_an386.ld"), "--specs=rdimon.specs", "-nostartfiles",
+                    "-o", str(elf), "-lm"], check=True)
+    # the helper is inlined: no call to nearbyintf (a library call there)
+    syms = subprocess.run(["arm-none-eabi-nm", str(elf)], check=True, capture_output=True,
+                          text=True).stdout
+    assert "nearbyintf" not in syms
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    _check(run.stdout, values)
