@@ -150,6 +150,17 @@ CASES = [
         "trilu", a, B.const(np.array(1, "int64")))),
     Case("trilu", [(4, 3)], id="trilu-lower", build=lambda a: B.call(
         "trilu", a, B.const(np.array(-1, "int32")), upper=False)),
+    Case("scatter_elements", [(3, 4), (2, 3)], id="scatter_elements-add", build=lambda a, u:
+         B.call("scatter_elements", a, B.const(np.array([[1, -1, 1], [0, 0, 9]], "int64")), u,
+                axis=1, reduction="add")),
+    Case("scatter_nd", [(3, 4), (3, 4)], id="scatter_nd-add", build=lambda a, u: B.call(
+        "scatter_nd", a, B.const(np.array([[2, 0, 2]], "int32")), u, mode="add")),
+    Case("nn.depth_to_space", [(1, 8, 2, 3)], {"block_size": 2}, id="d2s-dcr"),
+    Case("nn.depth_to_space", [(2, 8, 3, 1)], {"block_size": 2, "mode": "CRD"}, id="d2s-crd"),
+    Case("nn.space_to_depth", [(1, 2, 4, 2)], {"block_size": 2, "layout": "NHWC"}, id="s2d"),
+    Case("nn.mirror_pad", [(3, 4)], {"pad_width": [[2, 1], [0, 3]], "mode": "REFLECT"},
+         id="mirror_pad-reflect"),
+    Case("nn.mirror_pad", [(2, 3)], {"pad_width": [[2, 0], [1, 3]]}, id="mirror_pad-symmetric"),
     Case("cumsum", [(2, 3, 4)], {"axis": 1}),
     Case("cumsum", [(2, 3)], {"exclusive": True}, id="cumsum-flat-exclusive"),
     Case("cumsum", [(3, 4)], {"axis": -1, "exclusive": True}, id="cumsum-exclusive"),

@@ -36,7 +36,7 @@ from cases.common import program
 FAMILY_MODULES = ["test_ops_c_elemwise", "test_ops_c_nn", "test_ops_c_conv",
                   "test_ops_c_reduce", "test_ops_c_transform", "test_ops_c_qnn",
                   "test_ops_c_qnn_nonlinear", "test_ops_c_qsoftmax", "test_ops_c_nd",
-                  "test_ops_c_fast_math"]
+                  "test_ops_c_fast_math", "test_ops_c_breadth"]
 
 FLOAT_SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0]
 

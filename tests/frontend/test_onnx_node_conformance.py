@@ -51,7 +51,8 @@ if not NODE_DIR.is_dir():
 #: The ONNX operators the importer claims.  ``test_claimed_list_is_the_registry``
 #: keeps this list equal to the importer's converter registry.
 CLAIMED = frozenset("""
-    Abs Acos Add And ArgMax ArgMin Asin Atan AveragePool BatchNormalization Cast
+    Abs Acos Add And ArgMax ArgMin Asin Atan Attention AveragePool BatchNormalization Cast
+    BitShift BitwiseAnd BitwiseNot BitwiseOr BitwiseXor
     CastLike Ceil Clip Concat Constant ConstantOfShape Conv ConvTranspose Cos
     CumSum
     Cosh DepthToSpace DequantizeLinear Div Dropout Einsum Elu Equal Erf Exp Expand
@@ -60,11 +61,12 @@ CLAIMED = frozenset("""
     InstanceNormalization IsInf
     IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop
     LpNormalization LpPool GlobalLpPool
-    MatMul Max MaxPool Mean Min Mod Mul Neg Not OneHot Or PRelu Pad Pow
-    QLinearConv QLinearMatMul QuantizeLinear Range Reciprocal ReduceL1 ReduceL2
+    MatMul Max MaxPool Mean Min Mod Mul Neg NegativeLogLikelihoodLoss Not OneHot Or PRelu Pad Pow
+    QLinearConv QLinearMatMul QuantizeLinear RMSNormalization Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
     RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
-    Sin Sinh Size Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt
+    ScatterElements ScatterND
+    Sin Sinh Size Slice Softmax SoftmaxCrossEntropyLoss Softplus Softsign SpaceToDepth Split Sqrt
     Squeeze Sub Sum Tan Tanh Tile TopK Transpose Trilu Unsqueeze Where Xor
 """.split())
 

@@ -5,6 +5,7 @@ each family lives in its own module and registers its records with
 from . import algorithm
 from . import einsum
 from . import elemwise
+from . import elemwise_bits
 from . import fast_math
 from . import image
 from . import layout
@@ -12,6 +13,8 @@ from . import nn
 from . import nn_conv
 from . import nn_conv_nd
 from . import nn_norm
+from . import nn_mirror
+from . import nn_pixel
 from . import nn_pool
 from . import nn_pool_adaptive
 from . import nn_pool_nd
@@ -28,3 +31,4 @@ from . import transform_broadcast
 from . import transform_index
 from . import transform_init
 from . import transform_nd
+from . import transform_scatter

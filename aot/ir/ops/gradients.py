@@ -756,6 +756,89 @@ def _trilu_grad(c: Call, g: Expr) -> Adjoints:
     return [call("trilu", g, c.args[1], upper=_attr(c, "upper")), None]
 
 
+def _scatter_add_only(c: Call, attr: str) -> None:
+    if _attr(c, attr).value != "add":
+        raise NoGradient(f"the gradient rule handles {attr}='add' only (otherwise a repeated "
+                         "position's gradient depends on which update wins)")
+
+
+def _scatter_elements_grad(c: Call, g: Expr) -> Adjoints:
+    """Added updates: the data passes ``g``, each update gets ``g`` at its
+    destination (``gather`` at the same indices, negative ones counted
+    from the end first; both clamp alike)."""
+    _scatter_add_only(c, "reduction")
+    x, idx, _ = c.args
+    shape = _shape(x)
+    axis = _attr(c, "axis") % len(shape)
+    dt = tensor_type(idx).dtype.np
+    ishape = _shape(idx)
+    gx = g
+    if np.issubdtype(dt, np.signedinteger):
+        neg = call("less", idx, Constant(np.asarray(0, dt)))
+        idx = call("where", neg, call("add", idx, Constant(np.asarray(shape[axis], dt))), idx)
+    if any(i != d for k, (i, d) in enumerate(zip(ishape, shape)) if k != axis):
+        ends = [d if k == axis else i for k, (i, d) in enumerate(zip(ishape, shape))]
+        g = call("strided_slice", g, begin=[0] * len(ends), end=ends, strides=[1] * len(ends))
+    return [gx, None, call("gather", g, idx, axis=axis)]
+
+
+def _scatter_nd_grad(c: Call, g: Expr) -> Adjoints:
+    """Added updates: the data passes ``g``, each update slice gets ``g``
+    at its destination (``gather_nd`` clamps like ``scatter_nd``)."""
+    _scatter_add_only(c, "mode")
+    return [g, None, call("gather_nd", g, c.args[1])]
+
+
+def _depth_to_space_grad(c: Call, g: Expr) -> Adjoints:
+    """A permutation's gradient is its inverse: ``nn.space_to_depth`` for
+    DCR; for CRD (NCHW) the inverse reshape/transpose chain."""
+    b, layout = _attr(c, "block_size"), _attr(c, "layout")
+    if _attr(c, "mode") == "DCR":
+        return [call("nn.space_to_depth", g, block_size=b, layout=layout)]
+    if layout != "NCHW":
+        raise NoGradient("the gradient rule handles CRD in NCHW only")
+    n, ch, h, w = _shape(c.args[0])
+    parts = call("reshape", g, newshape=[n, ch // (b * b), h, b, w, b])
+    back = call("transpose", parts, axes=[0, 1, 3, 5, 2, 4])
+    return [call("reshape", back, newshape=[n, ch, h, w])]
+
+
+def _space_to_depth_grad(c: Call, g: Expr) -> Adjoints:
+    """The inverse permutation: ``nn.depth_to_space`` in DCR."""
+    return [call("nn.depth_to_space", g, block_size=_attr(c, "block_size"),
+                 layout=_attr(c, "layout"))]
+
+
+def _mirror_pad_grad(c: Call, g: Expr) -> Adjoints:
+    """Each border element's gradient goes back to the element it mirrors:
+    axis by axis, the centre plus each border reversed and placed (zero
+    padded) where its sources lie -- from position 1 (REFLECT) or 0
+    (SYMMETRIC) on the left, ending at ``d - 1`` or ``d`` on the right."""
+    x = c.args[0]
+    shape = _shape(x)
+    s = 0 if _attr(c, "mode") == "REFLECT" else 1
+
+    def part(e: Expr, axis: int, lo: int, hi: int) -> Expr:
+        return call("strided_slice", e, begin=[lo], end=[hi], strides=[1], axes=[axis])
+
+    def placed(e: Expr, axis: int, before: int, after: int) -> Expr:
+        widths = [[0, 0]] * len(shape)
+        widths[axis] = [before, after]
+        return call("nn.pad", call("reverse", e, axis=axis), _scalar(0.0, x), pad_width=widths)
+
+    for axis, ((b, a), d) in enumerate(zip(_attr(c, "pad_width"), shape)):
+        if not b and not a:
+            continue
+        total = part(g, axis, b, b + d)
+        if b:
+            total = _add(total, placed(part(g, axis, 0, b), axis, 1 - s, d - b - 1 + s))
+        if a:
+            total = _add(total, placed(part(g, axis, b + d, b + d + a), axis, d - 1 + s - a,
+                                       1 - s))
+        g = total
+    return [g]
+
+
 def _global_max_pool_grad(c: Call, g: Expr) -> Adjoints:
     """Each channel's gradient goes to its maximum, shared among ties; the
     result keeps H and W as size 1, so it broadcasts against the data."""
@@ -854,6 +937,11 @@ RULES: dict[str, Rule] = {
     "nn.group_norm": _group_norm_grad,
     "nn.l2_normalize": _l2_normalize_grad,
     "trilu": _trilu_grad,
+    "scatter_elements": _scatter_elements_grad,
+    "scatter_nd": _scatter_nd_grad,
+    "nn.depth_to_space": _depth_to_space_grad,
+    "nn.space_to_depth": _space_to_depth_grad,
+    "nn.mirror_pad": _mirror_pad_grad,
     "cumsum": _cumsum_grad,
     "nn.matmul": _matmul_grad,
     "nn.batch_matmul": _batch_matmul_grad,
@@ -905,7 +993,8 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_xor", "logical_not",
         "all", "any", "argmax", "argmin", "argsort", "arange",
-        "floor_divide", "floor_mod", "mod")},
+        "floor_divide", "floor_mod", "mod",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift")},
     **{name: _PIECEWISE_CONSTANT for name in ("ceil", "floor", "round", "sign", "trunc")},
     **{name: _QUANTIZED for name in (
         "fixed_point_multiply", "qnn.add", "qnn.avg_pool2d", "qnn.batch_matmul",

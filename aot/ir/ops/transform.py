@@ -5,7 +5,8 @@ stack, split, tile, repeat, reverse.  The broadcasting transforms
 (broadcast_to, broadcast_to_like, collapse_sum_like, collapse_sum_to) live
 in :mod:`transform_broadcast`, the index-based ones (strided_slice, take,
 gather, one_hot, where) in :mod:`transform_index`, gather_nd and trilu in
-:mod:`transform_nd`, the value-creating ones (full, zeros, ones, the
+:mod:`transform_nd`, scatter_elements and scatter_nd in :mod:`transform_scatter`,
+the value-creating ones (full, zeros, ones, the
 ``*_like`` initialisers, cast, clip, arange) in :mod:`transform_init` and
 layout_transform in :mod:`layout`; importing this module registers them
 all.

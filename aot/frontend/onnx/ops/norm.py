@@ -1,5 +1,6 @@
 """Normalisation: BatchNormalization (inference), LayerNormalization,
-InstanceNormalization, GroupNormalization, LpNormalization, LRN.
+RMSNormalization, InstanceNormalization, GroupNormalization,
+LpNormalization, LRN.
 
 BatchNormalization maps onto ``nn.batch_norm`` on axis 1 (its first
 output); only inference is supported (``training_mode`` 0, and only the
@@ -13,6 +14,10 @@ for ``nn.layer_norm`` without scale and centre, the result reshaped back,
 and Scale/B applied with broadcasting.  The optional Mean and InvStdDev
 outputs are computed apart (``mean``, ``variance``, ``rsqrt``) in float32
 (``stash_type`` 1, the default and only one supported).
+
+RMSNormalization (23) is ``x * rsqrt(mean(x * x) + epsilon) * scale`` with
+the mean over the axes ``[axis, rank)`` (ONNX's reference formula), in
+float32 for a float16 input (``stash_type`` 1, the only one defined).
 
 InstanceNormalization is ``nn.instance_norm`` on axis 1 (rank 3 or more).
 GroupNormalization is ``nn.group_norm`` on axis 1: version 21's scale and
@@ -193,3 +198,24 @@ def convert_lp_norm(node: Node) -> list[Expr]:
     zero = node.constant(np.zeros((), node.dtype(x).np))
     return [node.call("where", [node.call("equal", [norm, zero]), zero,
                                 node.call("divide", [x, norm])])]
+
+
+@converter("RMSNormalization", (23,))
+def convert_rms_norm(node: Node) -> list[Expr]:
+    x, scale = node.input(0), node.input(1)
+    dt = require_float(node, x)
+    if int(node.attr("stash_type", 1)) != 1:
+        raise node.unsupported("stash_type")
+    rank = node.rank(x)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), rank)
+    work = DType.FLOAT32 if dt is DType.FLOAT16 else dt
+    if dt is not work:
+        x = node.call("cast", [x], dtype=work)
+    if node.dtype(scale) is not work:
+        scale = node.call("cast", [scale], dtype=work)
+    eps = node.constant(np.asarray(float(node.attr("epsilon", 1e-5)), work.np))
+    ms = node.call("mean", [node.call("multiply", [x, x])], axis=tuple(range(axis, rank)),
+                   keepdims=True)
+    y = node.call("multiply", [node.call("multiply", [x, node.call("rsqrt", [node.call(
+        "add", [ms, eps])])]), scale])
+    return [y if dt is work else node.call("cast", [y], dtype=dt)]

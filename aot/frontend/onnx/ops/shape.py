@@ -1,6 +1,10 @@
 """Shape manipulation: Reshape, Flatten, Transpose, Squeeze, Unsqueeze,
 Concat, Split, Expand, Tile, Identity, Dropout, DepthToSpace, SpaceToDepth.
 
+DepthToSpace and SpaceToDepth are ``nn.depth_to_space`` (DCR, CRD) and
+``nn.space_to_depth`` (the C is the same as from the reshape, transpose,
+reshape chain they were written as before; the program is one call).
+
 Shapes are static, so every reshaping converter computes the output shape
 itself and emits ``reshape`` with an explicit ``newshape`` (no special
 values); ONNX's special values are resolved here: Reshape's ``0`` copies
@@ -241,15 +245,9 @@ def convert_depth_to_space(node: Node) -> list[Expr]:
     if c % (b * b):
         raise node.error(f"{c} channels are not divisible by blocksize^2 = {b * b}")
     mode = node.attr("mode", "DCR")
-    if mode == "DCR":
-        y = reshape_to(node, x, (n, b, b, c // (b * b), h, w))
-        y = node.call("transpose", [y], axes=(0, 3, 4, 1, 5, 2))
-    elif mode == "CRD":
-        y = reshape_to(node, x, (n, c // (b * b), b, b, h, w))
-        y = node.call("transpose", [y], axes=(0, 1, 4, 2, 5, 3))
-    else:
+    if mode not in ("DCR", "CRD"):
         raise node.unsupported("mode")
-    return [reshape_to(node, y, (n, c // (b * b), h * b, w * b))]
+    return [node.call("nn.depth_to_space", [x], block_size=b, mode=mode)]
 
 
 @converter("SpaceToDepth", (1, 13))
@@ -262,6 +260,4 @@ def convert_space_to_depth(node: Node) -> list[Expr]:
     b = _block_size(node)
     if h % b or w % b:
         raise node.error(f"the spatial size {h}x{w} is not divisible by blocksize={b}")
-    y = reshape_to(node, x, (n, c, h // b, b, w // b, b))
-    y = node.call("transpose", [y], axes=(0, 3, 5, 1, 2, 4))
-    return [reshape_to(node, y, (n, c * b * b, h // b, w // b))]
+    return [node.call("nn.space_to_depth", [x], block_size=b)]
