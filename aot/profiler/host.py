@@ -20,10 +20,6 @@ from ..emit.c.context import MODEL_CFLAGS
 from ..progress import stage
 from . import driver_arrays
 
-#: how the host profile builds the model: as bench/onnx_models.py does, for
-#: this machine's vector units (with the `simd` loop nests by default)
-HOST_FLAGS = ("-O3", "-march=native")
-
 MAIN_C = """\
 /* aot profile on the host: time stamps around every kernel call. */
 #define _POSIX_C_SOURCE 199309L
@@ -85,8 +81,11 @@ def profile_on_host(art: Path, meta: dict, inputs: Sequence[np.ndarray], work: P
         name=name, calls=n, arrays=arrays, args=args))
     (work / "model.c").write_text(MODEL_C.format(macro=name.upper(),
                                                  source=art / "src" / f"{name}.c"))
+    # the default host build's flags (Toolchain.codegen_flags: -O3, the host
+    # CPU's and gcc's workaround for its AVX-512 if-conversion miscompile),
+    # so the profile times the code `aot.load` runs
     toolchain = find_toolchain()
-    opt = list(HOST_FLAGS)
+    opt = list(toolchain.codegen_flags)
     cc = [*toolchain.command, *opt, "-I", str(art / "include"), "-I", str(art / "runtime_c")]
     with stage("host build"):
         run_tool([*cc, *MODEL_CFLAGS, "-c", "model.c", "-o", "model.o"], cwd=work,

@@ -16,6 +16,7 @@ import pytest
 
 import aot
 from aot.cli import main
+from aot.emit.build.toolchain import find_toolchain
 from aot.profiler import profile_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,6 +89,10 @@ def test_the_host_profile_times_each_call(tmp_path):
     assert profile.unit == "us" and "median of 5 runs" in profile.where
     assert len(profile.calls) == 2 and all(c.value > 0 for c in profile.calls)
     assert profile.total >= sum(c.value for c in profile.calls)
+    # built with the default host build's flags (gcc's miscompile workaround
+    # included), which the profile names
+    flags = " ".join(find_toolchain().codegen_flags)
+    assert flags and f" {flags}, median" in profile.where
 
 
 def test_programs_without_a_call_list_are_refused(tmp_path, capsys):

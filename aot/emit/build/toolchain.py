@@ -205,6 +205,14 @@ class Toolchain:
         return (f"-fsanitize={','.join(self.sanitizers)}", "-fno-sanitize-recover=all",
                 "-fno-omit-frame-pointer", "-g")
 
+    @property
+    def codegen_flags(self) -> tuple[str, ...]:
+        """The flags that decide the machine code of every object this
+        toolchain builds: CPU (with gcc's native workaround), optimisation,
+        sanitizers.  The library build and ``aot profile --target host``
+        both take them from here."""
+        return (*self.target_flags, *self.opt_flags, *self.sanitize_flags)
+
     def object_flags(self, extra: Sequence[str] = ()) -> tuple[str, ...]:
         """Flags for an object of a generated static library."""
         pic = (PIC_FLAG,) if self.pic else ()

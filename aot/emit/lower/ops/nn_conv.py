@@ -177,8 +177,10 @@ STRIDED_COLUMNS = 4
 #: columns of a channels-first depthwise float32 tile (one channel): 16
 #: accumulators leave too few registers for the 18 input values of a 3x3
 #: window row (MobileNet 3x3 depthwise layers, Cortex-M4F -O2: 3.9-4.4
-#: -> 3.5-3.9 instructions per MAC with 6 columns; 4 and 8 are close)
-DEPTHWISE_COLUMNS = 6
+#: -> 3.5-3.9 instructions per MAC with 6 columns; with the 3x3 window
+#: unrolled, 8 columns beat 6 by 16,000 instructions on MobileNet, 1.5-3.5 %
+#: of its 48x48 and 24x24 depthwise layers; 4 and 5 are worse)
+DEPTHWISE_COLUMNS = 8
 #: bytes of the local array a staged pointwise convolution keeps one column
 #: tile's outputs of all channels in (on the stack)
 STAGE_BYTES = 1536
@@ -187,8 +189,16 @@ STAGE_BYTES = 1536
 #: otherwise by one loop that computes the range per position
 MAX_BORDER_RUNS = 4
 #: constant reduction axes (kw, then kh, ...) are unrolled while the
-#: unrolled body has at most this many multiply-accumulates ...
-UNROLL_MAX_MACS = 72
+#: unrolled body has at most this many multiply-accumulates: a 4x6 float32
+#: tile's whole 3x3 window (216), so its input rows and weights are loaded
+#: in one straight-line body (Cortex-M4F -O2: ResNet-8 1.56 -> 1.46
+#: instructions per MAC, MobileNet's 3->8 stride-2 first layer 2.12 ->
+#: 1.85; 96: 1.56, 144: 1.49; 288 and 480 no better or worse) ...
+UNROLL_MAX_MACS = 216
+#: ... and the input-channel axis only while the body has at most this
+#: many: unrolled whole, the 8 channels of MobileNet's 8->16 pointwise layer
+#: (192 MACs) make gcc hoist loads and spill (3.06 -> 3.21 per MAC)
+UNROLL_MAX_CHANNEL_MACS = 72
 #: ... and each unrolled axis at most this many taps
 UNROLL_MAX_TRIP = 8
 
@@ -703,7 +713,8 @@ def _unroll_plan(extents: Sequence[tuple[str, int | None]],
     unrolled: list[str] = []
     size = macs
     for c, n in reversed(live):
-        if n is not None and n <= UNROLL_MAX_TRIP and size * n <= UNROLL_MAX_MACS:
+        limit = UNROLL_MAX_CHANNEL_MACS if c == "C" else UNROLL_MAX_MACS
+        if n is not None and n <= UNROLL_MAX_TRIP and size * n <= limit:
             unrolled.insert(0, c)
             size *= n
     return [c for c, _ in live if c not in unrolled], unrolled
