@@ -173,8 +173,7 @@ def _direction(layer: _Layer, d: int) -> tuple[Expr, list[Expr]]:
         wb, rb = node.ctx.get_item(halves, 0), node.ctx.get_item(halves, 1)
     # the input projection of the whole sequence, before the loop
     flat = node.call("reshape", [layer.x], newshape=(seq * batch, layer.inputs))
-    projected = node.call("reshape", [dense(node, flat, w, wb)], newshape=(seq, batch, g * h))
-    xw = loop_var(node, "xw", TensorType((seq, batch, g * h), layer.dt))   # bound before the loop
+    xw = node.call("reshape", [dense(node, flat, w, wb)], newshape=(seq, batch, g * h))
 
     step, zero, next_step = counter(node)
     st = TensorType((batch, h), layer.dt)
@@ -210,8 +209,7 @@ def _direction(layer: _Layer, d: int) -> tuple[Expr, list[Expr]]:
         init.append(layer.state0(6, d, "initial_c"))
     y0 = node.constant(np.zeros((seq, batch, h), layer.dt.np))
     final = tail_loop(node, [step] + states + [y_acc], [zero] + init + [y0], go,
-                      [next_step] + new + [accumulate(node, y_acc, t, out)],
-                      before=[(xw, projected)])
+                      [next_step] + new + [accumulate(node, y_acc, t, out)])
     return final[-1], final[:-1]
 
 
