@@ -46,6 +46,8 @@ the element types, for both.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from ....ir.dtype import DType
@@ -134,11 +136,15 @@ def loop_var(node: Node, name: str, t: Type) -> Var:
 
 
 def tail_loop(node: Node, params: list[Var], init: list[Expr], go: Expr,
-              step: list[Expr]) -> list[Expr]:
+              step: list[Expr], before: Sequence[tuple[Var, Expr]] = ()) -> list[Expr]:
     """The final values of ``params[1:]`` after the loop ``while go:
     params = step`` from ``params = init``, built as a let-bound function
     calling itself in tail position (see the module docstring);
-    ``params[0]`` is the iteration counter (its final value is dropped)."""
+    ``params[0]`` is the iteration counter (its final value is dropped).
+    ``before`` binds loop invariants the body reads through their variables
+    (``let %v = e;`` ahead of the loop): an expression used only inside the
+    function literal would otherwise be scoped in it and computed again in
+    every iteration."""
     ctx = node.ctx
     param_types = [ctx.type_of(p) for p in params]
     ret_type = TupleType(tuple(param_types[1:]))
@@ -150,6 +156,8 @@ def tail_loop(node: Node, params: list[Var], init: list[Expr], go: Expr,
     fn = register(node, Function(tuple(params), fn_body, ret_type, span=ctx.span), fn_type)
     start = register(node, Call(loop, tuple(init), span=ctx.span), ret_type)
     value = register(node, Let(loop, fn, start, span=ctx.span), ret_type)
+    for var, bound in reversed(before):
+        value = register(node, Let(var, bound, value, span=ctx.span), ret_type)
     return [ctx.get_item(value, i) for i in range(len(params) - 1)]
 
 

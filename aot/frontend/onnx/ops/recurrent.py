@@ -160,20 +160,27 @@ def dense(node: Node, a: Expr, w: Expr, b: Expr | None) -> Expr:
     return y if b is None else node.call("add", [y, b])
 
 
+def _bias_half(layer: _Layer, d: int, half: int) -> Expr | None:
+    """``Wb`` (``half`` 0) or ``Rb`` (1) of direction ``d``, None without ``B``."""
+    bias = layer.per_dir(3, d, (2 * layer.kind.gates * layer.hidden,), "B")
+    if bias is None:
+        return None
+    halves = layer.node.call("split", [bias], indices_or_sections=2, axis=0)
+    return layer.node.ctx.get_item(halves, half)
+
+
 def _direction(layer: _Layer, d: int) -> tuple[Expr, list[Expr]]:
     """Y ``[seq, batch, hidden]`` and the final states of direction ``d``."""
     node, kind = layer.node, layer.kind
     g, h, seq, batch = kind.gates, layer.hidden, layer.seq, layer.batch
     w = take(node, node.input(1), d, 0)
     r = take(node, node.input(2), d, 0)
-    bias = layer.per_dir(3, d, (2 * g * h,), "B")
-    wb = rb = None
-    if bias is not None:
-        halves = node.call("split", [bias], indices_or_sections=2, axis=0)
-        wb, rb = node.ctx.get_item(halves, 0), node.ctx.get_item(halves, 1)
+    wb = _bias_half(layer, d, 0)
+    rb = _bias_half(layer, d, 1)      # its own split: the loop shares nothing with `xw`
     # the input projection of the whole sequence, before the loop
     flat = node.call("reshape", [layer.x], newshape=(seq * batch, layer.inputs))
-    xw = node.call("reshape", [dense(node, flat, w, wb)], newshape=(seq, batch, g * h))
+    projected = node.call("reshape", [dense(node, flat, w, wb)], newshape=(seq, batch, g * h))
+    xw = loop_var(node, "xw", TensorType((seq, batch, g * h), layer.dt))   # bound before the loop
 
     step, zero, next_step = counter(node)
     st = TensorType((batch, h), layer.dt)
@@ -209,7 +216,8 @@ def _direction(layer: _Layer, d: int) -> tuple[Expr, list[Expr]]:
         init.append(layer.state0(6, d, "initial_c"))
     y0 = node.constant(np.zeros((seq, batch, h), layer.dt.np))
     final = tail_loop(node, [step] + states + [y_acc], [zero] + init + [y0], go,
-                      [next_step] + new + [accumulate(node, y_acc, t, out)])
+                      [next_step] + new + [accumulate(node, y_acc, t, out)],
+                      before=[(xw, projected)])
     return final[-1], final[:-1]
 
 
