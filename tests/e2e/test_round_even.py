@@ -166,3 +166,28 @@ def test_round_even_cortex_m4f_under_qemu(tmp_path):
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     _check(run.stdout, values)
+
+
+@pytest.mark.parametrize("dtype,zp,bounds", [
+    (DType.INT8, -3, (-128.0, 127.0)), (DType.UINT8, 128, (0.0, 255.0)),
+    (DType.INT8, 0, None), (DType.INT8, 5, (-10.0, 300.0)), (DType.INT16, 7, (-200.0, 90.0))])
+def test_quantize_cast_rewrite_equals_the_chain(dtype, zp, bounds):
+    """The cast lowering's rewrite of cast(clip(round(v) + z)) into
+    aot_quantize_f32 computes the chain's integers on every edge value."""
+    from aot.emit.lower.ops.quantize_cast import quantize_cast
+    v = K.Var("v", DType.FLOAT32)
+    chain: K.Expr = K.call("aot_round_even_f32", [v], DType.FLOAT32)
+    if zp:
+        chain = K.add(chain, K.Const(float(zp), DType.FLOAT32))
+    if bounds is not None:
+        chain = K.minimum(K.maximum(chain, K.Const(bounds[0], DType.FLOAT32)),
+                          K.Const(bounds[1], DType.FLOAT32))
+    fast = quantize_cast(dtype, chain)
+    assert isinstance(fast, K.Cast) and isinstance(fast.a, K.Call) \
+        and fast.a.name == "aot_quantize_f32"
+    slow = K.cast(dtype, chain)
+    for x in _values():
+        assert evaluate(fast, {"v": x}, {}) == evaluate(slow, {"v": x}, {}), x
+    # not the chain: left to the general cast
+    assert quantize_cast(dtype, K.add(v, K.Const(1.0, DType.FLOAT32))) is None
+    assert quantize_cast(DType.INT32, chain) is None
