@@ -202,25 +202,21 @@ static inline float aot_round_even_f32(float x) { return nearbyintf(x); }
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 static inline int32_t aot_quantize_f32(float x, int32_t lo, int32_t hi, int32_t z)
 {
-    if (x > (float)(lo - z)) {
-        if (x < (float)(hi - z)) {
-            float s = (float)(x + 12582912.0f);
-            uint32_t bits;
-            memcpy(&bits, &s, sizeof bits);
-            return (int32_t)bits - 0x4B400000 + z;
-        }
-        return hi;
+    if (x > (float)(lo - z) && x < (float)(hi - z)) {
+        float s = (float)(x + 12582912.0f);
+        uint32_t bits;
+        memcpy(&bits, &s, sizeof bits);
+        return (int32_t)bits - 0x4B400000 + z;
     }
-    return x <= (float)(lo - z) ? lo : 0;
+    if (x != x) return 0;
+    return x <= (float)(lo - z) ? lo : hi;
 }
 #else
 static inline int32_t aot_quantize_f32(float x, int32_t lo, int32_t hi, int32_t z)
 {
-    if (x > (float)(lo - z)) {
-        if (x < (float)(hi - z)) return (int32_t)nearbyintf(x) + z;
-        return hi;
-    }
-    return x <= (float)(lo - z) ? lo : 0;
+    if (x > (float)(lo - z) && x < (float)(hi - z)) return (int32_t)nearbyintf(x) + z;
+    if (x != x) return 0;
+    return x <= (float)(lo - z) ? lo : hi;
 }
 #endif
 
