@@ -21,6 +21,8 @@
  *                                  aot_max_f16 follow NumPy's float16 tie rule
  *   aot_round_even_f32             nearbyintf without the library call:
  *                                  round half to even, exact for every float
+ *   aot_quantize_f32               round half to even, add a zero point,
+ *                                  clamp, as int32 (QuantizeLinear)
  *   aot_sat_F_I                    float -> integer: truncate toward zero,
  *                                  saturate at the type's limits, NaN -> 0
  *   aot_f16_to_f32 aot_f32_to_f16  IEEE binary16 bits <-> float (exact /
@@ -196,6 +198,36 @@ static inline float aot_round_even_f32(float x)
 }
 #else
 static inline float aot_round_even_f32(float x) { return nearbyintf(x); }
+#endif
+
+/* QuantizeLinear's tail, cast(clip(round_even(x) + z, lo, hi)), as int32:
+ * round half to even, add z, clamp to [lo, hi], NaN -> 0.  Needs lo <= hi
+ * and |lo - z|, |hi - z| < 2^22 (the lowering checks).  Clamping x to
+ * [lo - z, hi - z] first gives the same integers (rounding is monotonic and
+ * keeps integers) and leaves |x| < 2^22, where s = x + 1.5 * 2^23 lies in
+ * [2^23, 2^24): s is rint(x) + 1.5 * 2^23 exactly, and its bits are
+ * 0x4B400000 + rint(x) (exponent 150, the integer in the mantissa), read
+ * with one move instead of a subtraction and a conversion.  The in-range
+ * test comes first (two comparisons on the common path); NaN fails both. */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+static inline int32_t aot_quantize_f32(float x, int32_t lo, int32_t hi, int32_t z)
+{
+    if (x > (float)(lo - z) && x < (float)(hi - z)) {
+        float s = (float)(x + 12582912.0f);
+        uint32_t bits;
+        memcpy(&bits, &s, sizeof bits);
+        return (int32_t)bits - 0x4B400000 + z;
+    }
+    if (x != x) return 0;
+    return x <= (float)(lo - z) ? lo : hi;
+}
+#else
+static inline int32_t aot_quantize_f32(float x, int32_t lo, int32_t hi, int32_t z)
+{
+    if (x > (float)(lo - z) && x < (float)(hi - z)) return (int32_t)nearbyintf(x) + z;
+    if (x != x) return 0;
+    return x <= (float)(lo - z) ? lo : hi;
+}
 #endif
 
 /* float16 values computed in float: NumPy's float16 minimum / maximum keep

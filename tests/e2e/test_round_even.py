@@ -3,7 +3,9 @@
 the magic-number addition instead of ``nearbyintf`` (a library call on a
 Cortex-M4F).  Against NumPy's ``rint`` bit for bit, and a QuantizeLinear
 chain (divide, round, add the zero point, clip, cast) against the
-interpreter's values, on edge cases: every tie from -4.5 to 4.5, ties
+interpreter's values, and ``aot_quantize_f32`` (the whole chain after
+the division, which the cast lowering uses for it) against both, on edge
+cases: every tie from -4.5 to 4.5, ties
 around 2^22 and 2^23 (where the floats stop having halves and become
 integers), the neighbours of 0.5 and 1.5, signed zeros, subnormals, the
 largest float, the infinities, NaN, and values that saturate int8 and
@@ -55,6 +57,12 @@ SCALE = F32(0.75)
 QUANT = [(-3, -128, 127, "int8_t"), (128, 0, 255, "uint8_t")]
 
 
+def _quantize_call(zp: int, lo: int, hi: int) -> K.Expr:
+    i32 = DType.INT32
+    return K.call("aot_quantize_f32", [K.Var("v", DType.FLOAT32), K.Const(lo, i32),
+                                        K.Const(hi, i32), K.Const(zp, i32)], i32)
+
+
 def _expected(values: np.ndarray) -> list[str]:
     """Per value: the helper's bits as the interpreter evaluates the kernel
     call (np.rint), then the quantized values."""
@@ -70,6 +78,11 @@ def _expected(values: np.ndarray) -> list[str]:
             for zp, lo, hi, _ in QUANT:
                 t = np.clip(q + F32(zp), lo, hi)
                 fields.append(str(0 if np.isnan(t) else int(t)))
+            chain = fields[1:]
+            for zp, lo, hi, _ in QUANT:         # aot_quantize_f32, as evaluated
+                fields.append(str(int(evaluate(_quantize_call(zp, lo, hi),
+                                               {"v": F32(v) / SCALE}, {}))))
+            assert fields[-len(QUANT):] == chain, (v, fields)
         lines.append(" ".join(fields))
     return lines
 
@@ -81,6 +94,8 @@ def _program(values: np.ndarray) -> str:
         q = q <= {lo}.0f ? {lo}.0f : q;
         q = q >= {hi}.0f ? {hi}.0f : q;
         printf(" %d", (int)(q == q ? ({t})q : 0));
+""" for zp, lo, hi, t in QUANT) + "".join(
+        f"""        printf(" %d", (int)aot_quantize_f32(x / {float(SCALE)!r}f, {lo}, {hi}, {zp}));
 """ for zp, lo, hi, t in QUANT)
     return f"""#include <stdio.h>
 #include <stdint.h>
@@ -151,3 +166,28 @@ def test_round_even_cortex_m4f_under_qemu(tmp_path):
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     _check(run.stdout, values)
+
+
+@pytest.mark.parametrize("dtype,zp,bounds", [
+    (DType.INT8, -3, (-128.0, 127.0)), (DType.UINT8, 128, (0.0, 255.0)),
+    (DType.INT8, 0, None), (DType.INT8, 5, (-10.0, 300.0)), (DType.INT16, 7, (-200.0, 90.0))])
+def test_quantize_cast_rewrite_equals_the_chain(dtype, zp, bounds):
+    """The cast lowering's rewrite of cast(clip(round(v) + z)) into
+    aot_quantize_f32 computes the chain's integers on every edge value."""
+    from aot.emit.lower.ops.quantize_cast import quantize_cast
+    v = K.Var("v", DType.FLOAT32)
+    chain: K.Expr = K.call("aot_round_even_f32", [v], DType.FLOAT32)
+    if zp:
+        chain = K.add(chain, K.Const(float(zp), DType.FLOAT32))
+    if bounds is not None:
+        chain = K.minimum(K.maximum(chain, K.Const(bounds[0], DType.FLOAT32)),
+                          K.Const(bounds[1], DType.FLOAT32))
+    fast = quantize_cast(dtype, chain)
+    assert isinstance(fast, K.Cast) and isinstance(fast.a, K.Call) \
+        and fast.a.name == "aot_quantize_f32"
+    slow = K.cast(dtype, chain)
+    for x in _values():
+        assert evaluate(fast, {"v": x}, {}) == evaluate(slow, {"v": x}, {}), x
+    # not the chain: left to the general cast
+    assert quantize_cast(dtype, K.add(v, K.Const(1.0, DType.FLOAT32))) is None
+    assert quantize_cast(DType.INT32, chain) is None

@@ -137,7 +137,17 @@ def _fast_helpers() -> dict:
 _FLOAT_HELPERS = {"aot_round_even_f32": (np.rint, np.float32)}
 
 
+def _quantize_f32(x: np.generic, lo: int, hi: int, z: int) -> np.int32:
+    """``aot_quantize_f32``: clamp(rint(x) + z, lo, hi), NaN -> 0."""
+    v = np.float32(x)
+    if np.isnan(v):
+        return np.int32(0)
+    return np.int32(min(max(int(np.rint(np.clip(v, lo - z, hi - z))) + z, lo), hi))
+
+
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
+    if name == "aot_quantize_f32":
+        return _quantize_f32(args[0], *(int(a) for a in args[1:])).astype(dtype.np)[()]
     if name in _FLOAT_HELPERS:
         fn, ft = _FLOAT_HELPERS[name]
         with np.errstate(all="ignore"):

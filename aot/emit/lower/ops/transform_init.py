@@ -11,7 +11,8 @@ bound that cannot bind (an infinite float bound, an integer bound at the
 dtype's limit).  arange reads its scalar arguments (the reference checks
 that they agree with the attributes) and computes ``start + step * i`` in
 its dtype: float16 rounds after each operation and integers wrap, exactly
-as the reference's arithmetic in that dtype.
+as the reference's arithmetic in that dtype.  A cast of QuantizeLinear's
+round-add-clip chain becomes one ``aot_quantize_f32`` (``quantize_cast``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from ....ir.types import Type
 from ...kernel import ir as K
 from ..registry import ArgValue, LowerContext, TensorValue, index_lowering, out_tensor, scalar_value
 from .common import elementwise, tensor
+from .quantize_cast import quantize_cast
 
 
 @index_lowering("cast", "cast_like")
 def _cast(ctx: LowerContext, args: Sequence[ArgValue], attrs: object, out_type: Type):
     dtype = out_tensor(out_type).dtype
-    return elementwise(args[0], dtype, lambda x: K.cast(dtype, x))
+    return elementwise(args[0], dtype, lambda x: quantize_cast(dtype, x) or K.cast(dtype, x))
 
 
 def _bound(value: float, dtype: DType, upper: bool) -> K.Const | None:
