@@ -10,6 +10,7 @@ convolution), compiled a few times; the C builds are cached by content."""
 
 from __future__ import annotations
 
+import platform
 import shlex
 import stat
 import subprocess
@@ -20,8 +21,8 @@ import pytest
 
 import aot
 from aot.emit.build.targets import default_tuning, get_target
-from aot.emit.build.toolchain import (HOST_OPT_FLAGS, _predefined_macros, find_toolchain,
-                                      probe_toolchain)
+from aot.emit.build.toolchain import (HOST_OPT_FLAGS, _gcc_workaround_flags, _predefined_macros,
+                                      find_toolchain, probe_toolchain)
 
 RNG = np.random.default_rng(16)
 TEXT = """def @main(%x: Tensor[(1, 8), float32], %w: Tensor[(64, 8), float32],
@@ -110,3 +111,23 @@ def test_the_host_cpu_is_part_of_the_toolchain_identity():
     assert portable.identity != toolchain.identity
     assert not any("native" in f for f in portable.object_flags())
     assert toolchain.with_target_flags(*toolchain.target_flags) == toolchain
+
+
+def test_gcc_avoids_avx512vl_only_where_native_enables_it():
+    """gcc 12.2 miscompiles if-converted masked loads under AVX-512VL (the
+    ``test_prelu_example`` node test fails without the workaround): the host
+    flags then drop AVX-512VL, and only then (loops with a condition, the
+    fused ReLU epilogues included, still vectorise)."""
+    toolchain = find_toolchain()
+    if toolchain.kind.value != "gcc" or not toolchain.target_flags:
+        pytest.skip("the workaround is gcc's, for its native flags")
+    native = _predefined_macros([*toolchain.command, *toolchain.target_flags])
+    has_vl = "__AVX512VL__" in _predefined_macros(
+        [*toolchain.command, *(f for f in toolchain.target_flags if f != "-mno-avx512vl")])
+    assert ("-mno-avx512vl" in toolchain.target_flags) == has_vl
+    assert "__AVX512VL__" not in native
+    assert "-fno-tree-loop-if-convert" not in toolchain.target_flags
+    if platform.machine() in ("x86_64", "AMD64"):
+        assert _gcc_workaround_flags(toolchain.command, ["-march=skylake-avx512"]) == \
+            ("-mno-avx512vl",)
+        assert _gcc_workaround_flags(toolchain.command, ["-march=haswell"]) == ()

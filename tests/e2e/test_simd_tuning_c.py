@@ -28,6 +28,7 @@ LAYERS = [
     ((1, 6, 7, 5), (6, 1, 3, 3), "padding=[1, 1], groups=6", "clip"),
     ((1, 6, 7, 5), (5, 6, 1, 1), "", "clip"),
     ((1, 8, 4, 8), (12, 8, 1, 1), "", None),                   # 32 positions, in place
+    ((1, 8, 25, 5), (16, 8, 1, 1), "", "relu"),                # 8-channel tiles, staged
     ((2, 1, 13, 6), (4, 1, 4, 3), "strides=[2, 2], padding=[2, 1, 1, 1]", "relu"),
     ((1, 4, 3, 3), (36, 4, 3, 3), "padding=[1, 1]", "relu"),   # channels > positions
     ((1, 8, 3, 3), (32, 8, 1, 1), "", "clip"),                 # the channel form

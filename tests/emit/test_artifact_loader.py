@@ -31,7 +31,7 @@ def assert_bits_equal(got: np.ndarray, expected: np.ndarray) -> None:
     ``inf + -inf`` is the negative default NaN, Arm's the positive one),
     and gcc's vectorised and scalar code for the same max pick different
     NaN operands (seen once the host build gained
-    ``-fno-tree-loop-if-convert``); payloads are not kept either."""
+    ``-fno-tree-loop-if-convert``, since replaced); payloads are not kept either."""
     got, expected = np.asarray(got), np.asarray(expected)
     assert got.dtype == expected.dtype and got.shape == expected.shape
     if got.dtype.kind == "f":

@@ -73,6 +73,11 @@ TILE_COLUMNS = 32
 #: output channels per register tile (at most; a divisor of the channels
 #: per group, or of the groups for depthwise convolutions)
 MAX_TILE_CHANNELS = 4
+#: the same for pointwise (1x1) convolutions, which have one tap per input
+#: channel: 8 channels by 32 positions is 16 AVX-512 accumulators, and two
+#: position vectors are loaded per 16 multiply-accumulates instead of per 8
+#: (DS-CNN's 64->64 layer, gcc 12 -O3 -march=native: 9.1 -> 7.9 us)
+MAX_POINTWISE_TILE_CHANNELS = 8
 #: the channel form (:func:`_channel_vector_conv`): output channels per
 #: tile (a multiple of them per group), positions per tile, and the share
 #: of wasted positions of the position form above which it is used
@@ -138,8 +143,8 @@ def _row_classes(h: Axis) -> list[tuple[int, int, int]]:
     return sorted(out)
 
 
-def _tile_channels(per_group: int) -> int:
-    for b in range(MAX_TILE_CHANNELS, 0, -1):
+def _tile_channels(per_group: int, limit: int = MAX_TILE_CHANNELS) -> int:
+    for b in range(limit, 0, -1):
         if per_group % b == 0:
             return b
     return 1
@@ -187,8 +192,10 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
         return _channel_vector_conv(ctx, cv, h, w, sink, weight, g)
     if g.in_place and positions % TILE_COLUMNS:
         g = replace(g, in_place=False)
-    bo = _tile_channels(cv.groups if depthwise else cv.og)
     ntaps = h.kernel * w.kernel
+    bo = _tile_channels(cv.groups if depthwise else cv.og,
+                        MAX_POINTWISE_TILE_CHANNELS if ntaps == 1 and not depthwise
+                        else MAX_TILE_CHANNELS)
     wp = ctx.constant_table(_packed_weights(cv, weight, h.kernel, w.kernel, bo).reshape(-1), F32)
     wbuf = wp.buffer
     assert wbuf is not None
