@@ -71,7 +71,8 @@ from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import ExprFunctor, ExprMutator, Visit, post_order
 from .manager import register_pass
 
-__all__ = ["GradientOptions", "first_order_gradient", "gradient", "is_dataflow_function"]
+__all__ = ["GradientOptions", "SubstituteCall", "differentiable_type", "first_order_gradient",
+           "gradient", "is_dataflow_function"]
 
 #: an adjoint: an expression (tensor), a list of field adjoints (tuple), or None (zero)
 Adjoint = Union[Expr, list[Any], None]
@@ -275,7 +276,7 @@ class _Differentiate:
         return self.bind(call("add", a, b), t)
 
     def accumulate(self, target: Expr, t: Type, contribution: Adjoint) -> None:
-        if contribution is None or isinstance(target, Constant) or not _differentiable(t):
+        if contribution is None or isinstance(target, Constant) or not differentiable_type(t):
             return
         self.adj[target] = self.plus(t, self.adj.get(target), contribution)
 
@@ -321,20 +322,22 @@ class _Differentiate:
                 continue
             t = self.types.get(arg, arg.checked_type)
             assert t is not None
-            if not _differentiable(t):
+            if not differentiable_type(t):
                 continue
-            self.accumulate(arg, t, self.split(_Substitute(c, v).visit(contribution), t))
+            self.accumulate(arg, t, self.split(SubstituteCall(c, v).visit(contribution), t))
 
 
-def _differentiable(t: Type | None) -> bool:
+def differentiable_type(t: Type | None) -> bool:
+    """Whether a value of type ``t`` gets an adjoint: a float tensor, or a
+    tuple holding one."""
     if isinstance(t, TensorType):
         return t.dtype.is_float
     if isinstance(t, TupleType):
-        return any(_differentiable(f) for f in t.fields)
+        return any(differentiable_type(f) for f in t.fields)
     return False
 
 
-class _Substitute(ExprMutator):
+class SubstituteCall(ExprMutator):
     """Replaces the call a rule received by the variable holding its result."""
 
     def __init__(self, c: Call, v: Var) -> None:

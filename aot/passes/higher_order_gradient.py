@@ -124,7 +124,8 @@ from ..ir.registry import lookup
 from ..ir.type_infer import infer_types
 from ..ir.types import (FuncType, GlobalTypeVar, RefType, TensorType, TupleType, Type, TypeCall,
                         TypeVar)
-from ..ir.visitor import ExprFunctor, ExprMutator, Visit
+from ..ir.visitor import ExprFunctor, Visit
+from .gradient import SubstituteCall, differentiable_type
 from .manager import register_pass
 
 __all__ = ["HigherOrderGradientOptions", "higher_order_gradient", "GRAD_CELL"]
@@ -385,10 +386,10 @@ class _ReverseAD(ExprFunctor[Expr]):
                        Call(self.raw, (call("add", old, c),))),
                 Clause(PatternConstructor(self.zero, ()), Call(self.raw, (c,)))))
             ll.do(RefWrite(cell, new))
-        elif isinstance(t, TupleType) and _differentiable(t):
+        elif isinstance(t, TupleType) and differentiable_type(t):
             c = ll.push(contribution, t, "c")
             for i, f in enumerate(t.fields):
-                if _differentiable(f):
+                if differentiable_type(f):
                     self.accumulate(ll, TupleGetItem(target, i), f, TupleGetItem(c, i))
 
     def map_var(self, v: Var) -> Var:
@@ -515,7 +516,7 @@ class _ReverseAD(ExprFunctor[Expr]):
         y = ll.push(Call(node.op, tuple(primal), node.attrs, node.type_args, span=node.span,
                          checked_type=out_t), out_t, "y")
         ret = ll.push(self.lift(y, out_t), self.rtype(out_t), "r")
-        if _differentiable(out_t) and any(_differentiable(t) for t in arg_types):
+        if differentiable_type(out_t) and any(differentiable_type(t) for t in arg_types):
             self.backward(ll, node, args, arg_types, primal, y, ret)
         return ll.wrap(ret)
 
@@ -541,9 +542,9 @@ class _ReverseAD(ExprFunctor[Expr]):
             f"{name}: gradient rule gave {len(contributions)} adjoints for {len(args)} arguments"
         step = _LetList()
         for arg, t, contribution in zip(args, arg_types, contributions):
-            if contribution is None or not _differentiable(t):
+            if contribution is None or not differentiable_type(t):
                 continue
-            self.accumulate(step, arg, t, _Substitute(c, y).visit(contribution))
+            self.accumulate(step, arg, t, SubstituteCall(c, y).visit(contribution))
         # the step before this one, in a cell of its own (see "Code size")
         prev = ll.push(RefCreate(RefRead(self.bp)), BP_TYPE, "prev")
         if _is_float(out_t):
@@ -555,20 +556,4 @@ class _ReverseAD(ExprFunctor[Expr]):
             update = Let(g, self.read_grad(step, ret, y, out_t), step.wrap(Tuple(())))
         body = Let(Var("u", UNIT), update, Call(RefRead(prev), ()))
         ll.do(RefWrite(self.bp, Function((), body, UNIT)))
-
-
-def _differentiable(t: Type | None) -> bool:
-    if isinstance(t, TensorType):
-        return t.dtype.is_float
-    if isinstance(t, TupleType):
-        return any(_differentiable(f) for f in t.fields)
-    return False
-
-
-class _Substitute(ExprMutator):
-    """Replaces the call a rule received by the variable holding its result."""
-
-    def __init__(self, c: Call, v: Var) -> None:
-        super().__init__()
-        self.memo[c] = v
 
