@@ -124,10 +124,12 @@ def program_passes(mod: IRModule, *, params: Mapping[str, Any] | None = None,
     return PROGRAM(bind_params(mod, params or {}, entry), ctx or _context(None, entry))
 
 
-def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
+def is_dataflow(mod: IRModule, entry: str = "main", *, loops: bool = False) -> bool:
     """Whether ``entry`` is a static tensor program the dataflow backend
     compiles (tensor parameters, no control flow, ADTs, closures, refs or
-    calls of globals)."""
+    calls of globals; with ``loops``, static loops -- tail-recursive local
+    functions over tensors of fixed shape, :mod:`aot.emit.lower.static_loop`
+    -- are dataflow too)."""
     from .ir.types import TensorType
     from .ir.visitor import post_order
     from .emit.lower.dataflow import check_dataflow
@@ -142,7 +144,8 @@ def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
     called = {id(n.op) for n in order if isinstance(n, Call) and isinstance(n.op, Op)}
     # an operator node is shared by its uses: one used as a value is not called anywhere
     try:
-        check_dataflow([n for n in order if not (isinstance(n, Op) and id(n) in called)])
+        check_dataflow([n for n in order if not (isinstance(n, Op) and id(n) in called)],
+                       loops=loops)
     except DiagnosticError:
         return False
     return True
@@ -189,7 +192,8 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
         dataflow = is_dataflow(typed, entry)
         if not dataflow:
             program = program_passes(mod, params=params, entry=entry, ctx=ctx)
-            dataflow = is_dataflow(program, entry)   # the passes may have left only tensors
+            # the passes may have left only tensors and static loops
+            dataflow = is_dataflow(program, entry, loops=True)
         fused = dataflow_passes(typed if program is None else program, ctx=ctx)
     if dataflow:
         return plan_model(fused, name, arena=arena, entry=entry)   # lowering, planning
