@@ -64,7 +64,7 @@ CLAIMED = frozenset("""
     QLinearConv QLinearMatMul QuantizeLinear Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
     RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
-    Sin Sinh Size Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt
+    Scan Sin Sinh Size Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt
     Squeeze Sub Sum Tan Tanh Tile TopK Transpose Trilu Unsqueeze Where Xor
 """.split())
 

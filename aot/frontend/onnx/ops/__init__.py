@@ -15,4 +15,5 @@ from . import quant
 from . import recurrent
 from . import reduce
 from . import resize
+from . import scan
 from . import shape
