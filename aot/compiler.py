@@ -130,25 +130,37 @@ def is_dataflow(mod: IRModule, entry: str = "main", *, loops: bool = False) -> b
     calls of globals; with ``loops``, static loops -- tail-recursive local
     functions over tensors of fixed shape, :mod:`aot.emit.lower.static_loop`
     -- are dataflow too)."""
+    return _dataflow_check(mod, entry, loops=loops) is not None
+
+
+def has_static_loops(mod: IRModule, entry: str = "main") -> bool:
+    """Whether ``entry`` is a static tensor program with at least one
+    static loop (:mod:`aot.emit.lower.static_loop`): the dataflow backend
+    takes it as imported, without the whole-language passes (which would
+    peel a first iteration out of the loop)."""
+    return bool(_dataflow_check(mod, entry, loops=True))
+
+
+def _dataflow_check(mod: IRModule, entry: str, *, loops: bool) -> dict | None:
+    """The static loops of ``entry`` if it is dataflow, else None."""
     from .ir.types import TensorType
     from .ir.visitor import post_order
     from .emit.lower.dataflow import check_dataflow
 
     if entry not in mod:
-        return True          # let the dataflow backend report it
+        return {}            # let the dataflow backend report it
     main = mod[entry]
     if not all(isinstance(p.checked_type, TensorType) for p in main.params):
-        return False
+        return None
     from .ir.expr import Call, Op
     order = post_order(main.body, into_functions=False)
     called = {id(n.op) for n in order if isinstance(n, Call) and isinstance(n.op, Op)}
     # an operator node is shared by its uses: one used as a value is not called anywhere
     try:
-        check_dataflow([n for n in order if not (isinstance(n, Op) and id(n) in called)],
-                       loops=loops)
+        return check_dataflow([n for n in order if not (isinstance(n, Op) and id(n) in called)],
+                              loops=loops)
     except DiagnosticError:
-        return False
-    return True
+        return None
 
 
 @gc_tuned
@@ -189,7 +201,7 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
     program: IRModule | None = None
     with stage("passes"):
         typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
-        dataflow = is_dataflow(typed, entry)
+        dataflow = is_dataflow(typed, entry) or has_static_loops(typed, entry)
         if not dataflow:
             program = program_passes(mod, params=params, entry=entry, ctx=ctx)
             # the passes may have left only tensors and static loops

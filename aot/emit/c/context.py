@@ -761,6 +761,8 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
                            for o in plan.arena_overlaps],
         "pool_bytes": plan.pool_bytes,
         "pool": _pool_record(plan),
+        **({"loops": [{"begin": lp.begin, "test": lp.test, "end": lp.end,
+                       "exit_when": lp.exit_when} for lp in plan.loops]} if plan.loops else {}),
         "constant_bytes": plan.constant_bytes,
         "entry": {"name": ctx.entry_name, "prototype": entry_prototype(plan) + ";",
                   "returns": "int32_t",

@@ -53,6 +53,7 @@ from ...ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Matc
                         RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from ...ir.module import IRModule
 from ...ir.types import TensorType, TupleType, Type
+from ...ir.analysis import free_vars
 from ...ir.visitor import children, post_order
 from ..kernel import ir as K
 from ..kernel.simplify import simplify_kernel
@@ -200,6 +201,8 @@ class _Builder(KernelTable):
         self.steps: list[_Step] = []
         self.temp_count = 0
         self.loops: list[_LoopSteps] = []
+        #: constants made for constant nodes (not a kernel's tables)
+        self.value_consts: set[str] = set()
 
     def temp(self, t: TensorType) -> _Slot:
         self.temp_count += 1
@@ -376,6 +379,7 @@ def check_dataflow(order: Sequence[Expr], *, loops: bool = False) -> dict[int, S
 def _walk(b: _Builder, order: Sequence[Expr], values: _Env) -> None:
     """Give every node of ``order`` (dependencies first) its value."""
     _bind_lets(order, values)
+    uses = _field_uses(order, values) if values.loops else {}
     for node in order:
         if id(node) in values:
             continue
@@ -384,9 +388,71 @@ def _walk(b: _Builder, order: Sequence[Expr], values: _Env) -> None:
         if isinstance(node, Function) and not _is_primitive(node):
             continue                     # a static loop's function: its calls do the work
         if isinstance(node, Call) and isinstance(node.op, Var) and id(node.op) in values.loops:
-            values[id(node)] = _lower_loop(b, values.loops[id(node.op)], node, values)
+            values[id(node)] = _lower_loop(b, values.loops[id(node.op)], node, values,
+                                           uses.get(id(node), set()))
             continue
         values[id(node)] = _value(b, node, values)
+
+
+def _field_uses(order: Sequence[Expr], values: _Env) -> dict[int, set[int] | None]:
+    """Which fields of each node's (tuple) value ``order`` reads: a set of
+    indices, or None for the whole value (a use other than a projection,
+    a free variable of a function, the result)."""
+    uses: dict[int, set[int] | None] = {}
+
+    def target(e: Expr) -> int:
+        while True:
+            if isinstance(e, Var) and id(e) in values.alias:
+                e = values.alias[id(e)]
+            elif isinstance(e, Let):
+                e = e.body               # a let's value is its body's
+            else:
+                return id(e)
+
+    def whole(e: Expr) -> None:
+        uses[target(e)] = None
+
+    for node in order:
+        if isinstance(node, TupleGetItem):
+            key = target(node.tuple_value)
+            seen = uses.get(key, set())
+            if seen is not None:
+                uses[key] = seen | {node.index}
+        elif isinstance(node, Function):
+            for v in free_vars(node):
+                whole(v)
+        elif isinstance(node, Let):
+            continue
+        else:
+            for c in children(node):
+                whole(c)
+    if order:
+        whole(order[-1])
+    return uses
+
+
+def _live_params(loop: StaticLoop, used: set[int] | None) -> set[int]:
+    """The loop parameters whose values matter: those the condition, the
+    used fields of the result (all when ``used`` is None or the result is
+    not a tuple) and, transitively, the next values of live ones read."""
+    params = {p: i for i, p in enumerate(loop.fn.params)}
+
+    def reads(e: Expr) -> set[int]:
+        return {params[v] for v in free_vars(e) if v in params}
+
+    exit_ = loop.exit
+    if used is None or not isinstance(exit_, Tuple):
+        live = reads(exit_)
+    else:
+        live = set().union(*(reads(exit_.fields[i]) for i in used)) if used else set()
+    live |= reads(loop.cond)
+    work = list(live)
+    while work:
+        for j in reads(loop.tail.args[work.pop()]):
+            if j not in live:
+                live.add(j)
+                work.append(j)
+    return live
 
 
 def _bind_lets(order: Sequence[Expr], values: _Env) -> None:
@@ -413,7 +479,8 @@ def _copy_step(b: _Builder, src: _Slot, dst: _Slot) -> None:
     b.steps.append(_Step(_copy_kernel(b, src.dtype, src.size), [src], [], [dst], [], ()))
 
 
-def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env) -> _Value:
+def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env,
+                used: set[int] | None = None) -> _Value:
     """One run of a static loop (:mod:`.static_loop`): what the condition,
     the continuing branch and the tail call's arguments compute without
     reading the state is computed once before the loop; the state leaves
@@ -421,16 +488,27 @@ def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env) -> _Val
     condition, leaves or computes the next state and copies it into the
     state buffers; the exit branch runs after the loop, seeing the
     condition's values but none of the continuing branch's (those are
-    the previous iteration's)."""
+    the previous iteration's).  A parameter nothing used reads (an
+    output accumulator whose result is dropped, ``used`` giving the
+    fields of the result read) is not carried: it keeps its initial
+    value and its next value is never computed."""
     fn = loop.fn
     env = values.child()
+    live = _live_params(loop, used)
     state: list[_Slot] = []
-    for p in fn.params:
-        leaves = [b.temp(t) for t in _tensor_type(p.checked_type, p, f"loop state %{p.name_hint}")]
-        state += leaves
+    inits: list[_Slot] = []
+    for i, (p, a) in enumerate(zip(fn.params, call.args)):
+        init = flat_leaves(values[id(a)])
+        if i in live:
+            leaves = [b.temp(t) for t in _tensor_type(p.checked_type, p,
+                                                       f"loop state %{p.name_hint}")]
+            state += leaves
+            inits += init
+        else:
+            leaves = list(init)
         env[id(p)] = unflatten(p.checked_type, list(leaves))
-    inits = [leaf for a in call.args for leaf in flat_leaves(values[id(a)])]
-    order = _nodes(loop.cond, *loop.tail.args, loop.exit)
+    args = [a for i, a in enumerate(loop.tail.args) if i in live]
+    order = _nodes(loop.cond, *args, loop.exit)
     _bind_lets(order, env)
     variant = {id(p) for p in fn.params}
     for node in order:
@@ -449,8 +527,8 @@ def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env) -> _Val
     assert isinstance(cond, _Slot)
     test = len(b.steps)
     after_test = env.child()
-    _walk(b, _nodes(*loop.tail.args), env)
-    new = [leaf for a in loop.tail.args for leaf in flat_leaves(env[id(a)])]
+    _walk(b, _nodes(*args), env)
+    new = [leaf for a in args for leaf in flat_leaves(env[id(a)])]
     moves = [(src, dst) for src, dst in zip(new, state) if src.key != dst.key]
     keys = {s.key for s in state}
     saved = []
@@ -476,6 +554,7 @@ def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:
         t = node.checked_type
         assert isinstance(t, TensorType)
         symbol = b.constant(t.dtype, np.asarray(node.data))
+        b.value_consts.add(symbol)
         return _Slot(ArgKind.CONST, symbol, t.dtype, tuple(int(d) for d in t.shape))
     if isinstance(node, Tuple):
         return tuple(values[id(f)] for f in node.fields)
@@ -626,6 +705,10 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
             return BufferRef(ArgKind.OUTPUT, s.dtype, s.size, index=output_of[s.key])
         return BufferRef(ArgKind.ARENA, s.dtype, s.size, offset=memory.offsets[s.key])
 
+    # a loop's dropped state (see _lower_loop) may leave a constant unread
+    read = {s.key for step in b.steps for s in step.inputs if s.kind is ArgKind.CONST}
+    read.update(c for step in b.steps for c in step.consts)
+    b.constants = [c for c in b.constants if c.symbol in read or c.symbol not in b.value_consts]
     loops = tuple(LoopSpan(lp.begin, lp.test, lp.end, ref(lp.cond), lp.exit_when)
                   for lp in sorted(b.loops, key=lambda lp: (lp.begin, -lp.end)))
     constants = {c.symbol: c for c in b.constants}
