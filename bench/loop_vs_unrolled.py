@@ -32,7 +32,6 @@ from aot.ir.visitor import ExprMutator, post_order
 
 
 def gru_kws(steps: int, hidden: int, features: int = 10, classes: int = 12) -> bytes:
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(7)
     w = rng.normal(0, 0.3, (1, 3 * hidden, features)).astype(np.float32)

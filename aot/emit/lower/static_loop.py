@@ -92,11 +92,12 @@ def static_loop(let: Let) -> StaticLoop | None:
         return None
     branches = ((body.true_branch, body.false_branch, False),
                 (body.false_branch, body.true_branch, True))
-    for tail, exit_branch, exit_when in branches:
-        if isinstance(tail, Call) and tail.op is var and len(tail.args) == len(fn.params):
-            break
-    else:
+    found = [(tail, exit_branch, exit_when) for tail, exit_branch, exit_when in branches
+             if isinstance(tail, Call) and tail.op is var and len(tail.args) == len(fn.params)]
+    if not found:
         return None
+    tail, exit_branch, exit_when = found[0]
+    assert isinstance(tail, Call)
     if _occurs(var, (body.cond, *tail.args, exit_branch)):
         return None
     # in the let body, the variable is only ever called
@@ -110,6 +111,6 @@ def static_loop(let: Let) -> StaticLoop | None:
         return None
     cond_t = body.cond.checked_type
     if not (isinstance(cond_t, TensorType) and all(isinstance(d, int) for d in cond_t.shape)
-            and cond_t.dtype is DType.BOOL and math.prod(cond_t.shape) == 1):
+            and cond_t.dtype is DType.BOOL and math.prod(int(d) for d in cond_t.shape) == 1):
         return None
     return StaticLoop(let, fn, body.cond, tail, exit_branch, exit_when)

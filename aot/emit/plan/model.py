@@ -42,7 +42,8 @@ from ..kernel.ir import Kernel
 
 __all__ = [
     "TensorSpec", "ConstantData", "ArgKind", "BufferRef", "KernelCall",
-    "KernelInfo", "LoopSpan", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree", "STATUS_CODES",
+    "KernelInfo", "LoopSpan", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree",
+    "STATUS_CODES",
     "ARENA_ALIGNMENT", "entry_name",
 ]
 

@@ -9,9 +9,10 @@ everything here turns every such failure into one diagnostic
 (``model.tflite: error: the file is truncated or corrupt ...``) instead of
 a traceback from deep inside a converter.
 
-Subgraph 0 is the model's main function; every subgraph is read (IF and
-WHILE refer to the others by index: :attr:`ModelData.subgraphs`).  Builtin options become a dict keyed by the schema's
-field names in snake case (``stride_w``, ``fused_activation_function``);
+Subgraph 0 is the model's main function; every subgraph is read (IF
+and WHILE refer to the others by index: :attr:`ModelData.subgraphs`).
+Builtin options become a dict keyed by the schema's field names in snake
+case (``stride_w``, ``fused_activation_function``);
 vector fields become lists.
 """
 

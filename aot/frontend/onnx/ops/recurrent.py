@@ -11,10 +11,12 @@ serves any length.  The loop state is the step ``t``, the hidden state
 final shape ``[seq, batch, hidden]``, whose row ``t`` is set each step
 (:func:`.control.accumulate`).
 
-The input projection of every step does not depend on the state, so it is
-computed before the loop for the whole sequence at once (one ``nn.dense``
-of ``[seq * batch, input]`` by ``W``, plus ``Wb``); the loop takes row
-``t`` of it and adds ``h @ R^T + Rb``.  Gate order is ONNX's: GRU ``z, r,
+Each step projects its input row (``x[t] @ W^T + Wb``, ``[batch, input]``)
+and adds ``h @ R^T + Rb``.  The projection does not depend on the state
+and could be computed for the whole sequence before the loop in one
+``nn.dense``, for the same number of multiply-adds, but that needs a
+``[seq, batch, gates * hidden]`` buffer: 19 KB of RAM for a 49-step GRU of
+32 units, against the loop's ~1 KB otherwise.  Gate order is ONNX's: GRU ``z, r,
 h``; LSTM ``i, o, f, c`` (peepholes ``i, o, f``).  GRU's
 ``linear_before_reset=0`` applies ``R_h`` to ``r * h`` (a second product),
 ``1`` multiplies ``r`` into ``h @ R_h^T + Rb_h``.
@@ -171,10 +173,6 @@ def _direction(layer: _Layer, d: int) -> tuple[Expr, list[Expr]]:
     if bias is not None:
         halves = node.call("split", [bias], indices_or_sections=2, axis=0)
         wb, rb = node.ctx.get_item(halves, 0), node.ctx.get_item(halves, 1)
-    # the input projection of the whole sequence, before the loop
-    flat = node.call("reshape", [layer.x], newshape=(seq * batch, layer.inputs))
-    xw = node.call("reshape", [dense(node, flat, w, wb)], newshape=(seq, batch, g * h))
-
     step, zero, next_step = counter(node)
     st = TensorType((batch, h), layer.dt)
     states = [loop_var(node, n, st) for n in ("h", "c")[:kind.states]]
@@ -184,7 +182,9 @@ def _direction(layer: _Layer, d: int) -> tuple[Expr, list[Expr]]:
         t = node.call("subtract", [last, step])
     else:
         t = step
-    x_t = take(node, xw, t, 0)
+    # the input projection of step t: as many MACs as projecting the whole
+    # sequence before the loop, without a [seq, batch, gates * hidden] buffer
+    x_t = dense(node, take(node, layer.x, t, 0), w, wb)
     if kind is LSTM:
         peep = layer.per_dir(7, d, (3 * h,), "P")
         new = _lstm(layer, d, x_t, states[0], states[1], r, rb, peep)
