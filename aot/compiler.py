@@ -13,7 +13,11 @@ The question is asked twice: a program whose closures, ``if`` on
 constants, calls of small globals or references the PROGRAM passes
 (Inline, FoldConstant, PartialEvaluate, DeadCodeElimination) remove is a
 static tensor program after them, and takes the dataflow backend -- no
-object pool, one planned arena -- like one written that way.
+object pool, one planned arena -- like one written that way.  A program
+whose only control flow is static loops (:mod:`aot.emit.lower.static_loop`)
+that the passes do not evaluate away takes the dataflow backend as
+written (the passes would peel a first iteration out of each loop); one
+they leave with static loops only, too.
 
 Each step is a stage of :mod:`aot.progress` (passes, lowering, planning,
 verifying, rendering, C build; the command line adds start-up and import), which the command line
@@ -201,11 +205,16 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
     program: IRModule | None = None
     with stage("passes"):
         typed = graph_form(mod, params=params, entry=entry, ctx=ctx)
-        dataflow = is_dataflow(typed, entry) or has_static_loops(typed, entry)
+        dataflow = is_dataflow(typed, entry)
         if not dataflow:
             program = program_passes(mod, params=params, entry=entry, ctx=ctx)
-            # the passes may have left only tensors and static loops
-            dataflow = is_dataflow(program, entry, loops=True)
+            dataflow = is_dataflow(program, entry)   # the passes may have left only tensors
+            if not dataflow and has_static_loops(typed, entry):
+                # static loops the passes did not evaluate away: as written
+                # (the passes would peel a first iteration out of each)
+                program, dataflow = None, True
+            elif not dataflow:
+                dataflow = is_dataflow(program, entry, loops=True)
         fused = dataflow_passes(typed if program is None else program, ctx=ctx)
     if dataflow:
         return plan_model(fused, name, arena=arena, entry=entry)   # lowering, planning
