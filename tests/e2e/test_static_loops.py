@@ -8,9 +8,12 @@ from __future__ import annotations
 import tempfile
 
 import numpy as np
+import pytest
 
 import aot
 from aot.compiler import plan
+from aot.diagnostics import DiagnosticError
+from aot.profiler import profile_module
 
 PROGRAM = """
 #[version = "0.0.5"]
@@ -59,3 +62,11 @@ def test_static_loops_compile_without_a_pool() -> None:
         got = fn(x, np.int32(n))
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)
+
+
+def test_host_profile_of_a_loop_is_refused() -> None:
+    """Per-call host timings assume each call runs once; a model with loops
+    gets a diagnostic there (its Cortex-M profile gives the total)."""
+    mod = aot.infer_types(aot.parse(PROGRAM))
+    with pytest.raises(DiagnosticError, match="has loops"):
+        profile_module(mod, target="host", name="sloops_prof")
