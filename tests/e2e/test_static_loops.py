@@ -42,7 +42,13 @@ def @main(%x: Tensor[(4), float32], %n: int32) {
   %4 = %twice(0, %x, %x);
   %5 = %twice(1, %x, %x);
   (%4.1, %5.0));
-  (%0.0, %0.1, %1, %3.0, %3.1)
+  // a tuple parameter, a loop-invariant exp(%x) (fused into the
+  // iteration's kernel) and an exit branch that computes
+  %6 = (let %pair = fn (%st: (int32, Tensor[(4), float32])) {
+    if (%st.0 < %n) { %pair((%st.0 + 1, %st.1 * 0.5f + exp(%x))) } else { %st.1 - 1f }
+  };
+  %pair((0, %x)));
+  (%0.0, %0.1, %1, %3.0, %3.1, %6)
 }
 """
 
@@ -51,9 +57,9 @@ def test_static_loops_compile_without_a_pool() -> None:
     mod = aot.infer_types(aot.parse(PROGRAM))
     model = plan(mod, "sloops")
     assert model.program is None and model.pool_bytes == 0
-    assert len(model.loops) == 5
-    # the second run of @twice carries %v only: one copy step less per iteration
-    last, first = model.loops[-1], model.loops[-2]
+    assert len(model.loops) == 6
+    # the second run of %twice carries %v only: one copy step less per iteration
+    last, first = model.loops[-2], model.loops[-3]
     assert last.end - last.begin == first.end - first.begin - 2
     fn = aot.load(aot.compile(mod, tempfile.mkdtemp(prefix="aot-sloops-"), name="sloops"))
     x = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
