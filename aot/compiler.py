@@ -13,7 +13,11 @@ The question is asked twice: a program whose closures, ``if`` on
 constants, calls of small globals or references the PROGRAM passes
 (Inline, FoldConstant, PartialEvaluate, DeadCodeElimination) remove is a
 static tensor program after them, and takes the dataflow backend -- no
-object pool, one planned arena -- like one written that way.
+object pool, one planned arena -- like one written that way.  A program
+whose only control flow is static loops (:mod:`aot.emit.lower.static_loop`)
+that the passes do not evaluate away takes the dataflow backend as
+written (the passes would peel a first iteration out of each loop); one
+they leave with static loops only, too.
 
 Each step is a stage of :mod:`aot.progress` (passes, lowering, planning,
 verifying, rendering, C build; the command line adds start-up and import), which the command line
@@ -124,28 +128,43 @@ def program_passes(mod: IRModule, *, params: Mapping[str, Any] | None = None,
     return PROGRAM(bind_params(mod, params or {}, entry), ctx or _context(None, entry))
 
 
-def is_dataflow(mod: IRModule, entry: str = "main") -> bool:
+def is_dataflow(mod: IRModule, entry: str = "main", *, loops: bool = False) -> bool:
     """Whether ``entry`` is a static tensor program the dataflow backend
     compiles (tensor parameters, no control flow, ADTs, closures, refs or
-    calls of globals)."""
+    calls of globals; with ``loops``, static loops -- tail-recursive local
+    functions over tensors of fixed shape, :mod:`aot.emit.lower.static_loop`
+    -- are dataflow too)."""
+    return _dataflow_check(mod, entry, loops=loops) is not None
+
+
+def has_static_loops(mod: IRModule, entry: str = "main") -> bool:
+    """Whether ``entry`` is a static tensor program with at least one
+    static loop (:mod:`aot.emit.lower.static_loop`): the dataflow backend
+    takes it as imported, without the whole-language passes (which would
+    peel a first iteration out of the loop)."""
+    return bool(_dataflow_check(mod, entry, loops=True))
+
+
+def _dataflow_check(mod: IRModule, entry: str, *, loops: bool) -> dict | None:
+    """The static loops of ``entry`` if it is dataflow, else None."""
     from .ir.types import TensorType
     from .ir.visitor import post_order
     from .emit.lower.dataflow import check_dataflow
 
     if entry not in mod:
-        return True          # let the dataflow backend report it
+        return {}            # let the dataflow backend report it
     main = mod[entry]
     if not all(isinstance(p.checked_type, TensorType) for p in main.params):
-        return False
+        return None
     from .ir.expr import Call, Op
     order = post_order(main.body, into_functions=False)
     called = {id(n.op) for n in order if isinstance(n, Call) and isinstance(n.op, Op)}
     # an operator node is shared by its uses: one used as a value is not called anywhere
     try:
-        check_dataflow([n for n in order if not (isinstance(n, Op) and id(n) in called)])
+        return check_dataflow([n for n in order if not (isinstance(n, Op) and id(n) in called)],
+                              loops=loops)
     except DiagnosticError:
-        return False
-    return True
+        return None
 
 
 @gc_tuned
@@ -190,6 +209,12 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
         if not dataflow:
             program = program_passes(mod, params=params, entry=entry, ctx=ctx)
             dataflow = is_dataflow(program, entry)   # the passes may have left only tensors
+            if not dataflow and has_static_loops(typed, entry):
+                # static loops the passes did not evaluate away: as written
+                # (the passes would peel a first iteration out of each)
+                program, dataflow = None, True
+            elif not dataflow:
+                dataflow = is_dataflow(program, entry, loops=True)
         fused = dataflow_passes(typed if program is None else program, ctx=ctx)
     if dataflow:
         return plan_model(fused, name, arena=arena, entry=entry)   # lowering, planning

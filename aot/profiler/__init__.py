@@ -31,7 +31,8 @@ Inputs are drawn from a seeded generator (uniform in [-1, 1) for floats,
 the whole range for integers), so a profile is reproducible; the count of
 a data-dependent kernel (a ReLU's branches, say) is that input's.  Only the
 dataflow backend has a flat call list; a program with closures or control
-flow gets a diagnostic.
+flow gets a diagnostic.  A model with static loops (calls that run once
+per iteration) gets its total on a Cortex-M core, no per-call figures.
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ def profile_module(mod: IRModule, *, target: str = "cortex-m4", name: str = "mod
                                   "backend's kernel calls); this program has closures, ADTs, "
                                   "references or control flow")
         inputs = draw_inputs(meta, seed)
+        if chosen.is_host and meta.get("loops"):
+            raise DiagnosticError("aot profile on the host measures kernel calls that run "
+                                  "once; this model has loops (profile it on a Cortex-M "
+                                  "core for its total)")
         if chosen.is_host:
             from .host import profile_on_host
             values, total, where = profile_on_host(art.root, meta, inputs, root, runs)

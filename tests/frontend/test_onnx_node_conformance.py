@@ -65,7 +65,7 @@ CLAIMED = frozenset("""
     QLinearConv QLinearMatMul QuantizeLinear RMSNormalization Range Reciprocal ReduceL1 ReduceL2
     ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
     RNN ReduceSum ReduceSumSquare Relu Reshape Resize Round Selu Shape Sigmoid Sign
-    ScatterElements ScatterND
+    Scan ScatterElements ScatterND
     Sin Sinh Size Slice Softmax SoftmaxCrossEntropyLoss Softplus Softsign SpaceToDepth Split Sqrt
     Squeeze Sub Sum Tan Tanh Tile TopK Transpose Trilu Unsqueeze Where Xor
 """.split())

@@ -116,7 +116,10 @@ def test_unsupported_activation_is_refused() -> None:
 def test_compiled_to_c(op: str) -> None:
     m, feeds = recurrent(op, "bidirectional", initial=True, lens=True)
     want = run_ort(m, feeds)
-    fn = aot.load(aot.compile(aot.from_onnx(m), tempfile.mkdtemp(), name=f"onnx_{op.lower()}"))
+    art = aot.compile(aot.from_onnx(m), tempfile.mkdtemp(), name=f"onnx_{op.lower()}")
+    # two loops over time (bidirectional) over the static arena, no object pool
+    assert art.metadata["pool_bytes"] == 0 and len(art.metadata["loops"]) == 2
+    fn = aot.load(art)
     got = fn(*feeds.values())
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

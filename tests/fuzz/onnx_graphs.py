@@ -69,7 +69,7 @@ EXCLUDED = {
     "Acos": "slope at +-1", "Asin": "slope at +-1",
     # subgraph and weight-shaped inputs: tests/frontend/test_onnx_control.py
     # and test_onnx_recurrent.py draw them against onnxruntime instead
-    "If": "subgraphs", "Loop": "subgraphs", "GRU": "weights of gate shapes",
+    "If": "subgraphs", "Loop": "subgraphs", "Scan": "subgraphs", "GRU": "weights of gate shapes",
     "LSTM": "weights of gate shapes", "RNN": "weights of gate shapes",
 }
 

@@ -542,11 +542,29 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
     if pointers:
         body += _wrap("if (", [f"{p} == NULL" for p in pointers], " || ", ") {", width)
         body += [f"{_INDENT}return {NAME}_ERR_NULL;", "}"]
-    for index, call in enumerate(plan.calls):
+    depth = 0
+    for index in range(len(plan.calls) + 1):
+        for lp in plan.loops:                # innermost first: spans nest
+            if lp.end == index:
+                depth -= 1
+                body.append(_INDENT * depth + "}")
+        for lp in plan.loops:                # outermost first, each opened before its test
+            if lp.begin == index:
+                body.append(_INDENT * depth + "for (;;) {")
+                depth += 1
+            if lp.test == index:
+                test = "" if lp.exit_when else "!"
+                body += [f"{_INDENT * depth}if ({test}({_call_arg(plan, lp.cond)})[0]) {{",
+                         f"{_INDENT * (depth + 1)}break;", f"{_INDENT * depth}}}"]
+        if index == len(plan.calls):
+            break
+        call = plan.calls[index]
         args = [_call_arg(plan, ref) for ref in call.args]
-        body.append(f"{NAME}_PROFILE_CALL({index});")
-        body += _wrap_list(f"{call.kernel}(", args, ");", width) if args \
-            else [f"{call.kernel}();"]
+        pad = _INDENT * depth
+        body.append(f"{pad}{NAME}_PROFILE_CALL({index});")
+        body += [pad + line for line in (
+            _wrap_list(f"{call.kernel}(", args, ");", width - len(pad)) if args
+            else [f"{call.kernel}();"])]
     body.append(f"{NAME}_PROFILE_CALL({len(plan.calls)});")
     body.append(f"return {NAME}_OK;")
     return tuple(body)
@@ -752,6 +770,8 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
                            for o in plan.arena_overlaps],
         "pool_bytes": plan.pool_bytes,
         "pool": _pool_record(plan),
+        **({"loops": [{"begin": lp.begin, "test": lp.test, "end": lp.end,
+                       "exit_when": lp.exit_when} for lp in plan.loops]} if plan.loops else {}),
         "constant_bytes": plan.constant_bytes,
         "entry": {"name": ctx.entry_name, "prototype": entry_prototype(plan) + ";",
                   "returns": "int32_t",

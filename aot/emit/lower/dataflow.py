@@ -53,7 +53,8 @@ from ...ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Matc
                         RefRead, RefWrite, Tuple, TupleGetItem, Var)
 from ...ir.module import IRModule
 from ...ir.types import TensorType, TupleType, Type
-from ...ir.visitor import post_order
+from ...ir.analysis import free_vars
+from ...ir.visitor import children, post_order
 from ..kernel import ir as K
 from ..kernel.simplify import simplify_kernel
 from .group import (LoweredGroup, flat_leaves, flatten_type, group_ops, lower_group,
@@ -62,10 +63,11 @@ from ...passes.manager import current
 from ...progress import stage
 from ..plan.arena import InPlace, TensorLife, lower_bound, plan_memory, verify_plan
 from ..plan.model import (ARENA_ALIGNMENT, ArenaOverlap, ArenaTensor, ArgKind, BufferRef,
-                          ConstantData, KernelCall, KernelInfo, ModelPlan, OutputTree,
+                          ConstantData, KernelCall, KernelInfo, LoopSpan, ModelPlan, OutputTree,
                           TensorSpec)
 from .overlap_pairs import overlap_candidates, unrestrict
 from .registry import LoweringError
+from .static_loop import StaticLoop, static_loop, static_tensor_type
 
 __all__ = ["plan_model", "describe_group", "KernelTable", "check_dataflow"]
 
@@ -101,6 +103,38 @@ class _Step:
     scratch: list[_Slot]
     inplace: tuple[int, ...]
     nodes: tuple[str, ...] = ()      # the model's nodes this call computes
+
+
+@dataclass(frozen=True, slots=True)
+class _LoopSteps:
+    """Steps ``[begin, end)`` repeat; after step ``test - 1`` the loop
+    leaves when ``cond`` holds ``exit_when``."""
+    begin: int
+    test: int
+    end: int
+    cond: _Slot
+    exit_when: bool
+
+
+class _Env(dict):
+    """The value of every node walked so far (by ``id``); a ``let``-bound
+    variable reads its value's entry (``alias``); ``loops`` are the
+    static loops bound by ``let`` (:mod:`.static_loop`), by variable."""
+
+    def __init__(self, *args: object, alias: dict[int, Expr] | None = None,
+                 loops: dict[int, StaticLoop] | None = None) -> None:
+        super().__init__(*args)
+        self.alias: dict[int, Expr] = {} if alias is None else alias
+        self.loops: dict[int, StaticLoop] = {} if loops is None else loops
+
+    def __missing__(self, key: int) -> object:
+        target = self.alias.get(key)
+        if target is None:
+            raise KeyError(key)
+        return self[id(target)]
+
+    def child(self) -> "_Env":
+        return _Env(self, alias=self.alias, loops=self.loops)
 
 
 class KernelTable:
@@ -166,6 +200,9 @@ class _Builder(KernelTable):
         super().__init__(name)
         self.steps: list[_Step] = []
         self.temp_count = 0
+        self.loops: list[_LoopSteps] = []
+        #: constants made for constant nodes (not a kernel's tables)
+        self.value_consts: set[str] = set()
 
     def temp(self, t: TensorType) -> _Slot:
         self.temp_count += 1
@@ -275,7 +312,7 @@ def _lower(main: Function, name: str) -> tuple[_Builder, list[TensorSpec],
     """Every kernel and step of ``main``, in order; nothing planned yet."""
     b = _Builder(name)
     inputs: list[TensorSpec] = []
-    values: dict[int, _Value] = {}
+    values = _Env()
     c_names = _c_names(main.params, name)
     for p, cname in zip(main.params, c_names):
         leaves = _tensor_type(p.checked_type, p, f"parameter %{p.name_hint}")
@@ -289,11 +326,8 @@ def _lower(main: Function, name: str) -> tuple[_Builder, list[TensorSpec],
         values[id(p)] = slot
 
     order = post_order(main.body, into_functions=False)
-    check_dataflow(order)
-    for node in order:
-        if id(node) in values:
-            continue
-        values[id(node)] = _value(b, node, values)
+    values.loops.update(check_dataflow(order, loops=True))
+    _walk(b, order, values)
 
     result = values[id(main.body)]
     _tensor_type(main.body.checked_type, main.body, "the result of main")
@@ -307,16 +341,208 @@ _FEATURES = {Let: "a let binding of a closure or an effect", If: "if-then-else",
              Constructor: "algebraic data types", Op: "operators used as values"}
 
 
-def check_dataflow(order: Sequence[Expr]) -> None:
+def check_dataflow(order: Sequence[Expr], *, loops: bool = False) -> dict[int, StaticLoop]:
     """Reject, at the first offending node, what only the whole-language
-    backend can compile."""
+    backend can compile.  With ``loops``, a ``let`` of a tensor value and
+    a static loop (:mod:`.static_loop`, its inside checked too) are
+    dataflow; returns the static loops by ``let`` variable."""
+    found: dict[int, StaticLoop] = {}
+    allowed: set[int] = set()
+    if loops:
+        for node in order:
+            if not isinstance(node, Let):
+                continue
+            if isinstance(node.value, Function):
+                loop = static_loop(node)
+                if loop is None:
+                    continue
+                inner = _nodes(loop.cond, *loop.tail.args, loop.exit)
+                called = {id(n.op) for n in inner if isinstance(n, Call) and isinstance(n.op, Op)}
+                found.update(check_dataflow([n for n in inner if id(n) not in called],
+                                            loops=True))
+                found[id(node.var)] = loop
+                allowed.update((id(node), id(node.value)))
+            elif static_tensor_type(node.value.checked_type):
+                allowed.add(id(node))
     for node in order:
+        if id(node) in allowed:
+            continue
         feature = _FEATURES.get(type(node))
         if isinstance(node, Function) and not _is_primitive(node):
             feature = "closures"
         if feature is not None:
             raise _error(node, f"{feature}: not supported by the dataflow C backend yet "
                                "(it compiles static tensor programs)")
+    return found
+
+
+def _walk(b: _Builder, order: Sequence[Expr], values: _Env) -> None:
+    """Give every node of ``order`` (dependencies first) its value."""
+    _bind_lets(order, values)
+    uses = _field_uses(order, values) if values.loops else {}
+    for node in order:
+        if id(node) in values:
+            continue
+        if isinstance(node, Var) and (id(node) in values.alias or id(node) in values.loops):
+            continue
+        if isinstance(node, Function) and not _is_primitive(node):
+            continue                     # a static loop's function: its calls do the work
+        if isinstance(node, Call) and isinstance(node.op, Var) and id(node.op) in values.loops:
+            values[id(node)] = _lower_loop(b, values.loops[id(node.op)], node, values,
+                                           uses.get(id(node), set()))
+            continue
+        values[id(node)] = _value(b, node, values)
+
+
+def _field_uses(order: Sequence[Expr], values: _Env) -> dict[int, set[int] | None]:
+    """Which fields of each node's (tuple) value ``order`` reads: a set of
+    indices, or None for the whole value (a use other than a projection,
+    a free variable of a function, the result)."""
+    uses: dict[int, set[int] | None] = {}
+
+    def target(e: Expr) -> int:
+        while True:
+            if isinstance(e, Var) and id(e) in values.alias:
+                e = values.alias[id(e)]
+            elif isinstance(e, Let):
+                e = e.body               # a let's value is its body's
+            else:
+                return id(e)
+
+    def whole(e: Expr) -> None:
+        uses[target(e)] = None
+
+    for node in order:
+        if isinstance(node, TupleGetItem):
+            key = target(node.tuple_value)
+            seen = uses.get(key, set())
+            if seen is not None:
+                uses[key] = seen | {node.index}
+        elif isinstance(node, Function):
+            for v in free_vars(node):
+                whole(v)
+        elif isinstance(node, Let):
+            continue
+        else:
+            for c in children(node):
+                whole(c)
+    if order:
+        whole(order[-1])
+    return uses
+
+
+def _live_params(loop: StaticLoop, used: set[int] | None) -> set[int]:
+    """The loop parameters whose values matter: those the condition, the
+    used fields of the result (all when ``used`` is None or the result is
+    not a tuple) and, transitively, the next values of live ones read."""
+    params = {p: i for i, p in enumerate(loop.fn.params)}
+
+    def reads(e: Expr) -> set[int]:
+        return {params[v] for v in free_vars(e) if v in params}
+
+    exit_ = loop.exit
+    if used is None or not isinstance(exit_, Tuple):
+        live = reads(exit_)
+    else:
+        live = set().union(*(reads(exit_.fields[i]) for i in used)) if used else set()
+    live |= reads(loop.cond)
+    work = list(live)
+    while work:
+        for j in reads(loop.tail.args[work.pop()]):
+            if j not in live:
+                live.add(j)
+                work.append(j)
+    return live
+
+
+def _bind_lets(order: Sequence[Expr], values: _Env) -> None:
+    """Every ``let``-bound value variable of ``order`` reads its value (a
+    ``let`` comes after its body in post order)."""
+    for node in order:
+        if isinstance(node, Let) and id(node.var) not in values.loops:
+            values.alias[id(node.var)] = node.value
+
+
+def _nodes(*roots: Expr) -> list[Expr]:
+    """The nodes of ``roots`` (not into functions), dependencies first, each once."""
+    seen: set[int] = set()
+    out: list[Expr] = []
+    for r in roots:
+        for n in post_order(r, into_functions=False):
+            if id(n) not in seen:
+                seen.add(id(n))
+                out.append(n)
+    return out
+
+
+def _copy_step(b: _Builder, src: _Slot, dst: _Slot) -> None:
+    b.steps.append(_Step(_copy_kernel(b, src.dtype, src.size), [src], [], [dst], [], ()))
+
+
+def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env,
+                used: set[int] | None = None) -> _Value:
+    """One run of a static loop (:mod:`.static_loop`): what the condition,
+    the continuing branch and the tail call's arguments compute without
+    reading the state is computed once before the loop; the state leaves
+    get arena buffers, initialised by copies; the iteration computes the
+    condition, leaves or computes the next state and copies it into the
+    state buffers; the exit branch runs after the loop, seeing the
+    condition's values but none of the continuing branch's (those are
+    the previous iteration's).  A parameter nothing used reads (an
+    output accumulator whose result is dropped, ``used`` giving the
+    fields of the result read) is not carried: it keeps its initial
+    value and its next value is never computed."""
+    fn = loop.fn
+    env = values.child()
+    live = _live_params(loop, used)
+    state: list[_Slot] = []
+    inits: list[_Slot] = []
+    for i, (p, a) in enumerate(zip(fn.params, call.args)):
+        init = flat_leaves(values[id(a)])
+        if i in live:
+            leaves = [b.temp(t) for t in _tensor_type(p.checked_type, p,
+                                                       f"loop state %{p.name_hint}")]
+            state += leaves
+            inits += init
+        else:
+            leaves = list(init)
+        env[id(p)] = unflatten(p.checked_type, list(leaves))
+    args = [a for i, a in enumerate(loop.tail.args) if i in live]
+    order = _nodes(loop.cond, *args, loop.exit)
+    _bind_lets(order, env)
+    variant = {id(p) for p in fn.params}
+    for node in order:
+        if (isinstance(node, Call) and isinstance(node.op, Var) and id(node.op) in env.loops) or \
+                any(id(c) in variant or id(env.alias.get(id(c), c)) in variant
+                    for c in children(node)):
+            variant.add(id(node))
+        elif isinstance(node, Var) and id(env.alias.get(id(node), node)) in variant:
+            variant.add(id(node))
+    _walk(b, [n for n in order if id(n) not in variant], env)       # loop invariants
+    for src, dst in zip(inits, state):
+        _copy_step(b, src, dst)
+    begin = len(b.steps)
+    _walk(b, _nodes(loop.cond), env)
+    cond = env[id(loop.cond)]
+    assert isinstance(cond, _Slot)
+    test = len(b.steps)
+    after_test = env.child()
+    _walk(b, _nodes(*args), env)
+    new = [leaf for a in args for leaf in flat_leaves(env[id(a)])]
+    moves = [(src, dst) for src, dst in zip(new, state) if src.key != dst.key]
+    keys = {s.key for s in state}
+    saved = []
+    for src, dst in moves:          # a parallel assignment: save what a move overwrites
+        if src.key in keys:
+            tmp = b.temp(TensorType(src.shape, src.dtype))
+            _copy_step(b, src, tmp)
+            src = tmp
+        saved.append((src, dst))
+    for src, dst in saved:
+        _copy_step(b, src, dst)
+    b.loops.append(_LoopSteps(begin, test, len(b.steps), cond, loop.exit_when))
+    _walk(b, _nodes(loop.exit), after_test)
+    return after_test[id(loop.exit)]
 
 
 def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:
@@ -328,6 +554,7 @@ def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:
         t = node.checked_type
         assert isinstance(t, TensorType)
         symbol = b.constant(t.dtype, np.asarray(node.data))
+        b.value_consts.add(symbol)
         return _Slot(ArgKind.CONST, symbol, t.dtype, tuple(int(d) for d in t.shape))
     if isinstance(node, Tuple):
         return tuple(values[id(f)] for f in node.fields)
@@ -337,6 +564,8 @@ def _value(b: _Builder, node: Expr, values: dict[int, _Value]) -> _Value | None:
         return tup[node.index]
     if isinstance(node, Call) and _is_primitive(node.op):
         return _kernel_call(b, node, values)
+    if isinstance(node, Let):
+        return values[id(node.body)]
     if isinstance(node, Var):
         raise _error(node, f"free variable %{node.name_hint}")
     what = type(node).__name__
@@ -393,6 +622,22 @@ def _copy_kernel(b: _Builder, dtype: DType, size: int) -> str:
     return b.kernel(group, ["copy"])
 
 
+def _loop_lifetimes(b: _Builder, start: dict[str, int], end: dict[str, int]) -> None:
+    """A tensor a loop reads or writes that exists before the loop (its
+    state, what it reads from outside) lives until after the loop: the
+    next iteration reads it again, so no step of the loop is its last; the
+    condition lives until it is tested."""
+    for lp in sorted(b.loops, key=lambda lp: lp.end - lp.begin):   # inner loops first
+        for step in b.steps[lp.begin:lp.end]:
+            for s in (*step.inputs, *step.outputs):
+                if s.key in start and start[s.key] < lp.begin:
+                    end[s.key] = max(end[s.key], lp.end)
+        if lp.cond.key in start:
+            end[lp.cond.key] = max(end[lp.cond.key], lp.test - 1)
+            if start[lp.cond.key] < lp.begin:
+                end[lp.cond.key] = max(end[lp.cond.key], lp.end)
+
+
 def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
             pairs: list[tuple[_Slot, _Slot | None]], tree: OutputTree,
             source_names: list[str]) -> ModelPlan:
@@ -421,6 +666,7 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         for s in step.inputs:
             if s.key in start:
                 end[s.key] = k
+    _loop_lifetimes(b, start, end)
     lives = [TensorLife(key, max(sizes[key], 1), start[key], end[key]) for key in start]
     whole = []
     for k, step in enumerate(b.steps):
@@ -459,6 +705,12 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
             return BufferRef(ArgKind.OUTPUT, s.dtype, s.size, index=output_of[s.key])
         return BufferRef(ArgKind.ARENA, s.dtype, s.size, offset=memory.offsets[s.key])
 
+    # a loop's dropped state (see _lower_loop) may leave a constant unread
+    read = {s.key for step in b.steps for s in step.inputs if s.kind is ArgKind.CONST}
+    read.update(c for step in b.steps for c in step.consts)
+    b.constants = [c for c in b.constants if c.symbol in read or c.symbol not in b.value_consts]
+    loops = tuple(LoopSpan(lp.begin, lp.test, lp.end, ref(lp.cond), lp.exit_when)
+                  for lp in sorted(b.loops, key=lambda lp: (lp.begin, -lp.end)))
     constants = {c.symbol: c for c in b.constants}
     calls = []
     for step in b.steps:
@@ -477,6 +729,6 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         arena_tensors=tuple(ArenaTensor(t.key, memory.offsets[t.key], sizes[t.key], t.start,
                                         t.end) for t in sorted(lives, key=lambda t: (t.start,
                                                                                     t.key))),
-        arena_overlaps=tuple(overlaps),
+        arena_overlaps=tuple(overlaps), loops=loops,
         extra=(("memory_planner", memory.algorithm),
                ("inplace", len(memory.inplace))))

@@ -42,7 +42,8 @@ from ..kernel.ir import Kernel
 
 __all__ = [
     "TensorSpec", "ConstantData", "ArgKind", "BufferRef", "KernelCall",
-    "KernelInfo", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree", "STATUS_CODES",
+    "KernelInfo", "LoopSpan", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree",
+    "STATUS_CODES",
     "ARENA_ALIGNMENT", "entry_name",
 ]
 
@@ -173,6 +174,20 @@ class ArenaOverlap:
     shift: int
 
 
+@dataclass(frozen=True, slots=True)
+class LoopSpan:
+    """Calls ``[begin, end)`` repeat (a C ``for (;;)``); after call ``test
+    - 1`` (before call ``test``) the loop is left when the one-element
+    bool tensor ``cond`` holds ``exit_when``.  Spans nest properly
+    (:mod:`aot.emit.lower.static_loop`)."""
+
+    begin: int
+    test: int
+    end: int
+    cond: BufferRef
+    exit_when: bool
+
+
 OutputTree = Union[int, tuple["OutputTree", ...]]
 
 
@@ -204,6 +219,8 @@ class ModelPlan:
     #: a whole-language program's functions and entry
     #: (:class:`aot.emit.plan.program.ProgramPart`); None for dataflow models
     program: Any = None
+    #: the loops over calls (dataflow models with static loops)
+    loops: tuple[LoopSpan, ...] = ()
 
     @property
     def constant_bytes(self) -> int:

@@ -53,6 +53,9 @@ class Op(ContextUser):
         self.name = info.name
         self._model = model
         self._values = values
+        #: the whole model (its subgraphs) and the subgraphs being converted
+        self.root = model
+        self.active: tuple[int, ...] = ()
 
     # ---------------------------------------------------------- inputs
     def has(self, i: int) -> bool:
@@ -91,6 +94,30 @@ class Op(ContextUser):
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.info.options.get(name, default)
+
+    def subgraph(self, option: str, inputs: list[Expr]) -> list[Expr]:
+        """The outputs of the subgraph whose index is the option ``option``
+        (IF's branches, WHILE's condition and body), converted with its
+        inputs bound to ``inputs``."""
+        index = self.option(option)
+        graphs = self.root.subgraphs
+        if not isinstance(index, int) or not 0 < index < len(graphs):
+            raise self.error(f"{option}={index} names no subgraph (the model has "
+                             f"{max(len(graphs), 1)})")
+        if index in self.active:
+            raise self.error(f"subgraph {index} calls itself; recursion is not supported")
+        graph = graphs[index]
+        if len(graph.inputs) != len(inputs):
+            raise self.error(f"subgraph {index} takes {len(graph.inputs)} inputs, given "
+                             f"{len(inputs)}")
+        for k, e in zip(graph.inputs, inputs):
+            t = graph.tensors[k]
+            if (self.shape(e), self.dtype(e)) != (t.shape, t.dtype):
+                raise self.error(f"subgraph {index} declares input '{t.name}' as "
+                                 f"{t.dtype}{list(t.shape)}, given {self.dtype(e)}"
+                                 f"{list(self.shape(e))}")
+        return convert_graph(self.ctx, graph, self.root, dict(zip(graph.inputs, inputs)),
+                             (*self.active, index))
 
 
 
@@ -155,26 +182,38 @@ def _params(ctx: Context, model: ModelData, source: str) -> list[Var]:
 
 def import_model(model: ModelData, source: str) -> IRModule:
     """The module of a read model (see :func:`aot.frontend.tflite.from_tflite`)."""
-    planned = _plan(model, source)
+    _plan(model, source)
     ctx = Context(source)
     params = _params(ctx, model, source)
-    values: dict[int, Expr] = dict(zip(model.inputs, params))
-    for info, fn in planned:
-        _convert(ctx, info, fn, model, values)
-    outputs = []
-    for k in model.outputs:
-        t = model.tensors[k]
-        if k not in values and t.data is None:
-            raise file_error(source, f"graph output '{t.name}' is not computed by any operator")
-        outputs.append(values[k] if k in values else ctx.constant(t.data))
+    outputs = convert_graph(ctx, model, model, dict(zip(model.inputs, params)), ())
     if not outputs:
         raise file_error(source, "the graph has no outputs")
     return entry_module(params, outputs, [model.tensors[k].name for k in model.outputs])
 
 
+def convert_graph(ctx: Context, graph: ModelData, root: ModelData, values: dict[int, Expr],
+                  active: tuple[int, ...]) -> list[Expr]:
+    """The outputs of ``graph`` (the main graph or a subgraph of ``root``)
+    with its inputs bound in ``values``; ``active`` the subgraphs being
+    converted around it."""
+    source = ctx.source
+    saved = ctx.span
+    for info, fn in _plan(graph, source):
+        _convert(ctx, info, fn, graph, values, root, active)
+    ctx.span = saved
+    outputs = []
+    for k in graph.outputs:
+        t = graph.tensors[k]
+        if k not in values and t.data is None:
+            raise file_error(source, f"graph output '{t.name}' is not computed by any operator")
+        outputs.append(values[k] if k in values else ctx.constant(t.data))
+    return outputs
+
+
 def _convert(ctx: Context, info: OperatorInfo, fn: ConvertFn, model: ModelData,
-             values: dict[int, Expr]) -> None:
+             values: dict[int, Expr], root: ModelData, active: tuple[int, ...]) -> None:
     op = Op(ctx, info, model, values)
+    op.root, op.active = root, active
     # TFLite operators have no names: an operator is known by its first
     # output tensor's (as Netron and the TFLite tools show it)
     named = next((model.tensors[k].name for k in info.outputs if model.tensors[k].name), "")

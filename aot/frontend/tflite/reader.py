@@ -9,10 +9,10 @@ everything here turns every such failure into one diagnostic
 (``model.tflite: error: the file is truncated or corrupt ...``) instead of
 a traceback from deep inside a converter.
 
-Only subgraph 0 (the model's main function) is read; TFLite's control
-flow operators (IF, WHILE, CALL_ONCE), which would reference the others,
-are not supported.  Builtin options become a dict keyed by the schema's
-field names in snake case (``stride_w``, ``fused_activation_function``);
+Subgraph 0 is the model's main function; every subgraph is read (IF
+and WHILE refer to the others by index: :attr:`ModelData.subgraphs`).
+Builtin options become a dict keyed by the schema's field names in snake
+case (``stride_w``, ``fused_activation_function``);
 vector fields become lists.
 """
 
@@ -110,6 +110,9 @@ class ModelData:
     operators: tuple[OperatorInfo, ...]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    #: every subgraph of the file by index (the main one's record only;
+    #: each of these has no subgraphs of its own)
+    subgraphs: tuple["ModelData", ...] = ()
 
 
 def read_model(buf: bytes, source: str) -> ModelData:
@@ -136,8 +139,15 @@ def _read(buf: bytes, source: str) -> ModelData:
                          f"{SCHEMA_VERSION} is supported")
     if model.SubgraphsLength() < 1:
         raise file_error(source, "the model has no subgraph")
-    graph = model.Subgraphs(0)
     opcodes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]
+    graphs = tuple(_subgraph(buf, model, model.Subgraphs(k), opcodes, source)
+                   for k in range(model.SubgraphsLength()))
+    main = graphs[0]
+    return ModelData(main.tensors, main.operators, main.inputs, main.outputs,
+                     graphs if len(graphs) > 1 else ())
+
+
+def _subgraph(buf: bytes, model: Any, graph: Any, opcodes: list[Any], source: str) -> ModelData:
     tensors = tuple(_tensor(buf, model, graph.Tensors(i), i, source)
                     for i in range(graph.TensorsLength()))
     operators = tuple(_operator(graph.Operators(i), i, opcodes, source)

@@ -859,6 +859,71 @@ def add_elementwise_16x8(rng):
     return w.to_bytes([a, b], [y])
 
 
+# ============================================================ control flow
+
+@model
+def while_f32(rng):
+    """``for i in 0..5: acc = tanh(acc * x + x * w)`` as WHILE (a counter
+    in float: the cond subgraph compares with LESS)."""
+    w = ModelWriter()
+    x = w.tensor("x", (2, 3), "float32")
+    i0 = w.tensor("i0", (), "float32", np.float32(0))
+    i_f = w.tensor("i_f", (), "float32")
+    acc_f = w.tensor("acc_f", (2, 3), "float32")
+    x_f = w.tensor("x_f", (2, 3), "float32")
+    cond = w.subgraph()
+    ci, ca, cx = (cond.tensor(n, s, "float32") for n, s in
+                  (("i", ()), ("acc", (2, 3)), ("x", (2, 3))))
+    limit = cond.tensor("limit", (), "float32", np.float32(5))
+    go = cond.tensor("go", (), "bool")
+    cond.op("LESS", [ci, limit], [go])
+    body = w.subgraph()
+    bi, ba, bx = (body.tensor(n, s, "float32") for n, s in
+                  (("i", ()), ("acc", (2, 3)), ("x", (2, 3))))
+    one = body.tensor("one", (), "float32", np.float32(1))
+    wt = body.tensor("w", (2, 3), "float32", rng.normal(0, 0.5, (2, 3)).astype(np.float32))
+    i2, m, xw, s, a2 = (body.tensor(n, sh, "float32") for n, sh in
+                        (("i2", ()), ("m", (2, 3)), ("xw", (2, 3)), ("s", (2, 3)),
+                         ("acc2", (2, 3))))
+    body.op("ADD", [bi, one], [i2], ("AddOptions", {"fused_activation_function": NONE}))
+    body.op("MUL", [ba, bx], [m], ("MulOptions", {"fused_activation_function": NONE}))
+    body.op("MUL", [bx, wt], [xw], ("MulOptions", {"fused_activation_function": NONE}))
+    body.op("ADD", [m, xw], [s], ("AddOptions", {"fused_activation_function": NONE}))
+    body.op("TANH", [s], [a2])
+    c = w.add_subgraph(cond, [ci, ca, cx], [go])
+    b = w.add_subgraph(body, [bi, ba, bx], [i2, a2, bx])
+    w.op("WHILE", [i0, x, x], [i_f, acc_f, x_f],
+         ("WhileOptions", {"cond_subgraph_index": c, "body_subgraph_index": b}))
+    return w.to_bytes([x], [acc_f])
+
+
+@model
+def if_f32(rng):
+    """``y = tanh(x) * 2 if mean(x) > 0 else logistic(x)`` as IF."""
+    w = ModelWriter()
+    x = w.tensor("x", (2, 3), "float32")
+    axes = w.tensor("axes", (2,), "int32", np.array([0, 1], np.int32))
+    m = w.tensor("m", (), "float32")
+    zero = w.tensor("zero", (), "float32", np.float32(0))
+    c = w.tensor("c", (), "bool")
+    y = w.tensor("y", (2, 3), "float32")
+    w.op("MEAN", [x, axes], [m], ("ReducerOptions", {"keep_dims": False}))
+    w.op("GREATER", [m, zero], [c])
+    then = w.subgraph()
+    tx, tt, ty = (then.tensor(n, (2, 3), "float32") for n in ("x", "t", "y"))
+    two = then.tensor("two", (), "float32", np.float32(2))
+    then.op("TANH", [tx], [tt])
+    then.op("MUL", [tt, two], [ty], ("MulOptions", {"fused_activation_function": NONE}))
+    other = w.subgraph()
+    ex, ey = (other.tensor(n, (2, 3), "float32") for n in ("x", "y"))
+    other.op("LOGISTIC", [ex], [ey])
+    ti = w.add_subgraph(then, [tx], [ty])
+    ei = w.add_subgraph(other, [ex], [ey])
+    w.op("IF", [c, x], [y], ("IfOptions", {"then_subgraph_index": ti,
+                                           "else_subgraph_index": ei}))
+    return w.to_bytes([x], [y])
+
+
 # ================================================================ networks
 
 @model

@@ -30,6 +30,7 @@ from tflite.BuiltinOptions import BuiltinOptions
 from tflite.TensorType import TensorType
 
 DTYPES = {"float32": TensorType.FLOAT32, "int8": TensorType.INT8, "uint8": TensorType.UINT8,
+          "bool": TensorType.BOOL,
           "int32": TensorType.INT32, "int64": TensorType.INT64, "int16": TensorType.INT16}
 
 #: alignment of constant buffers (TFLite's converter aligns them to 16)
@@ -63,6 +64,20 @@ class ModelWriter:
     buffers: list[bytes] = field(default_factory=lambda: [b""])
     #: (builtin code, custom code)
     opcodes: list[tuple[int, str | None]] = field(default_factory=list)
+    #: the other subgraphs (IF branches, WHILE condition and body), index 1 on:
+    #: (writer of its tensors and operators, inputs, outputs)
+    subgraphs: list[tuple["ModelWriter", list[int], list[int]]] = field(default_factory=list)
+
+    def subgraph(self) -> "ModelWriter":
+        """A writer for the tensors and operators of another subgraph
+        (sharing this model's buffers and operator codes)."""
+        return ModelWriter(buffers=self.buffers, opcodes=self.opcodes)
+
+    def add_subgraph(self, sub: "ModelWriter", inputs: Sequence[int],
+                     outputs: Sequence[int]) -> int:
+        """Add ``sub`` (from :meth:`subgraph`) as a subgraph; its index."""
+        self.subgraphs.append((sub, list(inputs), list(outputs)))
+        return len(self.subgraphs)
 
     def tensor(self, name: str, shape: Sequence[int], dtype: str, data: np.ndarray | None = None,
                scale: Sequence[float] | float | None = None,
@@ -96,13 +111,15 @@ class ModelWriter:
     def to_bytes(self, inputs: Sequence[int], outputs: Sequence[int], version: int = 3) -> bytes:
         b = flatbuffers.Builder(1024)
         buffers = [self._buffer(b, data) for data in self.buffers]
-        tensors = [self._tensor(b, t) for t in self.tensors]
-        ops = [self._op(b, op) for op in self.ops]
-        subgraph = self._subgraph(b, tensors, ops, inputs, outputs)
+        graphs = []
+        for w, ins, outs in [(self, list(inputs), list(outputs)), *self.subgraphs]:
+            tensors = [self._tensor(b, t) for t in w.tensors]
+            ops = [w._op(b, op) for op in w.ops]
+            graphs.append(self._subgraph(b, tensors, ops, ins, outs))
         opcodes = [self._opcode(b, code, custom) for code, custom in self.opcodes]
         description = b.CreateString("aot test model")
         opcode_vec = _offsets(b, tflite.ModelStartOperatorCodesVector, opcodes)
-        subgraph_vec = _offsets(b, tflite.ModelStartSubgraphsVector, [subgraph])
+        subgraph_vec = _offsets(b, tflite.ModelStartSubgraphsVector, graphs)
         buffer_vec = _offsets(b, tflite.ModelStartBuffersVector, buffers)
         tflite.ModelStart(b)
         tflite.ModelAddVersion(b, version)

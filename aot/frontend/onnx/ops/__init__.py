@@ -18,5 +18,6 @@ from . import quant
 from . import recurrent
 from . import reduce
 from . import resize
+from . import scan
 from . import scatter
 from . import shape

@@ -2,6 +2,8 @@
 this package registers them all."""
 
 from . import activation
+from . import control
+from . import compare
 from . import conv
 from . import math
 from . import pool
