@@ -21,6 +21,21 @@ node's children:
     the calls that only expand a value into a shape (``full``,
     ``full_like``, ``ones_like``, ``zeros_like``): Relay's heuristic and
     skip list, folding them only trades a loop for a constant in flash;
+  - *widening* calls: an elementwise, broadcast or injective operator
+    (``cast``, ``qnn.dequantize``, ``subtract``, ``repeat``, ...) whose
+    result needs more bytes of C storage than all its arguments together
+    (:func:`_widens`).  Folding one trades flash for nothing: the dequantize
+    of an int4 16x32 weight is a 2,048-byte float32 table instead of 256
+    packed bytes (int8: 512), and the conversion is a load, a widen, a
+    subtract and a multiply that FuseOps puts inside the consuming kernel
+    (the weight operand of a dense or convolution, ``repeat`` of a blocked
+    scale, ...).  The calls that consume such a call are then not constant
+    either, so the whole conversion chain (ONNX's blocked DequantizeLinear
+    is cast, repeat, subtract, cast, multiply) stays, with the narrow table
+    as its only constant.  Integer QDQ models are unaffected:
+    FakeQuantizationToInteger runs before this pass and makes their
+    weights integer operands of qnn kernels; a weight-only model (float
+    activations, a dequantized int8/int4 weight) keeps its narrow weights;
   - calls whose evaluation fails on the data (an index out of range): the
     call stays and fails at run time, where the program would have;
   - calls of anything but an operator (globals, closures, constructors):
@@ -82,6 +97,7 @@ from ..ir.dtype import DType
 from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Match, Op, Tuple,
                        TupleGetItem, Var)
 from ..ir.module import IRModule
+from ..ir.registry import PatternKind
 from ..ir.types import TensorType, TupleType, Type
 from ..ir.visitor import ExprMutator, Visit, rebuild
 from ..values import Value
@@ -115,6 +131,29 @@ def is_constant(e: Expr) -> bool:
 #: Operators that only expand a value into a shape: folding them would
 #: trade a loop for a constant in flash (Relay's skip list).
 _EXPANDING = frozenset({"full", "full_like", "ones_like", "zeros_like"})
+
+
+def _storage_bytes(t: Type | None) -> int:
+    """Bytes of C storage of a value of type ``t`` (tuples: their fields);
+    -1 for a type that is not fully static."""
+    if isinstance(t, TupleType):
+        sizes = [_storage_bytes(f) for f in t.fields]
+        return -1 if -1 in sizes else sum(sizes)
+    if not isinstance(t, TensorType) or not all(isinstance(d, int) for d in t.shape):
+        return -1
+    return t.dtype.nbytes(int(np.prod(t.shape, dtype=np.int64)))
+
+
+def _widens(call: Call, result: Type | None) -> bool:
+    """An elementwise/broadcast/injective operator call (all arguments
+    constant) whose result takes more bytes of storage than its arguments
+    together: kept, so the narrow constants stay in flash (design note)."""
+    assert isinstance(call.op, Op)
+    if call.op.op_def.pattern > PatternKind.INJECTIVE:
+        return False
+    out = _storage_bytes(result)
+    ins = [_storage_bytes(a.checked_type) for a in call.args]
+    return out > 0 and -1 not in ins and out > sum(ins)
 
 
 def _is_atom(e: Expr) -> bool:
@@ -189,6 +228,8 @@ class _Folder(ExprMutator):
         if not isinstance(new.op, Op) or not new.args or new.op.name in _EXPANDING:
             return new
         if not all(is_constant(a) for a in new.args):
+            return new
+        if _widens(new, node.checked_type):
             return new
         try:
             value = self.evaluator.evaluate(new)

@@ -94,7 +94,16 @@ output node extends the group):
   divide, multiply and add fused into GPT-2's 3072-unit dense cost a
   division and three float16 roundings per multiply-accumulate, and that
   kernel ran 25 times slower than the same dense and a separate
-  elementwise kernel.  Arithmetic before such an anchor is its own kernel
+  elementwise kernel.  The exception is a prologue that computes from
+  constants only: the conversion of a narrow weight table that
+  FoldConstant keeps because folding it would widen the table (an int4 or
+  int8 weight's dequantize: unpack, subtract the zero point, multiply by
+  the scale), so the kernel reads the narrow table.  Its cost is that
+  conversion at every read: nothing extra for a dense or matmul of one row
+  (each weight is read once), a subtract and a multiply per
+  multiply-accumulate for a convolution -- the price of 4 or 8 times less
+  flash than a float32 table and no arena tensor for the float weights.
+  Arithmetic before such an anchor is otherwise its own kernel
   (a stored intermediate: arena, exactly planned, for speed -- Relay fuses
   nothing into conv2d at all).  Other anchors read an element once or a
   few times (a reduction, batch_norm, softmax, a non-overlapping pool) and
@@ -397,6 +406,16 @@ class _Partition:
                      for p in builder.pattern]
         #: the group only moves data (a prologue a contraction may take)
         self.moves_only = [_moves_data(node, p) for node, p in zip(builder.nodes, builder.pattern)]
+        #: the node computes from constants only (a weight conversion that
+        #: FoldConstant left because it widens: a prologue a contraction
+        #: may take, arithmetic included)
+        self.from_constants: list[bool] = []
+        for node in builder.nodes:
+            self.from_constants.append(
+                isinstance(node, Call) and node.args != () and all(
+                    isinstance(a, Constant) or (a in builder.index
+                                                and self.from_constants[builder.index[a]])
+                    for a in node.args))
 
     def find(self, i: int) -> int:
         root = i
@@ -469,7 +488,8 @@ class _Partition:
         if anchor >= 0 and self.b.pattern[anchor] == K.OPAQUE:
             return
         if anchor >= 0 and _is_contraction(self.b.nodes[anchor]) \
-                and not all(self.moves_only[g] for g in groups if g != hs) \
+                and not all(self.moves_only[g] or self.from_constants[self.out[g]]
+                            for g in groups if g != hs) \
                 and self._feeds(sink, anchor):
             return
         if self._fits(groups):
