@@ -23,8 +23,9 @@ node's children:
     skip list, folding them only trades a loop for a constant in flash;
   - *widening* calls: an elementwise, broadcast or injective operator
     (``cast``, ``qnn.dequantize``, ``subtract``, ``repeat``, ...) whose
-    result needs more bytes of C storage than all its arguments together
-    (:func:`_widens`).  Folding one trades flash for nothing: the dequantize
+    result needs more bytes of C storage than all its arguments together,
+    and at least 64 (smaller ones fold: a scalar or short vector costs
+    less as a constant than as code; :func:`_widens`).  Folding one trades flash for nothing: the dequantize
     of an int4 16x32 weight is a 2,048-byte float32 table instead of 256
     packed bytes (int8: 512), and the conversion is a load, a widen, a
     subtract and a multiply that FuseOps puts inside the consuming kernel
@@ -144,6 +145,12 @@ def _storage_bytes(t: Type | None) -> int:
     return t.dtype.nbytes(int(np.prod(t.shape, dtype=np.int64)))
 
 
+#: Below this many bytes a widened result is folded all the same: a scalar
+#: or a short vector (a zero point cast to int32) costs less as a constant
+#: than the code converting it.
+_WIDE_BYTES = 64
+
+
 def _widens(call: Call, result: Type | None) -> bool:
     """An elementwise/broadcast/injective operator call (all arguments
     constant) whose result takes more bytes of storage than its arguments
@@ -153,7 +160,7 @@ def _widens(call: Call, result: Type | None) -> bool:
         return False
     out = _storage_bytes(result)
     ins = [_storage_bytes(a.checked_type) for a in call.args]
-    return out > 0 and -1 not in ins and out > sum(ins)
+    return out >= _WIDE_BYTES and -1 not in ins and out > sum(ins)
 
 
 def _is_atom(e: Expr) -> bool:
