@@ -25,18 +25,23 @@ node's children:
     (``cast``, ``qnn.dequantize``, ``subtract``, ``repeat``, ...) whose
     result needs more bytes of C storage than all its arguments together,
     and at least 64 (smaller ones fold: a scalar or short vector costs
-    less as a constant than as code; :func:`_widens`).  Folding one trades flash for nothing: the dequantize
-    of an int4 16x32 weight is a 2,048-byte float32 table instead of 256
-    packed bytes (int8: 512), and the conversion is a load, a widen, a
-    subtract and a multiply that FuseOps puts inside the consuming kernel
-    (the weight operand of a dense or convolution, ``repeat`` of a blocked
-    scale, ...).  The calls that consume such a call are then not constant
-    either, so the whole conversion chain (ONNX's blocked DequantizeLinear
-    is cast, repeat, subtract, cast, multiply) stays, with the narrow table
-    as its only constant.  Integer QDQ models are unaffected:
-    FakeQuantizationToInteger runs before this pass and makes their
-    weights integer operands of qnn kernels; a weight-only model (float
-    activations, a dequantized int8/int4 weight) keeps its narrow weights;
+    less as a constant than as code; :func:`_widens`).  Folding one
+    trades flash for nothing: the dequantize of an int4 16x32 weight is
+    a 2,048-byte float32 table instead of 256 packed bytes (int8: 512),
+    and the conversion is a load, a widen, a subtract and a multiply
+    that FuseOps puts inside the consuming kernel (a contraction may
+    take a prologue computed from constants only).  The calls that
+    consume such a call are then not constant either, so the whole
+    conversion chain (ONNX's blocked DequantizeLinear is cast, repeat,
+    subtract, cast, multiply; a Gemm adds a transpose) stays, with the
+    narrow tables as its only constants.  Integer QDQ models are
+    unaffected: FakeQuantizationToInteger runs before this pass and
+    makes their weights integer operands of qnn kernels; a weight-only
+    model (float activations, dequantized int4/int8 weights) and a QDQ
+    model compiled with ``quantized="float"`` keep narrow weights.  The
+    price: FoldScaleAxis cannot fold a per-channel scale into such a
+    weight (it is not a constant), so that multiply stays in the
+    kernel's epilogue;
   - calls whose evaluation fails on the data (an index out of range): the
     call stays and fails at run time, where the program would have;
   - calls of anything but an operator (globals, closures, constructors):
