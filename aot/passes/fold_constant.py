@@ -39,9 +39,14 @@ node's children:
     makes their weights integer operands of qnn kernels; a weight-only
     model (float activations, dequantized int4/int8 weights) and a QDQ
     model compiled with ``quantized="float"`` keep narrow weights.  The
-    price: FoldScaleAxis cannot fold a per-channel scale into such a
-    weight (it is not a constant), so that multiply stays in the
-    kernel's epilogue;
+    price: the conversion at every read of the weight (nothing extra for
+    a dense layer of one row; per multiply-accumulate for a convolution,
+    whose host SIMD build of a 32x32-channel 3x3 int4 layer ran 7 times
+    slower than with a float32 table), and FoldScaleAxis cannot fold a
+    per-channel scale into such a weight (it is not a constant), so that
+    multiply stays in the kernel's epilogue.  The option
+    ``keep_narrow=False`` (``PassContext(options={"FoldConstant":
+    {"keep_narrow": False}})``) folds them as before: speed over flash;
   - calls whose evaluation fails on the data (an index out of range): the
     call stays and fails at run time, where the program would have;
   - calls of anything but an operator (globals, closures, constructors):
@@ -92,6 +97,7 @@ the constant's exact shape).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -109,16 +115,27 @@ from ..ir.visitor import ExprMutator, Visit, rebuild
 from ..values import Value
 from .manager import register_pass
 
-__all__ = ["fold_constant", "is_constant"]
+__all__ = ["FoldConstantOptions", "fold_constant", "is_constant"]
 
 
-def fold_constant(mod: IRModule) -> IRModule:
+@dataclass(frozen=True)
+class FoldConstantOptions:
+    """``keep_narrow``: keep a widening conversion of a constant (the
+    dequantize of int4/int8 weights: narrow tables, converted in the
+    consuming kernel at every read); False folds it too (float32 tables:
+    more flash, faster kernels)."""
+
+    keep_narrow: bool = True
+
+
+def fold_constant(mod: IRModule, opts: FoldConstantOptions = FoldConstantOptions()
+                  ) -> IRModule:
     """A new, typed module with every constant sub-computation folded."""
     from ..ir.type_infer import infer_types
     evaluator = Interpreter(IRModule())
     out = mod.copy()
     for gv, func in mod.functions.items():
-        out.add(gv, _Folder(evaluator).visit(func))
+        out.add(gv, _Folder(evaluator, opts.keep_narrow).visit(func))
     return infer_types(out)
 
 
@@ -226,9 +243,10 @@ class _Unknown(Exception):
 
 
 class _Folder(ExprMutator):
-    def __init__(self, evaluator: Interpreter) -> None:
+    def __init__(self, evaluator: Interpreter, keep_narrow: bool = True) -> None:
         super().__init__()
         self.evaluator = evaluator
+        self.keep_narrow = keep_narrow
         #: let-bound variable -> its (folded) value, when that value is a
         #: Tuple or constructor application
         self.known: dict[Var, Expr] = {}
@@ -241,7 +259,7 @@ class _Folder(ExprMutator):
             return new
         if not all(is_constant(a) for a in new.args):
             return new
-        if _widens(new, node.checked_type):
+        if self.keep_narrow and _widens(new, node.checked_type):
             return new
         try:
             value = self.evaluator.evaluate(new)
@@ -385,4 +403,4 @@ class _Folder(ExprMutator):
         return True
 
 
-register_pass("FoldConstant", opt_level=1)(fold_constant)
+register_pass("FoldConstant", opt_level=1, options=FoldConstantOptions)(fold_constant)

@@ -21,6 +21,7 @@ from aot import builder as B
 from aot.ir.expr import Call, Op
 from aot.ir.visitor import post_order
 from aot.passes.fold_constant import fold_constant
+from aot.passes.manager import PassContext, run_pass
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -146,3 +147,15 @@ def test_fold_constant_keeps_only_large_widening_conversions():
     casts = [n for n in post_order(folded["main"])
              if isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "cast"]
     assert len(casts) == 1 and casts[0].args[0].checked_type.dtype.value == "int8"
+
+
+def test_keep_narrow_false_folds_as_before():
+    x = B.var("x", B.tensor((1, 32)))
+    w = np.arange(16 * 32).astype(np.int8).reshape(16, 32)
+    mod = aot.infer_types(B.module(main=B.function(
+        [x], B.call("nn.dense", x, B.call("cast", B.const(w), dtype="float32")))))
+    with PassContext(options={"FoldConstant": {"keep_narrow": False}}):
+        folded = run_pass("FoldConstant", mod)
+    assert not any(isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "cast"
+                   for n in post_order(folded["main"]))
+    assert "cast(" in str(run_pass("FoldConstant", mod))
