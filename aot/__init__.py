@@ -124,8 +124,8 @@ def compile(mod: IRModule, out_dir: Any, *, name: str = "model", opt_level: int 
     ``qnn.dequantize`` -> float operators -> ``qnn.quantize``) computes:
     ``"integer"`` (the default, at every opt level: int8 weight tables,
     int32 accumulators, requantization in the kernel's epilogue) or
-    ``"float"`` (the float operators as written, int8 weight tables
-    dequantized in the kernels; the interpreter's result).
+    ``"float"`` (the float operators as written, float32 weights; the
+    interpreter's result).
     ``ram_budget`` (bytes) makes the compile fail with a DiagnosticError
     naming the budget and the breakdown when arena, object pool and the
     built library's worst-case stack need more (nothing is written then);

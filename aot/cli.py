@@ -494,8 +494,7 @@ def _add_quantized(p: argparse.ArgumentParser, prefix: str = "") -> None:
                         "every opt level: int8 weight tables, int32 accumulators, requantization "
                         "fused into the kernels; README, 'Quantized models') or 'float' "
                         "(dequantize -> float32 operators -> quantize as the graph is written, "
-                        "int8 weight tables dequantized in the kernels; the same as "
-                        "--disable-pass FakeQuantizationToInteger)")
+                        "float32 weights; the same as --disable-pass FakeQuantizationToInteger)")
 
 
 def _add_quantize(p: argparse.ArgumentParser) -> None:

@@ -25,28 +25,29 @@ node's children:
     (``cast``, ``qnn.dequantize``, ``subtract``, ``repeat``, ...) whose
     result needs more bytes of C storage than all its arguments together,
     and at least 64 (smaller ones fold: a scalar or short vector costs
-    less as a constant than as code; :func:`_widens`).  Folding one
-    trades flash for nothing: the dequantize of an int4 16x32 weight is
-    a 2,048-byte float32 table instead of 256 packed bytes (int8: 512),
-    and the conversion is a load, a widen, a subtract and a multiply
-    that FuseOps puts inside the consuming kernel (a contraction may
-    take a prologue computed from constants only).  The calls that
-    consume such a call are then not constant either, so the whole
-    conversion chain (ONNX's blocked DequantizeLinear is cast, repeat,
-    subtract, cast, multiply; a Gemm adds a transpose) stays, with the
-    narrow tables as its only constants.  Integer QDQ models are
-    unaffected: FakeQuantizationToInteger runs before this pass and
-    makes their weights integer operands of qnn kernels; a weight-only
-    model (float activations, dequantized int4/int8 weights) and a QDQ
-    model compiled with ``quantized="float"`` keep narrow weights.  The
-    price: the conversion at every read of the weight (nothing extra for
-    a dense layer of one row; per multiply-accumulate for a convolution,
-    whose host SIMD build of a 32x32-channel 3x3 int4 layer ran 7 times
-    slower than with a float32 table), and FoldScaleAxis cannot fold a
-    per-channel scale into such a weight (it is not a constant), so that
-    multiply stays in the kernel's epilogue.  The option
+    less as a constant than as code; :func:`_widens`) -- except a
+    conversion (``cast``, ``qnn.dequantize``) of an int8, uint8, int16,
+    uint16 or float16 constant, folded as before.  Folding one would
+    undo what a narrow weight type (int4/uint4, bfloat16, float8) is for:
+    the dequantize of an int4 16x32 weight is a 2,048-byte float32 table
+    instead of 256 packed bytes.  The conversion (a load, a widen, a
+    subtract and a multiply) is put by FuseOps inside the consuming
+    kernel (a contraction may take a prologue computed from constants
+    only).  The calls that consume such a call are then not constant
+    either, so the whole conversion chain (ONNX's blocked DequantizeLinear
+    is cast, repeat of the scales, subtract, cast, multiply; a Gemm adds a
+    transpose) stays, with the narrow tables as its only constants.
+    int8, uint8 and float16 weights are folded as before (float32
+    tables): the conversion at every read costs speed -- per
+    multiply-accumulate for a convolution, whose host SIMD build of a
+    32x32-channel 3x3 int4 layer ran 7 times slower than with a float32
+    table -- and an int8 table saves half what an int4 one does; a model
+    that stores int8 weights for flash is quantized whole
+    (FakeQuantizationToInteger, integer kernels).  FoldScaleAxis cannot
+    fold a per-channel scale into a kept weight (it is not a constant), so
+    that multiply stays in the kernel's epilogue.  The option
     ``keep_narrow=False`` (``PassContext(options={"FoldConstant":
-    {"keep_narrow": False}})``) folds them as before: speed over flash;
+    {"keep_narrow": False}})``) folds these too: speed over flash;
   - calls whose evaluation fails on the data (an index out of range): the
     call stays and fails at run time, where the program would have;
   - calls of anything but an operator (globals, closures, constructors):
@@ -120,10 +121,10 @@ __all__ = ["FoldConstantOptions", "fold_constant", "is_constant"]
 
 @dataclass(frozen=True)
 class FoldConstantOptions:
-    """``keep_narrow``: keep a widening conversion of a constant (the
-    dequantize of int4/int8 weights: narrow tables, converted in the
-    consuming kernel at every read); False folds it too (float32 tables:
-    more flash, faster kernels)."""
+    """``keep_narrow``: keep a widening conversion of an int4/uint4,
+    bfloat16 or float8 constant (the dequantize of int4 weights: narrow
+    tables, converted in the consuming kernel at every read); False folds
+    it too (float32 tables: more flash, faster kernels)."""
 
     keep_narrow: bool = True
 
@@ -172,6 +173,12 @@ def _storage_bytes(t: Type | None) -> int:
 #: than the code converting it.
 _WIDE_BYTES = 64
 
+#: a conversion of a constant of these types is folded all the same: an
+#: int8 or float16 table saves half or less of what an int4 one does, and
+#: converting at every read costs speed (design note)
+_CONVERSIONS = frozenset({"cast", "qnn.dequantize"})
+_FOLDED_SOURCES = frozenset({DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.FLOAT16})
+
 
 def _widens(call: Call, result: Type | None) -> bool:
     """An elementwise/broadcast/injective operator call (all arguments
@@ -179,6 +186,9 @@ def _widens(call: Call, result: Type | None) -> bool:
     together: kept, so the narrow constants stay in flash (design note)."""
     assert isinstance(call.op, Op)
     if call.op.op_def.pattern > PatternKind.INJECTIVE:
+        return False
+    if call.op.name in _CONVERSIONS and isinstance(call.args[0].checked_type, TensorType) \
+            and call.args[0].checked_type.dtype in _FOLDED_SOURCES:
         return False
     out = _storage_bytes(result)
     ins = [_storage_bytes(a.checked_type) for a in call.args]

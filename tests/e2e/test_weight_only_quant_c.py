@@ -13,6 +13,7 @@ interpreter.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -120,38 +121,41 @@ def test_narrow_weights_stay_narrow_and_match(tmp_path):
     by_dtype: dict[str, int] = {}
     for c in meta["constants"]:
         by_dtype[c["dtype"]] = by_dtype.get(c["dtype"], 0) + c["bytes"]
-    # int4/uint4 packed two per byte: 2 x 256 (MatMul) + 144 (Conv); int8: 512
+    # int4/uint4 packed two per byte: 2 x 256 (MatMul) + 144 (Conv)
     assert by_dtype["int4"] + by_dtype["uint4"] >= 2 * K * N // 2 + O * C * 9 // 2
-    assert by_dtype["int8"] >= K * N
-    # no float32 table of weight size: the float weights never exist as tables
-    assert all(c["size"] < K * N // 4 for c in meta["constants"] if c["dtype"] == "float32")
-    # folded, these weights were 3 x 2,048 + 1,152 bytes of float32
-    assert meta["constant_bytes"] < (3 * K * N + O * C * 9) * 4 // 3
-    # every dequantize is a prologue of its contraction: nothing in the arena
-    # but the operands
+    # the int8 weight is folded as before: one float32 table of weight size
+    assert by_dtype.get("int8", 0) < K * N
+    assert sum(c["size"] >= K * N // 4 for c in meta["constants"]
+               if c["dtype"] == "float32") == 1
+    # folded, the 4-bit weights were 2 x 2,048 + 1,152 bytes of float32
+    assert meta["constant_bytes"] < K * N * 4 + (2 * K * N + O * C * 9) * 4 // 3
+    # every 4-bit dequantize is a prologue of its contraction: nothing in
+    # the arena but the operands
     kernels = meta["kernels"]
     assert len(kernels) == 4
     assert all(k["anchor"] in ("nn.matmul", "nn.conv2d", "nn.dense") for k in kernels)
-    assert sum("qnn.dequantize" in k["ops"] for k in kernels) == 3
+    assert sum("qnn.dequantize" in k["ops"] for k in kernels) == 2
 
 
-def test_fold_constant_keeps_only_large_widening_conversions():
-    w = np.arange(16 * 32).astype(np.int8).reshape(16, 32)   # 512 -> 2,048 bytes: kept
-    zp = np.arange(4, dtype=np.int8)                         # 16 bytes as int32: folded
-    narrowing = np.arange(64, dtype=np.int32)                # narrows: folded
+def test_fold_constant_keeps_only_large_widening_conversions_of_storage_types():
+    w = np.arange(16 * 32).astype(ml_dtypes.bfloat16).reshape(16, 32)  # 1,024 -> 2,048: kept
+    w8 = np.arange(16 * 32).astype(np.int8).reshape(16, 32)   # int8: folded as before
+    zp = np.arange(4).astype(ml_dtypes.int4)                  # 2 bytes -> 16: folded
+    narrowing = np.arange(64, dtype=np.int32)                 # narrows: folded
     x = B.var("x", B.tensor((1, 32)))
     body = B.tuple_(B.call("nn.dense", x, B.call("cast", B.const(w), dtype="float32")),
+                    B.call("nn.dense", x, B.call("cast", B.const(w8), dtype="float32")),
                     B.call("cast", B.const(zp), dtype="int32"),
                     B.call("cast", B.const(narrowing), dtype="int8"))
     folded = fold_constant(aot.infer_types(B.module(main=B.function([x], body))))
     casts = [n for n in post_order(folded["main"])
              if isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "cast"]
-    assert len(casts) == 1 and casts[0].args[0].checked_type.dtype.value == "int8"
+    assert len(casts) == 1 and casts[0].args[0].checked_type.dtype.value == "bfloat16"
 
 
 def test_keep_narrow_false_folds_as_before():
     x = B.var("x", B.tensor((1, 32)))
-    w = np.arange(16 * 32).astype(np.int8).reshape(16, 32)
+    w = np.arange(16 * 32).astype(ml_dtypes.bfloat16).reshape(16, 32)
     mod = aot.infer_types(B.module(main=B.function(
         [x], B.call("nn.dense", x, B.call("cast", B.const(w), dtype="float32")))))
     with PassContext(options={"FoldConstant": {"keep_narrow": False}}):
