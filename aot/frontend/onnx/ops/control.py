@@ -234,7 +234,7 @@ def convert_loop(node: Node) -> list[Expr]:
             yt = ctx.tensor_type(y)
             shape = (trips,) + node.shape(y)
             p_acc.append(loop_var(node, f"acc{k}", TensorType(shape, yt.dtype)))
-            acc_init.append(node.constant(np.zeros(shape, dtype=yt.dtype.np)))
+            acc_init.append(node.call("zeros", [], shape=tuple(shape), dtype=yt.dtype))
     acc_next = [accumulate(node, a, p_iter, y) for a, y in zip(p_acc, scan_out)]
     go: Expr | None = None if m is None else node.call("less", [p_iter, m])
     if has_cond:

@@ -125,7 +125,7 @@ class _Layer:
         node = self.node
         e = node.optional(i)
         if e is None:
-            return node.constant(np.zeros((self.batch, self.hidden), self.dt.np))
+            return node.call("zeros", [], shape=(self.batch, self.hidden), dtype=self.dt)
         if self.layout == 1:
             e = node.call("transpose", [e], axes=(1, 0, 2))
         want = (len(self.directions), self.batch, self.hidden)
@@ -207,7 +207,7 @@ def _direction(layer: _Layer, d: int) -> tuple[Expr, list[Expr]]:
     init = [layer.state0(5, d, "initial_h")]
     if kind is LSTM:
         init.append(layer.state0(6, d, "initial_c"))
-    y0 = node.constant(np.zeros((seq, batch, h), layer.dt.np))
+    y0 = node.call("zeros", [], shape=(seq, batch, h), dtype=layer.dt)   # memset, not a table
     final = tail_loop(node, [step] + states + [y_acc], [zero] + init + [y0], go,
                       [next_step] + new + [accumulate(node, y_acc, t, out)])
     return final[-1], final[:-1]
