@@ -704,6 +704,14 @@ Emit = Callable[[dict[str, K.Expr], Dedup], list[K.Stmt]]
 Body = Callable[[dict[str, K.Expr], set[str]], tuple[list[K.Stmt], Emit]]
 
 
+def _window_unroll_limit() -> int:
+    """:data:`UNROLL_MAX_MACS` for the scalar tunings (a Cortex-M core: a
+    whole 3x3 window of a 4x6 tile unrolled saves its loop control);
+    :data:`UNROLL_MAX_CHANNEL_MACS` for ``simd`` (the vectorizer does not
+    need it, and the host's gcc -O3 took half again as long on ResNet-50)."""
+    return UNROLL_MAX_CHANNEL_MACS if current_tuning().simd else UNROLL_MAX_MACS
+
+
 def _unroll_plan(extents: Sequence[tuple[str, int | None]],
                  macs: int) -> tuple[list[str], list[str]]:
     """``(loops, unrolled)``: the letters of the axes of extent other than
@@ -713,7 +721,7 @@ def _unroll_plan(extents: Sequence[tuple[str, int | None]],
     unrolled: list[str] = []
     size = macs
     for c, n in reversed(live):
-        limit = UNROLL_MAX_CHANNEL_MACS if c == "C" else UNROLL_MAX_MACS
+        limit = UNROLL_MAX_CHANNEL_MACS if c == "C" else _window_unroll_limit()
         if n is not None and n <= UNROLL_MAX_TRIP and size * n <= limit:
             unrolled.insert(0, c)
             size *= n
@@ -1112,7 +1120,7 @@ def _ragged(cv: ConvGeometry, w: Axis, max_bw: int) -> bool:
         return False
     if all(w.clip(o) == (0, w.kernel) for o in range(w.out)):
         return False
-    return _tile_channels(cv) * max_bw * w.kernel <= UNROLL_MAX_MACS
+    return _tile_channels(cv) * max_bw * w.kernel <= _window_unroll_limit()
 
 
 def _same_order(cv: ConvGeometry, w: Axis, max_bw: int, htaps: tuple) -> bool:
