@@ -81,7 +81,7 @@ def test_context_errors(kwargs, message):
 @pytest.mark.parametrize("options, message", [
     ({"FuseOps": {"max_depth": "deep"}}, "must be int or None, not str"),
     ({"FuseOps": {"max_dept": 3}}, "has no option 'max_dept'"),
-    ({"FoldConstant": {"x": 1}}, "takes no options"),
+    ({"EliminateCommonSubexpr": {"x": 1}}, "takes no options"),
     ({"FuseOps": {"max_depth": True}}, "must be int or None, not bool"),
 ])
 def test_option_errors(options, message):
