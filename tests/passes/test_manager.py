@@ -87,7 +87,7 @@ def test_context_errors(kwargs, message):
 def test_option_errors(options, message):
     ctx = PassContext(options=options)
     with pytest.raises(DiagnosticError, match=message):
-        run_pass("FuseOps" if "FuseOps" in options else "FoldConstant", typed(), ctx)
+        run_pass(next(iter(options)), typed(), ctx)
 
 
 def test_options_reach_the_pass():
