@@ -11,7 +11,8 @@ model's activation fused) is built twice:
 * as a Relay program with the weights bound as constants
   (``aot.compile(..., params=..., tuning="simd")``; ``--tuning`` to
   change), its C compiled with
-  ``gcc -O3 -march=native -ffp-contract=off`` together with a small driver
+  the default host build's flags (``-O3``, the host CPU, ``-ffp-contract=off``;
+  ``Toolchain.codegen_flags``) together with a small driver
   that times the entry function with ``clock_gettime``.
 
 Timing.  Both sides report the median of many samples; each sample times
@@ -68,7 +69,14 @@ sys.path.insert(0, str(ROOT))
 import aot  # noqa: E402
 
 HOST_CC = os.environ.get("CC", "gcc")
-HOST_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-std=c99", "-fno-strict-aliasing"]
+
+
+def host_flags() -> list[str]:
+    """The default host build's code-generation flags (Toolchain.codegen_flags:
+    -O3, the host CPU with gcc's AVX-512VL workaround where it applies,
+    -ffp-contract=off), so per-layer times are those of what aot.load builds."""
+    from aot.emit.build.toolchain import probe_toolchain
+    return [*probe_toolchain(HOST_CC).codegen_flags, "-std=c99", "-fno-strict-aliasing"]
 M4_CC = "arm-none-eabi-gcc"
 M4_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
             "-std=c99", "-ffp-contract=off", "-fno-strict-aliasing",
@@ -384,7 +392,7 @@ def time_ours(layer: Layer, art: Path, x: np.ndarray, samples: int) -> tuple[flo
     work.mkdir(exist_ok=True)
     (work / "driver.c").write_text(HOST_DRIVER)
     exe = work / "bench"
-    run([HOST_CC, *HOST_FLAGS, f"-I{art / 'include'}", f"-I{art / 'runtime_c'}",
+    run([HOST_CC, *host_flags(), f"-I{art / 'include'}", f"-I{art / 'runtime_c'}",
          str(art / "src" / "m.c"), str(work / "driver.c"), "-o", str(exe), "-lm"])
     x.tofile(work / "x.bin")
     times = []
