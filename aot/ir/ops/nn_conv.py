@@ -46,7 +46,7 @@ to ``out_dtype``, floats in float64 rounded once).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
@@ -80,7 +80,7 @@ class Conv2DAttrs(NNAttrs):
     out_dtype: DType | None = None
 
     def __post_init__(self) -> None:
-        _check_conv_attrs(self, 2, "NCHW", "OIHW")
+        check_conv_attrs(self, 2, "NCHW", "OIHW")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ class Conv1DAttrs(NNAttrs):
     out_dtype: DType | None = None
 
     def __post_init__(self) -> None:
-        _check_conv_attrs(self, 1, "NCW", "OIW")
+        check_conv_attrs(self, 1, "NCW", "OIW")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,16 +117,16 @@ class Conv2DTransposeAttrs(NNAttrs):
     out_dtype: DType | None = None
 
     def __post_init__(self) -> None:
-        _check_conv_attrs(self, 2, "NCHW", "IOHW")
+        check_conv_attrs(self, 2, "NCHW", "IOHW")
         check_padding(self.output_padding, "output_padding", (1, 2))
 
 
-def _check_conv_attrs(a: Conv2DAttrs | Conv1DAttrs | Conv2DTransposeAttrs, rank: int,
-                      data_canon: str, kernel_canon: str) -> None:
-    counts = (1, 2) if rank == 2 else (1,)
+def check_conv_attrs(a: Any, rank: int, data_canon: str, kernel_canon: str) -> None:
+    """The attributes every convolution of ``rank`` spatial axes shares."""
+    counts = (1,) if rank == 1 else (1, rank)
     check_positive(a.strides, "strides", counts)
     check_positive(a.dilation, "dilation", counts)
-    check_padding(a.padding, "padding", (1, 2, 4) if rank == 2 else (1, 2))
+    check_padding(a.padding, "padding", tuple(sorted({1, rank, 2 * rank})))
     if a.kernel_size is not None:
         check_positive(a.kernel_size, "kernel_size", counts)
     if a.groups < 1:

@@ -23,32 +23,13 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..registry import RelResult
 from ..types import Type
 from .common import DType, PatternKind, defop, np, out_tensor_type
-from .nn_conv import conv_rel, conv_pads, ConvSpec, conv2d_transpose_nchw
+from .nn_conv import ConvSpec, check_conv_attrs, conv2d_transpose_nchw, conv_pads, conv_rel
 from .nn_util import (NNAttrs, accumulator, array_from_canonical, array_to_canonical,
-                      cast_result, check_layout, check_padding, check_positive, dilated_extent,
+                      cast_result, check_padding, dilated_extent,
                       expand, padding_1d)
 
 FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
-
-
-def _check(a, n: int, data_canon: str, kernel_canon: str, pad_counts: tuple[int, ...]) -> None:
-    counts = (1,) if n == 1 else (1, n)
-    check_positive(a.strides, "strides", counts)
-    check_positive(a.dilation, "dilation", counts)
-    check_padding(a.padding, "padding", pad_counts)
-    if a.kernel_size is not None:
-        check_positive(a.kernel_size, "kernel_size", counts)
-    if a.groups < 1:
-        raise ValueError(f"groups must be >= 1, got {a.groups}")
-    if a.channels is not None:
-        if a.channels < 1:
-            raise ValueError(f"channels must be >= 1, got {a.channels}")
-        if a.channels % a.groups:
-            raise ValueError(f"channels={a.channels} is not divisible by groups={a.groups}")
-    check_layout(a.data_layout, data_canon, "data_layout")
-    check_layout(a.kernel_layout, kernel_canon, "kernel_layout")
-    check_layout(a.out_layout, data_canon, "out_layout", allow_empty=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +48,7 @@ class Conv1DTransposeAttrs(NNAttrs):
     out_dtype: DType | None = None
 
     def __post_init__(self) -> None:
-        _check(self, 1, "NCW", "IOW", (1, 2))
+        check_conv_attrs(self, 1, "NCW", "IOW")
         check_padding(self.output_padding, "output_padding", (1,))
 
 
@@ -86,7 +67,7 @@ class Conv3DAttrs(NNAttrs):
     out_dtype: DType | None = None
 
     def __post_init__(self) -> None:
-        _check(self, 3, "NCDHW", "OIDHW", (1, 3, 6))
+        check_conv_attrs(self, 3, "NCDHW", "OIDHW")
 
 
 _CONV1D_T = ConvSpec(1, "NCW", "IOW", True)
