@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from ..types import Type
-from .common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np, \
-    tensor_arg
-from .nn_pool_nd import check_pool_layout
+from .common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np
+from .nn_pool_nd import check_pool_layout, pool_data
 from .nn_util import trunc_div_int
 
 FAMILY = "nn"
@@ -89,14 +88,9 @@ def _out_sizes(attrs: AdaptiveAttrs, in_sizes: Sequence) -> list:
 
 
 def _rel(args: Sequence[Type], attrs: AdaptiveAttrs) -> Type | None:
-    data = tensor_arg(args, 0, "data")
+    data = pool_data(args, attrs.layout)
     if data is None:
         return None
-    if data.ndim != len(attrs.layout):
-        raise RelationError(f"the data has rank {data.ndim} ({data}) but layout="
-                            f"{attrs.layout!r} needs rank {len(attrs.layout)}")
-    if data.dtype.is_bool:
-        raise RelationError("does not accept bool data")
     letters = adaptive_letters(attrs)
     axes = [attrs.layout.index(c) for c in letters]
     shape = list(data.shape)

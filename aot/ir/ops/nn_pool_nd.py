@@ -186,15 +186,23 @@ def pool_axes(attrs: PoolNDAttrs) -> list[PoolAxis]:
                      strides[i] - 1 if attrs.ceil_mode else 0) for i, c in enumerate(letters)]
 
 
-def _pool_rel(args: Sequence[Type], attrs: PoolNDAttrs) -> Type | None:
+def pool_data(args: Sequence[Type], layout: str) -> TensorType | None:
+    """A pooling operator's data argument, checked against its layout."""
     data = tensor_arg(args, 0, "data")
     if data is None:
         return None
-    if data.ndim != len(attrs.layout):
+    if data.ndim != len(layout):
         raise RelationError(f"the data has rank {data.ndim} ({data}) but layout="
-                            f"{attrs.layout!r} needs rank {len(attrs.layout)}")
+                            f"{layout!r} needs rank {len(layout)}")
     if data.dtype.is_bool:
         raise RelationError("does not accept bool data")
+    return data
+
+
+def _pool_rel(args: Sequence[Type], attrs: PoolNDAttrs) -> Type | None:
+    data = pool_data(args, attrs.layout)
+    if data is None:
+        return None
     shape = list(data.shape)
     for ax in pool_axes(attrs):
         i = attrs.layout.index(ax.letter)
