@@ -25,11 +25,22 @@ in its statement -- the same structure, found the same way, checked to be
 a load from the same constant.  Anything else (no bias, a bias read
 twice, an epilogue that reads ``acc`` again, a per-position bias) gives
 None and the kernel keeps the original sink.
+
+*Float accumulators* (:func:`fold_float_bias`): a float32 convolution may
+start its accumulators from the bias as well (``acc = B[o]; acc += x*w``
+...; a project decision: float sums already agree with the interpreter's
+only to rounding, FMA contraction changes it too).  The sum then rounds
+differently from the interpreter's convolution-then-bias, so the probe
+finds the same structure in float32 and hands back the bias as an
+expression of the channel (the load from the same constant table, no new
+table, or from the tensor the bias is at run time: a constant and a
+run-time bias give the same sums), not as numbers; ``acc + X`` may occur more than once (a ReLU's
+select repeats it), every occurrence the same ``X``.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -37,10 +48,10 @@ from ....ir.dtype import DType
 from ...kernel import ir as K
 from ...kernel.evaluate import evaluate
 from ...kernel.walk import map_stmt_exprs, postorder, children, with_children, walk_exprs, \
-    walk_stmts, stmt_exprs
+    walk_stmts, stmt_exprs, substitute, substitute_stmt
 from ..registry import LowerContext, Sink
 
-__all__ = ["fold_bias"]
+__all__ = ["fold_bias", "fold_float_bias"]
 
 I32 = DType.INT32
 
@@ -53,8 +64,9 @@ def _acc_decl(st: K.Stmt, value: K.Expr) -> K.Var | None:
 
 
 def _term(e: K.Expr, acc: K.Var) -> K.Expr | None:
-    """``X`` when ``e`` is the wrapping int32 sum ``acc + X`` (either order)."""
-    if not (isinstance(e, K.BinOp) and e.op is K.BinaryOperator.ADD and e.dtype is I32):
+    """``X`` when ``e`` is the sum ``acc + X`` (either order) in ``acc``'s
+    type (wrapping int32, or float32)."""
+    if not (isinstance(e, K.BinOp) and e.op is K.BinaryOperator.ADD and e.dtype is acc.dtype):
         return None
     for a, b in ((e.a, e.b), (e.b, e.a)):
         if a == acc and acc not in walk_exprs(b):
@@ -128,4 +140,44 @@ def fold_bias(ctx: LowerContext, sink: Sink, shape: Sequence[int],
                                     isinstance(terms[0], K.Load)
                                     and terms[0].buffer == buffer), terms
         return out
+    return bias, folded
+
+
+def fold_float_bias(sink: Sink, probe: K.Var, index: Sequence[K.Var], shape: Sequence[int],
+                    axis: int) -> tuple[Callable[[K.Expr], K.Expr], Sink] | None:
+    """For a float32 accumulator: a function giving the bias ``B[o]`` the
+    sink adds first as an expression of a channel index expression ``o``,
+    and a sink without that addition; None when the sink does not start
+    so.  ``probe`` is a fresh float32 scalar and ``index`` fresh index
+    variables, one per axis of the output ``shape`` (see the design note)."""
+    st = sink(tuple(index), probe)
+    acc = _acc_decl(st, probe)
+    if acc is None or acc.dtype is not DType.FLOAT32:
+        return None
+    rewritten, found = _rewrite(st, acc, probe)
+    if not found or any(x != found[0] for x in found) or _uses(rewritten, acc):
+        return None
+    x = found[0]
+    channel = index[axis]
+    fixed = {v: K.as_expr(0, I32) for d, v in enumerate(index)
+             if d != axis and int(shape[d]) == 1}
+    if not (isinstance(x, K.Load) and x.lanes == 1 and x.dtype is DType.FLOAT32
+            and x.buffer.scope in (K.BufferScope.CONST, K.BufferScope.INPUT, K.BufferScope.ARENA)
+            and all(v == channel or v in fixed for v in walk_exprs(x.index)
+                    if isinstance(v, K.Var))):
+        return None
+    buffer = x.buffer
+
+    def bias(o: K.Expr) -> K.Expr:
+        return substitute(x, {**fixed, channel: o})
+
+    def folded(idx: Sequence[K.Expr], value: K.Expr) -> K.Stmt:
+        full = sink(tuple(idx), value)
+        a = _acc_decl(full, value)
+        assert a is not None
+        # rewritten to the probe first, then to ``a``: an ``acc + X`` made
+        # by the rewrite (a residual added after the bias) stays as it is
+        out, terms = _rewrite(full, a, probe)
+        assert terms and all(isinstance(t, K.Load) and t.buffer == buffer for t in terms), terms
+        return substitute_stmt(out, {probe: a})
     return bias, folded
