@@ -21,6 +21,9 @@
  *                                  aot_max_f16 follow NumPy's float16 tie rule
  *   aot_round_even_f32             nearbyintf without the library call:
  *                                  round half to even, exact for every float
+ *   aot_pack2_f32 aot_lo_f32       two floats as the 8 bytes of one double and
+ *   aot_hi_f32                     back (union type punning): one 8-byte load
+ *                                  or store moves both (a Cortex-M4F vldr.64)
  *   aot_quantize_f32               round half to even, add a zero point,
  *                                  clamp, as int32 (QuantizeLinear)
  *   aot_sat_F_I                    float -> integer: truncate toward zero,
@@ -199,6 +202,32 @@ static inline float aot_round_even_f32(float x)
 #else
 static inline float aot_round_even_f32(float x) { return nearbyintf(x); }
 #endif
+
+/* Two floats as one double's bytes (C99 TC3 6.5.2.3p3, footnote 82: a union
+ * member read reinterprets the bytes last stored through another member).
+ * Register tiles read float pairs from 8-byte aligned double tables and
+ * local arrays with them: gcc loads both halves with one vldr.64 / ldrd. */
+typedef union { float f[2]; double d; } aot_f32x2_;
+typedef char aot_f32x2_size_[sizeof(double) == 2 * sizeof(float) ? 1 : -1];
+static inline double aot_pack2_f32(float a, float b)
+{
+    aot_f32x2_ u;
+    u.f[0] = a;
+    u.f[1] = b;
+    return u.d;
+}
+static inline float aot_lo_f32(double d)
+{
+    aot_f32x2_ u;
+    u.d = d;
+    return u.f[0];
+}
+static inline float aot_hi_f32(double d)
+{
+    aot_f32x2_ u;
+    u.d = d;
+    return u.f[1];
+}
 
 /* QuantizeLinear's tail, cast(clip(round_even(x) + z, lo, hi)), as int32:
  * round half to even, add z, clamp to [lo, hi], NaN -> 0.  Needs lo <= hi

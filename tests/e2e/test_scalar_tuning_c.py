@@ -5,10 +5,11 @@ packed at compile time (aot/emit/lower/ops/nn_dense_packed.py: 24-unit
 tiles, remainder tiles, odd ``K``) -- against the interpreter, and bit for
 bit against the same program with the weights passed at run time (the
 in-place nests), since both sum every output in the same order with
-``fmaf``.  One build each."""
+``fmaf``, from the bias (a constant, or an input at run time).  One build each."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,8 @@ def test_scalar_tuning_with_constant_weights():
     fn = aot.load(aot.compile(mod, out, name="scal", params=params, tuning="scalar"))
     source = (out / "src" / "scal.c").read_text()
     assert "wi" in source and "tab" in source      # the packed dense nest ran
+    # the convolutions' accumulators start from the bias (epilogue_bias.fold_float_bias)
+    assert re.search(r"float acc\d+ = c\d+\[", source), "no accumulator starts at the bias"
     want = aot.interpret(bind_params(aot.infer_types(mod), params, "main"), *args)
     got = flatten(fn(*args))
     for i, (g, w) in enumerate(zip(got, flatten(want))):

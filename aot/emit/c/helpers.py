@@ -126,6 +126,14 @@ def _build_helpers() -> dict[str, HelperSpec]:
     h["aot_smladx"] = HelperSpec(
         "int32_t aot_smladx(uint32_t a, uint32_t b, int32_t acc)",
         "acc + lo(a)*hi(b) + hi(a)*lo(b) of the signed halfwords, mod 2^32 (SMLADX)")
+    h["aot_pack2_f32"] = HelperSpec(
+        "double aot_pack2_f32(float a, float b)",
+        "the 8 bytes of the floats a, b (in that order in memory) as one double "
+        "(union type punning), so that one 8-byte load or store moves both")
+    h["aot_lo_f32"] = HelperSpec(
+        "float aot_lo_f32(double d)", "the float in the first 4 bytes of d (aot_pack2_f32's a)")
+    h["aot_hi_f32"] = HelperSpec(
+        "float aot_hi_f32(double d)", "the float in the last 4 bytes of d (aot_pack2_f32's b)")
     return dict(sorted(h.items()))
 
 

@@ -145,7 +145,16 @@ def _quantize_f32(x: np.generic, lo: int, hi: int, z: int) -> np.int32:
     return np.int32(min(max(int(np.rint(np.clip(v, lo - z, hi - z))) + z, lo), hi))
 
 
+#: the float-pair helpers: two float32 values as the bytes of one float64
+_PAIR_HELPERS = {
+    "aot_pack2_f32": lambda a, b: np.array([a, b], dtype=np.float32).view(np.float64)[0],
+    "aot_lo_f32": lambda d: np.array([d], dtype=np.float64).view(np.float32)[0],
+    "aot_hi_f32": lambda d: np.array([d], dtype=np.float64).view(np.float32)[1]}
+
+
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
+    if name in _PAIR_HELPERS:
+        return _PAIR_HELPERS[name](*args)
     if name == "aot_quantize_f32":
         return _quantize_f32(args[0], *(int(a) for a in args[1:])).astype(dtype.np)[()]
     if name in _FLOAT_HELPERS:

@@ -1198,8 +1198,13 @@ def _with_bias(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis,
     return replace(cv, bias=found[0]), found[1]
 
 
-def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
+def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
+                  weight: np.ndarray | None = None) -> K.Stmt:
     cv, sink = _with_bias(ctx, cv, h, w, sink)
+    from . import nn_conv_pointwise
+    if nn_conv_pointwise.applicable(cv, h, w, weight):
+        assert weight is not None
+        return nn_conv_pointwise.pointwise_pairs(ctx, cv, h, w, sink, weight)
     max_bw = _max_columns(cv)
     if w.stride > 1 and cv.acc is DType.FLOAT32 and _tile_channels(cv) > 1:
         max_bw = min(max_bw, STRIDED_COLUMNS)
@@ -1311,7 +1316,7 @@ def _forward(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, weight: np.n
         if nn_conv_simd.applicable(cv, weight):
             assert weight is not None
             return nn_conv_simd.simd_conv(ctx, cv, h, w, sink, weight)
-    return _forward_nest(ctx, cv, h, w, sink)
+    return _forward_nest(ctx, cv, h, w, sink, weight)
 
 
 @anchor_lowering("nn.conv2d")

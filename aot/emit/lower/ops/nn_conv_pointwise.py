@@ -1,0 +1,164 @@
+"""Float32 pointwise convolutions for a scalar FPU with a fused
+multiply-add (the ``scalar`` tuning: Cortex-M4F/M7/M33): register tiles
+that load their operands two floats at a time.
+
+Design note
+-----------
+A channels-first pointwise (1x1, stride 1, no padding, one group)
+convolution is a product ``out[o][p] = sum_c W[o][c] * x[c][p]`` over the
+``H*W`` positions ``p``.  :mod:`.nn_conv`'s register tile (4 channels x 6
+positions) loads 6 inputs and 4 weights per input channel for 24 ``fmaf``
+(Cortex-M4F -O2: 37 instructions per 24 MACs with the loop).  gcc 12 never
+merges consecutive ``vldr`` into a multi-register ``vldm``; it does load
+two floats with one ``vldr.64`` when C reads a ``double`` and takes its two
+halves through a union (``aot_lo_f32`` / ``aot_hi_f32`` of
+``aot_kernel_helpers.h``), which needs the pair 8-byte aligned.  So:
+
+* the weight becomes a compile-time ``double`` table (a float64 table of
+  the model: bit patterns, exact) holding ``W`` as ``[O/BO][C][BO]``
+  float pairs: the ``BO`` weights a tile needs per input channel are
+  ``BO/2`` consecutive doubles.  Only finite weights (a pair of floats is
+  then never a NaN double, which a double move could quiet on some cores);
+* per column tile of ``BW`` positions, the inputs of every channel are
+  first copied into a local ``double`` array ``xs[C][BW/2]`` as float
+  pairs (``aot_pack2_f32``; gcc: 6 ``ldr`` + 3 ``strd`` per channel);
+* each tile of ``BO`` output channels then reads ``BW/2 + BO/2`` doubles
+  per input channel: 5 loads for 24 MACs (33 instructions with the loop,
+  1.375 per MAC).
+
+The copy is also what lets the output take the input's place in the arena:
+a column tile's outputs are written (through the sink, the fused epilogue
+applied in registers) only after all of its inputs have been copied, as
+the staged order of :mod:`.nn_conv` guaranteed with a local array of
+outputs and a second pass over it -- which this nest no longer needs.
+Every output keeps the summation order of :mod:`.nn_conv` (input channel
+by input channel, from the bias when :func:`~.nn_conv._with_bias` moved
+it there, else from 0), so its results equal the plain tile's bit for bit.
+
+An odd-sized column tile stores its last input with a 0 as the pair's
+second half, which no tile reads.  The local array is ``C * BW`` floats on
+the stack (at most :data:`STAGE_BYTES`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.dtype import DType
+from ...kernel import ir as K
+from ..registry import LowerContext, Sink
+from .common import mac
+from .nn_conv import Axis, ConvGeometry, column_tiles, decl_index, iadd, idx, imul
+from .tuning import current as current_tuning
+
+__all__ = ["applicable", "pointwise_pairs", "BW", "BO", "STAGE_BYTES"]
+
+F32, F64 = DType.FLOAT32, DType.FLOAT64
+#: positions (columns) and output channels of a register tile: 24
+#: accumulators, 3 + 2 pair loads per input channel
+BW, BO = 6, 4
+#: bytes of the local copy of a column tile's inputs, at most
+STAGE_BYTES = 6144
+
+
+def applicable(cv: ConvGeometry, h: Axis, w: Axis, weight: np.ndarray | None) -> bool:
+    """A float32 channels-first pointwise convolution with a constant,
+    finite weight, under a scalar tuning with ``fmaf`` (module note)."""
+    tuning = current_tuning()
+    pointwise = all(a.kernel == 1 and a.stride == 1 and a.pad == 0 and a.dilation == 1
+                    and a.out == a.size for a in (h, w))
+    return (not tuning.simd and tuning.fma and pointwise and weight is not None
+            and weight.dtype == np.float32 and bool(np.all(np.isfinite(weight)))
+            and cv.acc is F32 and cv.out_dtype is F32 and cv.data.value.dtype is F32
+            and not cv.transposed and cv.groups == 1 and cv.o % BO == 0
+            and cv.data.layout in ("NCHW", "NCW") and cv.out_layout in ("NCHW", "NCW")
+            and cv.c * BW * F32.itemsize <= STAGE_BYTES)
+
+
+def _weight_pairs(cv: ConvGeometry, weight: np.ndarray) -> np.ndarray:
+    """``W`` as ``[O/BO][C][BO/2]`` float64 values, each two float32 weights."""
+    layout = cv.weight.layout
+    w2 = np.moveaxis(weight, [layout.index("O"), layout.index("I")], [0, 1])
+    w2 = np.ascontiguousarray(w2).reshape(cv.o, cv.c)
+    tiles = w2.reshape(cv.o // BO, BO, cv.c).transpose(0, 2, 1)
+    return np.ascontiguousarray(tiles, dtype=np.float32).view(np.float64)
+
+
+def pointwise_pairs(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
+                    weight: np.ndarray) -> K.Stmt:
+    """The nest of the module note."""
+    table = ctx.constant_table(_weight_pairs(cv, weight), F64).buffer
+    assert table is not None
+    hw = h.out * w.out
+    xs = K.Buffer(ctx.fresh("xs"), F64, (cv.c * BW // 2,), K.BufferScope.LOCAL)
+    n = ctx.index_var("n")
+
+    def x_at(c: K.Expr, p: K.Expr) -> K.Expr:
+        buf = cv.data.buffer
+        if buf is not None:
+            return K.load(buf, iadd(imul(iadd(imul(n, cv.c), c), hw), p))
+        return cv.data.at({"N": n, "C": c, "H": K.div(p, idx(w.out)), "W": K.mod(p, idx(w.out))})
+
+    def column_tile(p0: K.Expr, size: int) -> K.Stmt:
+        c = ctx.index_var("c")
+        copies = []
+        for k in range((size + 1) // 2):
+            a = x_at(c, iadd(p0, 2 * k))
+            b = x_at(c, iadd(p0, 2 * k + 1)) if 2 * k + 1 < size else K.Const(0.0, F32)
+            copies.append(K.store(xs, iadd(imul(c, BW // 2), k),
+                                  K.call("aot_pack2_f32", [a, b], F64)))
+        ot = ctx.index_var("ot")
+        return K.block(K.for_range(c, cv.c, K.block(*copies)),
+                       K.for_range(ot, cv.o // BO, channel_tile(ot, p0, size)))
+
+    def channel_tile(ot: K.Var, p0: K.Expr, size: int) -> K.Stmt:
+        o0 = imul(ot, BO)
+        accs = [[ctx.scalar("acc", F32) for _ in range(size)] for _ in range(BO)]
+        stmts: list[K.Stmt] = []
+        for i in range(BO):
+            start = K.Const(0.0, F32) if cv.bias is None else cv.bias(iadd(o0, i))
+            stmts += [K.Decl(a, start) for a in accs[i]]
+        c = ctx.index_var("c")
+        body: list[K.Stmt] = []
+        xv: list[K.Expr] = []
+        for k in range((size + 1) // 2):
+            d = ctx.scalar("xd", F64)
+            body.append(K.Decl(d, K.load(xs, iadd(imul(c, BW // 2), k))))
+            xv += [K.call("aot_lo_f32", [d], F32), K.call("aot_hi_f32", [d], F32)]
+        wv: list[K.Expr] = []
+        for k in range(BO // 2):
+            d = ctx.scalar("wd", F64)
+            body.append(K.Decl(d, K.load(table, iadd(imul(iadd(imul(ot, cv.c), c), BO // 2), k))))
+            wv += [K.call("aot_lo_f32", [d], F32), K.call("aot_hi_f32", [d], F32)]
+        xs_ = []
+        for j in range(size):
+            v = ctx.scalar("x", F32)
+            body.append(K.Decl(v, xv[j]))
+            xs_.append(v)
+        ws_ = []
+        for i in range(BO):
+            v = ctx.scalar("w", F32)
+            body.append(K.Decl(v, wv[i]))
+            ws_.append(v)
+        for i in range(BO):
+            for j in range(size):
+                body.append(K.Assign(accs[i][j], mac(accs[i][j], xs_[j], ws_[i])))
+        stmts.append(K.for_range(c, cv.c, K.block(*body)))
+        for i in range(BO):
+            for j in range(size):
+                p = iadd(p0, j)
+                index = {"N": n, "C": iadd(o0, i), "H": K.div(p, idx(w.out)),
+                         "W": K.mod(p, idx(w.out))}
+                stmts.append(sink(tuple(idx(index[ch]) for ch in cv.out_layout),
+                                  K.cast(cv.out_dtype, accs[i][j])))
+        return K.block(*stmts)
+
+    tiles: list[K.Stmt] = []
+    start = 0
+    for size, count in column_tiles(hw, BW):
+        t = ctx.index_var("pt")
+        d0, p0 = decl_index(ctx, "p", iadd(imul(t, size), start))
+        decls: list[K.Stmt] = [d0] if d0 is not None else []
+        tiles.append(K.for_range(t, count, K.block(*decls, column_tile(p0, size))))
+        start += size * count
+    return K.for_range(n, cv.n, K.block(*tiles))
