@@ -57,6 +57,8 @@ F32, F64 = DType.FLOAT32, DType.FLOAT64
 #: positions (columns) and output channels of a register tile: 24
 #: accumulators, 3 + 2 pair loads per input channel
 BW, BO = 6, 4
+#: input channels per step of the copy loop (when they divide the channels)
+COPY_CHANNELS = 4
 #: bytes of the local copy of a column tile's inputs, at most
 STAGE_BYTES = 6144
 
@@ -101,14 +103,17 @@ def pointwise_pairs(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink:
 
     def column_tile(p0: K.Expr, size: int) -> K.Stmt:
         c = ctx.index_var("c")
+        step = COPY_CHANNELS if cv.c % COPY_CHANNELS == 0 else 1
         copies = []
-        for k in range((size + 1) // 2):
-            a = x_at(c, iadd(p0, 2 * k))
-            b = x_at(c, iadd(p0, 2 * k + 1)) if 2 * k + 1 < size else K.Const(0.0, F32)
-            copies.append(K.store(xs, iadd(imul(c, BW // 2), k),
-                                  K.call("aot_pack2_f32", [a, b], F64)))
+        for r in range(step):
+            ch = iadd(imul(c, step), r)
+            for k in range((size + 1) // 2):
+                a = x_at(ch, iadd(p0, 2 * k))
+                b = x_at(ch, iadd(p0, 2 * k + 1)) if 2 * k + 1 < size else K.Const(0.0, F32)
+                copies.append(K.store(xs, iadd(imul(ch, BW // 2), k),
+                                      K.call("aot_pack2_f32", [a, b], F64)))
         ot = ctx.index_var("ot")
-        return K.block(K.for_range(c, cv.c, K.block(*copies)),
+        return K.block(K.for_range(c, cv.c // step, K.block(*copies)),
                        K.for_range(ot, cv.o // BO, channel_tile(ot, p0, size)))
 
     def channel_tile(ot: K.Var, p0: K.Expr, size: int) -> K.Stmt:
