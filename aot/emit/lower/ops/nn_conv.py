@@ -173,7 +173,11 @@ MAX_TILE_CHANNELS = {DType.FLOAT32: 4, I32: 2, DType.FLOAT64: 2, DType.INT64: 2}
 #: 4x6 tile's 6 columns read 13 inputs per kernel row at stride 2 and the
 #: accumulators spill (Cortex-M4F -O2, ResNet-8's stride-2 3x3 layer: 1.77
 #: -> 1.71 instructions per MAC; DS-CNN's 10x4 stride-2 first layer 1.86
-#: -> 1.67, its 4 columns' 4 taps now unrolled)
+#: -> 1.67, its 4 columns' 4 taps now unrolled).  A layer with one input
+#: channel per group whose rows have at most one column more takes each
+#: row as one tile: the weights are most of its loads (DS-CNN's first
+#: layer, 5 columns: tiles of 3 and 2 columns -> one of 5, 522,895 ->
+#: 476,679 instructions)
 STRIDED_COLUMNS = 4
 #: columns of a channels-first depthwise float32 tile (one channel): 16
 #: accumulators leave too few registers for the 18 input values of a 3x3
@@ -1206,7 +1210,8 @@ def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: S
         assert weight is not None
         return nn_conv_pointwise.pointwise_pairs(ctx, cv, h, w, sink, weight)
     max_bw = _max_columns(cv)
-    if w.stride > 1 and cv.acc is DType.FLOAT32 and _tile_channels(cv) > 1:
+    if w.stride > 1 and cv.acc is DType.FLOAT32 and _tile_channels(cv) > 1 \
+            and not (cv.cg == 1 and w.out <= STRIDED_COLUMNS + 1):
         max_bw = min(max_bw, STRIDED_COLUMNS)
     staged = _stageable(cv, h, w, max_bw)
     if _flattenable(cv, h, w, max_bw):
