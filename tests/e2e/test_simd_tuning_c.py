@@ -32,6 +32,7 @@ LAYERS = [
     ((2, 1, 13, 6), (4, 1, 4, 3), "strides=[2, 2], padding=[2, 1, 1, 1]", "relu"),
     ((1, 4, 3, 3), (36, 4, 3, 3), "padding=[1, 1]", "relu"),   # channels > positions
     ((1, 8, 3, 3), (32, 8, 1, 1), "", "clip"),                 # the channel form
+    ((1, 6, 5, 5), (8, 6, 1, 1), "", "relu"),                  # 6 channels: copied one by one
     ((1, 4, 4, 4), (16, 4, 3, 3), "strides=[2, 2], padding=[1, 1]", "relu"),
     ((1, 40), (37, 40), None, "relu"),                          # dense
     ((3, 9), (70, 9), None, None),                              # dense, batch 3

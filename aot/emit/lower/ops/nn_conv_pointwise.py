@@ -42,6 +42,8 @@ the stack (at most :data:`STAGE_BYTES`).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ....ir.dtype import DType
@@ -89,34 +91,76 @@ def _weight_pairs(cv: ConvGeometry, weight: np.ndarray) -> np.ndarray:
 def pointwise_pairs(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
                     weight: np.ndarray) -> K.Stmt:
     """The nest of the module note."""
-    table = ctx.constant_table(_weight_pairs(cv, weight), F64).buffer
-    assert table is not None
-    hw = h.out * w.out
-    xs = K.Buffer(ctx.fresh("xs"), F64, (cv.c * BW // 2,), K.BufferScope.LOCAL)
-    n = ctx.index_var("n")
+    return _Pairs(ctx, cv, w, sink, weight).nest(h.out * w.out)
 
-    def x_at(c: K.Expr, p: K.Expr) -> K.Expr:
-        buf = cv.data.buffer
+
+def _pairs(ctx: LowerContext, buf: K.Buffer, at: Callable[[int], K.Expr], count: int,
+           base: str, body: list[K.Stmt]) -> list[K.Expr]:
+    """The ``2 * count`` floats of the doubles ``buf[at(k)]``, ``k <
+    count``: each double declared once in ``body``, then split."""
+    out: list[K.Expr] = []
+    for k in range(count):
+        d = ctx.scalar(base, F64)
+        body.append(K.Decl(d, K.load(buf, at(k))))
+        out += [K.call("aot_lo_f32", [d], F32), K.call("aot_hi_f32", [d], F32)]
+    return out
+
+
+class _Pairs:
+    """One pointwise convolution's pair-loading nest."""
+
+    def __init__(self, ctx: LowerContext, cv: ConvGeometry, w: Axis, sink: Sink,
+                 weight: np.ndarray) -> None:
+        self.ctx, self.cv, self.width, self.sink = ctx, cv, w.out, sink
+        table = ctx.constant_table(_weight_pairs(cv, weight), F64).buffer
+        assert table is not None
+        self.table = table
+        self.xs = K.Buffer(ctx.fresh("xs"), F64, (cv.c * BW // 2,), K.BufferScope.LOCAL)
+        self.n = ctx.index_var("n")
+
+    def nest(self, positions: int) -> K.Stmt:
+        tiles: list[K.Stmt] = []
+        start = 0
+        for size, count in column_tiles(positions, BW):
+            t = self.ctx.index_var("pt")
+            d0, p0 = decl_index(self.ctx, "p", iadd(imul(t, size), start))
+            decls: list[K.Stmt] = [d0] if d0 is not None else []
+            tiles.append(K.for_range(t, count, K.block(*decls, self.column_tile(p0, size))))
+            start += size * count
+        return K.for_range(self.n, self.cv.n, K.block(*tiles))
+
+    def x_at(self, c: K.Expr, p: K.Expr) -> K.Expr:
+        """Input channel ``c`` at flat position ``p``."""
+        cv, buf = self.cv, self.cv.data.buffer
         if buf is not None:
-            return K.load(buf, iadd(imul(iadd(imul(n, cv.c), c), hw), p))
-        return cv.data.at({"N": n, "C": c, "H": K.div(p, idx(w.out)), "W": K.mod(p, idx(w.out))})
+            return K.load(buf, iadd(imul(iadd(imul(self.n, cv.c), c), self.positions), p))
+        return cv.data.at({"N": self.n, "C": c, "H": K.div(p, idx(self.width)),
+                           "W": K.mod(p, idx(self.width))})
 
-    def column_tile(p0: K.Expr, size: int) -> K.Stmt:
-        c = ctx.index_var("c")
+    @property
+    def positions(self) -> int:
+        return int(np.prod(self.cv.data.value.shape[2:]))
+
+    def column_tile(self, p0: K.Expr, size: int) -> K.Stmt:
+        """The copy of the column tile's inputs, then its channel tiles."""
+        cv, c = self.cv, self.ctx.index_var("c")
         step = COPY_CHANNELS if cv.c % COPY_CHANNELS == 0 else 1
         copies = []
         for r in range(step):
             ch = iadd(imul(c, step), r)
             for k in range((size + 1) // 2):
-                a = x_at(ch, iadd(p0, 2 * k))
-                b = x_at(ch, iadd(p0, 2 * k + 1)) if 2 * k + 1 < size else K.Const(0.0, F32)
-                copies.append(K.store(xs, iadd(imul(ch, BW // 2), k),
+                a = self.x_at(ch, iadd(p0, 2 * k))
+                b = self.x_at(ch, iadd(p0, 2 * k + 1)) if 2 * k + 1 < size else K.Const(0.0, F32)
+                copies.append(K.store(self.xs, iadd(imul(ch, BW // 2), k),
                                       K.call("aot_pack2_f32", [a, b], F64)))
-        ot = ctx.index_var("ot")
+        ot = self.ctx.index_var("ot")
         return K.block(K.for_range(c, cv.c // step, K.block(*copies)),
-                       K.for_range(ot, cv.o // BO, channel_tile(ot, p0, size)))
+                       K.for_range(ot, cv.o // BO, self.channel_tile(ot, p0, size)))
 
-    def channel_tile(ot: K.Var, p0: K.Expr, size: int) -> K.Stmt:
+    def channel_tile(self, ot: K.Var, p0: K.Expr, size: int) -> K.Stmt:
+        """``BO`` output channels x ``size`` positions: accumulators from
+        the bias, the reduction over the input channels, the sink."""
+        ctx, cv = self.ctx, self.cv
         o0 = imul(ot, BO)
         accs = [[ctx.scalar("acc", F32) for _ in range(size)] for _ in range(BO)]
         stmts: list[K.Stmt] = []
@@ -125,45 +169,21 @@ def pointwise_pairs(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink:
             stmts += [K.Decl(a, start) for a in accs[i]]
         c = ctx.index_var("c")
         body: list[K.Stmt] = []
-        xv: list[K.Expr] = []
-        for k in range((size + 1) // 2):
-            d = ctx.scalar("xd", F64)
-            body.append(K.Decl(d, K.load(xs, iadd(imul(c, BW // 2), k))))
-            xv += [K.call("aot_lo_f32", [d], F32), K.call("aot_hi_f32", [d], F32)]
-        wv: list[K.Expr] = []
-        for k in range(BO // 2):
-            d = ctx.scalar("wd", F64)
-            body.append(K.Decl(d, K.load(table, iadd(imul(iadd(imul(ot, cv.c), c), BO // 2), k))))
-            wv += [K.call("aot_lo_f32", [d], F32), K.call("aot_hi_f32", [d], F32)]
-        xs_ = []
-        for j in range(size):
-            v = ctx.scalar("x", F32)
-            body.append(K.Decl(v, xv[j]))
-            xs_.append(v)
-        ws_ = []
-        for i in range(BO):
-            v = ctx.scalar("w", F32)
-            body.append(K.Decl(v, wv[i]))
-            ws_.append(v)
-        for i in range(BO):
-            for j in range(size):
-                body.append(K.Assign(accs[i][j], mac(accs[i][j], xs_[j], ws_[i])))
+        xv = _pairs(ctx, self.xs, lambda k: iadd(imul(c, BW // 2), k), (size + 1) // 2, "xd",
+                    body)
+        wv = _pairs(ctx, self.table, lambda k: iadd(imul(iadd(imul(ot, cv.c), c), BO // 2), k),
+                    BO // 2, "wd", body)
+        xs_ = [ctx.scalar("x", F32) for _ in range(size)]
+        ws_ = [ctx.scalar("w", F32) for _ in range(BO)]
+        body += [K.Decl(v, e) for v, e in zip(xs_, xv)] + [K.Decl(v, e) for v, e in zip(ws_, wv)]
+        body += [K.Assign(accs[i][j], mac(accs[i][j], xs_[j], ws_[i]))
+                 for i in range(BO) for j in range(size)]
         stmts.append(K.for_range(c, cv.c, K.block(*body)))
         for i in range(BO):
             for j in range(size):
                 p = iadd(p0, j)
-                index = {"N": n, "C": iadd(o0, i), "H": K.div(p, idx(w.out)),
-                         "W": K.mod(p, idx(w.out))}
-                stmts.append(sink(tuple(idx(index[ch]) for ch in cv.out_layout),
-                                  K.cast(cv.out_dtype, accs[i][j])))
+                index = {"N": self.n, "C": iadd(o0, i), "H": K.div(p, idx(self.width)),
+                         "W": K.mod(p, idx(self.width))}
+                stmts.append(self.sink(tuple(idx(index[ch]) for ch in cv.out_layout),
+                                       K.cast(cv.out_dtype, accs[i][j])))
         return K.block(*stmts)
-
-    tiles: list[K.Stmt] = []
-    start = 0
-    for size, count in column_tiles(hw, BW):
-        t = ctx.index_var("pt")
-        d0, p0 = decl_index(ctx, "p", iadd(imul(t, size), start))
-        decls: list[K.Stmt] = [d0] if d0 is not None else []
-        tiles.append(K.for_range(t, count, K.block(*decls, column_tile(p0, size))))
-        start += size * count
-    return K.for_range(n, cv.n, K.block(*tiles))
