@@ -90,7 +90,10 @@ instruction counts on a Cortex-M4F: float32 4x6, int32 2x4).
   input again, so no byte of it dies before the last tile.
 
 **Tuning.**  These are the ``scalar`` tuning's nests (the default, for a
-scalar FPU such as a Cortex-M4F).  Under the ``simd`` tuning
+scalar FPU such as a Cortex-M4F); its float32 pointwise layers with a
+constant weight take the pair-loading tiles of :mod:`.nn_conv_pointwise`
+instead of the staged order, and float32 accumulators start from a fused
+bias (:func:`_with_bias`).  Under the ``simd`` tuning
 (:mod:`.tuning`) forward float32 convolutions with a constant, finite
 weight take the vectorisable nests of :mod:`.nn_conv_simd` instead.
 
