@@ -132,7 +132,7 @@ class _Pairs:
     def x_at(self, c: K.Expr, p: K.Expr) -> K.Expr:
         """Input channel ``c`` at flat position ``p``."""
         cv, buf = self.cv, self.cv.data.buffer
-        if buf is not None:
+        if buf is not None and buf.dtype is F32:
             return K.load(buf, iadd(imul(iadd(imul(self.n, cv.c), c), self.positions), p))
         return cv.data.at({"N": self.n, "C": c, "H": K.div(p, idx(self.width)),
                            "W": K.mod(p, idx(self.width))})
