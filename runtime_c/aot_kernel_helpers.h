@@ -206,25 +206,25 @@ static inline float aot_round_even_f32(float x) { return nearbyintf(x); }
 /* Two floats as one double's bytes (C99 TC3 6.5.2.3p3, footnote 82: a union
  * member read reinterprets the bytes last stored through another member).
  * Register tiles read float pairs from 8-byte aligned double tables and
- * local arrays with them: gcc loads both halves with one vldr.64 / ldrd. */
-typedef union { float f[2]; double d; } aot_f32x2_;
-typedef char aot_f32x2_size_[sizeof(double) == 2 * sizeof(float) ? 1 : -1];
+ * local arrays with them: gcc loads both halves with one vldr.64 / ldrd.
+ * A model using them has a float64 table, whose representation check
+ * refuses to compile where double is not binary64 (8 bytes). */
 static inline double aot_pack2_f32(float a, float b)
 {
-    aot_f32x2_ u;
+    union { float f[2]; double d; } u;
     u.f[0] = a;
     u.f[1] = b;
     return u.d;
 }
 static inline float aot_lo_f32(double d)
 {
-    aot_f32x2_ u;
+    union { float f[2]; double d; } u;
     u.d = d;
     return u.f[0];
 }
 static inline float aot_hi_f32(double d)
 {
-    aot_f32x2_ u;
+    union { float f[2]; double d; } u;
     u.d = d;
     return u.f[1];
 }
