@@ -43,11 +43,12 @@ def f32(*shape: int) -> np.ndarray:
 def compiled_matches(m: onnx.ModelProto, feeds: dict[str, np.ndarray], name: str,
                      loop: bool = True) -> None:
     """``aot.compile`` + ``aot.load`` computes what onnxruntime does; a
-    loop over tensors compiles over the static arena (no object pool)."""
+    loop (or, with ``loop`` False, an ``if``) over tensors compiles over
+    the static arena (no object pool)."""
     want = run_ort(m, feeds)
     art = aot.compile(aot.from_onnx(m), tempfile.mkdtemp(), name=name)
-    if loop:
-        assert art.metadata["pool_bytes"] == 0 and art.metadata.get("loops")
+    assert art.metadata["pool_bytes"] == 0
+    assert art.metadata.get("loops" if loop else "branches")
     fn = aot.load(art)
     got = fn(*feeds.values())
     got = list(got) if isinstance(got, tuple) else [got]
