@@ -36,7 +36,7 @@ condition whose branches differentiate their branch on its own (a nested
 tape seeded with the ``if``'s adjoint, the branch's forward recomputed
 there) and give the adjoints of the values from outside the ``if`` that
 either branch reads (zeros where that branch reads none).  So the result
-is still a dataflow program with static ``if``\ s, which the C backend
+is still a dataflow program with static ``if`` expressions, which the C backend
 compiles over its arena (:mod:`aot.emit.lower.static_if`) -- at the price
 of the taken branch's forward computed twice.
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import aot
+from tests.cases.if_programs import IF_PROGRAM, if_args
 from aot.compiler import plan
 from aot.ir.dtype import DType
 from aot.emit.plan.model import ArgKind, BranchSpan
@@ -119,3 +120,19 @@ def test_verifier_rejects_a_corrupted_branch_plan() -> None:
     calls = (*model.calls[:k], dataclasses.replace(call, args=args), *model.calls[k + 1:])
     with pytest.raises(AssertionError, match="only its"):
         verify_model_plan(dataclasses.replace(model, calls=calls))
+
+
+def test_gradient_of_an_if_compiles_without_a_pool() -> None:
+    """First-order gradients of ``if`` are ``if``\\ s of the branches'
+    tapes: static ifs, compiled on the arena; C equals the interpreter
+    (which equals central differences, tests/passes/test_gradient.py)."""
+    grad = aot.gradient(aot.parse(IF_PROGRAM))
+    model = plan(grad, "gif")
+    assert model.program is None and model.pool_bytes == 0 and len(model.branches) >= 2
+    fn = aot.load(aot.compile(grad, tempfile.mkdtemp(prefix="aot-gif-"), name="gif"))
+    for case in (0, 1, 2):
+        args = if_args(case)
+        (r, gs), (wr, ws) = fn(*args), aot.interpret(grad, *args)
+        np.testing.assert_allclose(r, wr, rtol=1e-12)
+        for g, w in zip(gs, ws):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import aot
+from tests.cases.if_programs import IF_PROGRAM, if_args
 from aot import builder as B
 from aot.diagnostics import DiagnosticError
 from aot.passes.manager import PassContext, get_pass
@@ -42,26 +43,6 @@ def central_differences(mod: aot.IRModule, args: list[np.ndarray],
             g[idx] = (np.sum(aot.interpret(mod, *up)) - np.sum(aot.interpret(mod, *down))) / (2 * eps)
         out.append(g)
     return out
-
-
-#: ``if`` in first-order mode: a tuple-valued if, a nested one, a value
-#: both branches read, a branch giving a parameter as it is
-IF_PROGRAM = """
-def @main(%x: Tensor[(3), float64], %y: Tensor[(3), float64], %k: int32) {
-  let %e = exp(%x);
-  let %p = if (sum(%x) > 0f64) {
-    (%e * %y, sin(%y))
-  } else {
-    if (%k > 1) { (%e + %y, %y) } else { (%e, %x * %x) }
-  };
-  sum(%p.0 * %p.1) + sum(%e)
-}
-"""
-
-
-def if_args(case: int) -> list[np.ndarray]:
-    x = np.array([0.3, -0.2, 0.4]) * (1 if case == 0 else -1)
-    return [x, np.array([0.7, -1.1, 0.5]), np.array(case, np.int32)]
 
 
 def mlp_args(rng: np.random.Generator) -> list[np.ndarray]:

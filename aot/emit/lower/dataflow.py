@@ -767,7 +767,7 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         for pos in step.inplace:
             src = step.inputs[pos]
             out = step.outputs[0]
-            if (src.key in start and end[src.key] == k and out.key in start and
+            if (src.key in start and end[src.key] == k and start.get(out.key) == k and
                     sizes[out.key] <= sizes[src.key] and src.key != out.key):
                 whole.append(InPlace(out.key, src.key))
     kernels = {k.name: k for k in b.kernels}
