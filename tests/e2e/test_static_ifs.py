@@ -136,3 +136,15 @@ def test_gradient_of_an_if_compiles_without_a_pool() -> None:
         np.testing.assert_allclose(r, wr, rtol=1e-12)
         for g, w in zip(gs, ws):
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_host_profile_of_a_branch_is_refused() -> None:
+    """Per-call host timings assume each call runs once; calls in a branch
+    may not run at all."""
+    from aot.diagnostics import DiagnosticError
+    from aot.profiler import profile_module
+
+    mod = aot.parse("""
+    def @main(%x: Tensor[(4), float32], %c: bool) { if (%c) { exp(%x) } else { log(%x) } }""")
+    with pytest.raises(DiagnosticError, match="has loops or branches"):
+        profile_module(mod, target="host", name="sifs_prof")

@@ -74,6 +74,7 @@ def branch_contexts(order: Sequence[Expr]) -> dict[int, Context]:
         here = ctx.setdefault(id(node), ())
         if isinstance(node, Function):
             continue
+        subs: tuple[tuple[Expr, Context], ...]
         if isinstance(node, If):
             subs = ((node.cond, here), (node.true_branch, here + ((id(node), True),)),
                     (node.false_branch, here + ((id(node), False),)))

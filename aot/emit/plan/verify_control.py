@@ -28,7 +28,8 @@ _Key = tuple[ArgKind, int, int, DType, int]
 def check_control(plan: ModelPlan, fail: Callable[[str], None]) -> None:
     """The plan's loops and branches (``fail`` raises)."""
     n = len(plan.calls)
-    for sp in (*plan.loops, *plan.branches):
+    spans: list[_Span] = [*plan.loops, *plan.branches]
+    for sp in spans:
         what = _name(sp)
         if isinstance(sp, LoopSpan):
             if not 0 <= sp.begin <= sp.test <= sp.end <= n:
@@ -41,7 +42,6 @@ def check_control(plan: ModelPlan, fail: Callable[[str], None]) -> None:
         if ref.kind is ArgKind.ARENA and (ref.offset < 0 or ref.offset % ARENA_ALIGNMENT or
                                           ref.offset + 1 > plan.arena_bytes):
             fail(f"{what} tests arena byte {ref.offset}, misaligned or outside the arena")
-    spans: list[_Span] = [*plan.loops, *plan.branches]
     for a in spans:
         for b in spans:
             if a is not b and not _apart_or_nested(a, b) and not _apart_or_nested(b, a):
@@ -90,7 +90,8 @@ def _check_results(plan: ModelPlan, fail: Callable[[str], None]) -> None:
         writes.append(w)
         reads.append({_key(r) for r, p in zip(call.args, kernel.params)
                       if p.name not in stored})
-    for sp in (*plan.loops, *plan.branches):   # a test reads its condition
+    spans: list[_Span] = [*plan.loops, *plan.branches]
+    for sp in spans:                             # a test reads its condition
         reads[min(_cuts(sp) if isinstance(sp, LoopSpan) else sp.begin, len(plan.calls) - 1)
               ].add(_key(sp.cond))
     outputs = {_key(BufferRef(ArgKind.OUTPUT, t.dtype, _size(t.shape), index=i))
