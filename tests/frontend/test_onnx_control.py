@@ -46,9 +46,11 @@ def compiled_matches(m: onnx.ModelProto, feeds: dict[str, np.ndarray], name: str
     loop (or, with ``loop`` False, an ``if``) over tensors compiles over
     the static arena (no object pool)."""
     want = run_ort(m, feeds)
-    art = aot.compile(aot.from_onnx(m), tempfile.mkdtemp(), name=name)
+    art = aot.compile(aot.from_onnx(m), tempfile.mkdtemp(), name=name, memory_report=True)
     assert art.metadata["pool_bytes"] == 0
     assert art.metadata.get("loops" if loop else "branches")
+    report = (art.root / "memory.txt").read_text()
+    assert "object pool" not in report and ("branch" in report) != loop
     fn = aot.load(art)
     got = fn(*feeds.values())
     got = list(got) if isinstance(got, tuple) else [got]

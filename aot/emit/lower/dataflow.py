@@ -28,7 +28,12 @@ prints:
    elementwise kernel over its input only, see
    :mod:`aot.emit.lower.group`) next to that.
 
-Programs this dataflow backend does not compile (control flow, ADTs,
+5. **Control flow.**  A static loop (:mod:`.static_loop`) is a span of
+   steps that repeats; a static ``if`` (:mod:`.static_if`) two spans, one
+   per branch, writing the same result buffers.  Both are spans of the one
+   linear order of steps the planner sees.
+
+Programs this dataflow backend does not compile (other control flow, ADTs,
 closures, references: the whole-language backend's job) are rejected with
 a diagnostic at the offending node.
 """
