@@ -48,8 +48,8 @@ def verify_model_plan(plan: ModelPlan) -> None:
     if plan.program is not None:
         return                   # kernels are called from the program's functions
     _check_output_tree(plan)
-    check_control(plan, lambda message: _fail(plan, message))
     used_constants = _check_calls(plan)
+    check_control(plan, lambda message: _fail(plan, message))
     known = {f"{plan.name}_{c.symbol}" for c in plan.constants}
     if not used_constants <= known:
         _fail(plan, f"kernels read undefined constant tables {sorted(used_constants - known)}")
