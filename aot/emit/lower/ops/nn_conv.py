@@ -89,6 +89,12 @@ instruction counts on a Cortex-M4F: float32 4x6, int32 2x4).
   this loop nest).  In the plain order each channel tile reads the whole
   input again, so no byte of it dies before the last tile.
 
+**Computed weights.**  A weight read through a fused prologue (a
+weight-only quantized weight's unpack, zero point and scale, a cast, a
+layout change) is converted once per channel tile into a local array the
+tile reads instead (:mod:`.nn_conv_wstage`, forward convolutions; channel
+tiles then run outermost).
+
 **Tuning.**  These are the ``scalar`` tuning's nests (the default, for a
 scalar FPU such as a Cortex-M4F).  Under the ``simd`` tuning
 (:mod:`.tuning`) forward float32 convolutions with a constant, finite
