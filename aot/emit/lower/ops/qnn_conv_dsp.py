@@ -146,11 +146,34 @@ class _Geometry:
         return self.oh * self.ow
 
 
-def _pairs(g: _Geometry) -> tuple[bool, list[tuple[Elem, Elem]]]:
+def _row_words(g: _Geometry, dtype: DType) -> bool:
+    """Whether a window paired in flattened order is copied a window row
+    at a time (see :meth:`_Conv.row_words_copy`): rows of 3 or 4 adjacent
+    int8 bytes."""
+    return g.kw in (3, 4) and g.dilation[1] == 1 and g.width >= 4 and dtype is DType.INT8
+
+
+def _pairs(g: _Geometry, rows: bool = False) -> tuple[bool, list[tuple[Elem, Elem]]]:
     """Whether the window is paired in flattened order (unrolled copy), and
-    the pairs of reduction elements of the patch words, in order."""
+    the pairs of reduction elements of the patch words, in order.  With
+    ``rows`` (a small window whose rows are 3 or 4 bytes, see
+    :meth:`_Conv.row_words_copy`) the pairs of a window row are its columns
+    ``(0, 2)`` (and ``(1, 3)`` for 4 columns); the middle columns of 3-column
+    rows pair up across consecutive rows (the last alone)."""
     size = g.chans * g.kh * g.kw
     if size <= UNROLLED and g.chans % 2:
+        if rows:
+            out: list[tuple[Elem, Elem]] = []
+            middles: list[Elem] = []
+            for c in range(g.chans):
+                for r in range(g.kh):
+                    out.append(((c, r, 0), (c, r, 2)))
+                    if g.kw == 4:
+                        out.append(((c, r, 1), (c, r, 3)))
+                    else:
+                        middles.append((c, r, 1))
+            middles += [None] * (len(middles) % 2)
+            return True, out + [(middles[i], middles[i + 1]) for i in range(0, len(middles), 2)]
         flat: list[Elem] = [(c, r, s) for c in range(g.chans) for r in range(g.kh)
                             for s in range(g.kw)]
         flat += [None] * (len(flat) % 2)
@@ -195,7 +218,8 @@ def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
         return None
     w = np.asarray(weight.constant).astype(np.int64)
     zx = int(np.asarray(in_zp.constant).reshape(-1)[0])
-    unrolled, pairs = _pairs(g)
+    rows = data.buffer is not None and _row_words(g, data.dtype)
+    unrolled, pairs = _pairs(g, rows)
     table = ctx.constant_table(_packed_weight(w, pairs), U32)
     init = None
     sink = sinks[0]
@@ -208,16 +232,18 @@ def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
     if table.buffer is None or (init is not None and init.buffer is None):
         return None
     patch = ctx.scratch(U32, (P_T * len(pairs),), "patch")
-    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sink).nest()
+    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sink,
+                 rows and unrolled).nest()
 
 
 class _Conv:
     def __init__(self, ctx: LowerContext, g: _Geometry, data: TensorValue, wbuf: K.Buffer,
                  init: TensorValue | None, patch: K.Buffer, zx: int, unrolled: bool,
-                 pairs: list[tuple[Elem, Elem]], sink: Sink) -> None:
+                 pairs: list[tuple[Elem, Elem]], sink: Sink, rows: bool = False) -> None:
         self.ctx, self.g, self.data, self.wbuf, self.init = ctx, g, data, wbuf, init
         self.patch, self.zx, self.unrolled, self.pairs, self.sink = (patch, zx, unrolled,
                                                                      pairs, sink)
+        self.rows = rows
         self.kp = len(pairs)
         self.n = ctx.index_var("n")
 
@@ -355,19 +381,70 @@ class _Conv:
                       ) -> tuple[K.Expr, list[K.Stmt]] | None:
         """For a window paired in flattened order: the copy without bounds
         tests when every tap of every position of the tile is inside the
-        input (most positions of a first layer), with its condition."""
+        input (most positions of a first layer), with its condition (with
+        row words, the fourth byte of each 3-column window row too)."""
         if not self.unrolled:
             return None
+        last = 3 if self.rows else self.g.kw - 1
         tests = [t for p in pos for t in (self._inside(p, 0, 0),
-                                          self._inside(p, self.g.kh - 1, self.g.kw - 1))
+                                          self._inside(p, self.g.kh - 1, last))
                  if t is not None]
         if not tests:
             return None
         cond = tests[0]
         for t in tests[1:]:
             cond = K.logical_and(cond, t)
-        return cond, [st for j, p in enumerate(pos)
-                      for st in self._copy_unrolled(j * self.kp, p, checked=False)]
+        copy = self.row_words_copy if self.rows else \
+            (lambda base, p: self._copy_unrolled(base, p, checked=False))
+        return cond, [st for j, p in enumerate(pos) for st in copy(j * self.kp, p)]
+
+    def row_words_copy(self, base: int, pos: tuple[K.Var, K.Var]) -> list[K.Stmt]:
+        """The patch words of one position whose window is inside the input
+        (and, for 3 columns, the byte after each window row too), from one
+        4-byte word per window row: ``SXTB16`` of the word ``(x0 x1 x2 x3)``
+        is the pair of columns 0 and 2, of the word rotated by 8 bits that
+        of columns 1 and 3.  A 3-column row's middle byte pairs with the
+        next row's: ``SXTB16`` of ``(a >> 8) & 0xFFFF | (b << 8) &
+        0xFFFF0000`` (one ``PKHBT``); the last one alone, with a don't-care
+        high half (its weight is 0).  MobileNet's 3-channel 3x3 window: 9
+        word loads, 14 ``SXTB16`` and 4 packs for 14 words, where byte
+        copies take 27 loads and 13 packs."""
+        g, buf = self.g, self.data.buffer
+        assert buf is not None
+        at = {pair: base + k for k, pair in enumerate(self.pairs)}
+        oh, ow = pos
+        ih = _mul(oh, g.strides[0]) if not g.pad[0] else \
+            K.sub(_mul(oh, g.strides[0]), _i(g.pad[0]), no_wrap=True)
+        iw = _mul(ow, g.strides[1]) if not g.pad[1] else \
+            K.sub(_mul(ow, g.strides[1]), _i(g.pad[1]), no_wrap=True)
+        start = self.ctx.index_var("at")
+        out: list[K.Stmt] = [K.Decl(start, _add(K.mul(_add(_mul(self.n, g.chans * g.height), ih),
+                                                       _i(g.width), no_wrap=True), iw))]
+        middles: list[tuple[Elem, K.Var]] = []
+        for c in range(g.chans):
+            for r in range(g.kh):
+                w = self.ctx.scalar("xr", U32)
+                off = (c * g.height + r * g.dilation[0]) * g.width
+                out += [K.Decl(w, K.load(buf, _add(start, off), 4)),
+                        K.store(self.patch, _i(at[((c, r, 0), (c, r, 2))]),
+                                K.call("aot_sxtb16", [w], U32))]
+                if g.kw == 4:
+                    out.append(K.store(self.patch, _i(at[((c, r, 1), (c, r, 3))]),
+                                       K.call("aot_sxtb16", [_ror8(w)], U32)))
+                else:
+                    middles.append(((c, r, 1), w))
+        for i in range(0, len(middles), 2):
+            (ea, a), rest = middles[i], middles[i + 1:i + 2]
+            if rest:
+                (eb, b), = rest
+                word = K.bit_or(K.bit_and(K.shr(a, _u(8)), _u(0xFFFF)),
+                                K.bit_and(K.shl(b, _u(8)), _u(0xFFFF0000)))
+                out.append(K.store(self.patch, _i(at[(ea, eb)]),
+                                   K.call("aot_sxtb16", [word], U32)))
+            else:
+                out.append(K.store(self.patch, _i(at[(ea, None)]),
+                                   K.call("aot_sxtb16", [K.shr(a, _u(8))], U32)))
+        return out
 
     def _row_inside(self, oh: K.Var, r: int) -> K.Expr | None:
         g, tests = self.g, []
