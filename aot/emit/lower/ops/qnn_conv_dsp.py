@@ -73,7 +73,8 @@ bit-identical.
 
 Remainders: an output count not a multiple of the tile's ends with a
 narrower tile reading the same table; a position count not a multiple of
-the tile's ends with a shorter tile.  Requantization and the rest of the fused epilogue are the sink's.
+the tile's ends with a shorter tile.  Requantization and the rest of the
+fused epilogue are the sink's.
 
 The kernel IR spells the instruction as the runtime helper ``aot_smlad``:
 the ACLE intrinsic when the C compiler defines ``__ARM_FEATURE_DSP``, a
@@ -360,8 +361,8 @@ class _Conv:
         g = self.g
         span = (P_T - 1) * g.strides[1] + g.kw
         buf = self.data.buffer
-        if (self.p_t != P_T or self.unrolled or g.chans % 2 or span > 4 or g.dilation[1] != 1 or g.width < 4
-                or span > P_T * g.kw
+        if (self.p_t != P_T or self.unrolled or g.chans % 2 or span > 4
+                or g.dilation[1] != 1 or g.width < 4 or span > P_T * g.kw
                 or buf is None or self.data.dtype is not DType.INT8 or g.ow < 2):
             return None
         (oh, ow0), (_, ow1) = pos[0], pos[1]
