@@ -32,7 +32,11 @@ dimension is contiguous (im2col), as 16-bit values, two per word:
   MobileNet's 3-channel 3x3 one), two consecutive elements of the
   flattened ``(c, kh, kw)`` order, fully unrolled at compile time with a
   bounds test per element (no padded channel: 27 elements are 14 words,
-  not 18).  A tap outside the input (padding) holds the input zero point.
+  not 18); for int8 window rows of 3 or 4 columns, the pairs of a row's
+  columns ``(0, 2)`` and ``(1, 3)`` instead (3 columns: the middle ones
+  of consecutive rows pair up), so that a tile inside the input copies a
+  window row from one 4-byte word (:meth:`_Conv.row_words_copy`).  A tap
+  outside the input (padding) holds the input zero point.
 * **The weight** is repacked at compile time into the same pairs,
   sign-extended to 16 bits: one word ``(w[o][k0], w[o][k1])`` is one
   ``SMLAD`` operand, with no unpacking in the loop.  Words are ordered
