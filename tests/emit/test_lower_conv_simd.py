@@ -14,7 +14,7 @@ import pytest
 
 import aot
 from aot.emit.kernel import ir as K
-from aot.emit.kernel.walk import buffers_in
+from aot.emit.kernel.walk import buffers_in, walk_stmts
 from aot.emit.lower.group import lower_group
 from aot.emit.lower.ops.tuning import using
 from aot.passes.bind_params import bind_params
@@ -94,6 +94,19 @@ def test_channels_last_layouts():
     text = conv_text(xs, ws, 'padding=[1, 1], data_layout="NHWC", kernel_layout="OHWI", '
                              'out_layout="NCHW"')
     assert is_simd(check(text, sample(xs), {"w": sample(ws)}))
+
+
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 1, 11, 6), (16, 1, 4, 3), "strides=[2, 2], padding=[2, 1, 1, 1]"),      # ds-cnn stem
+    ((1, 2, 12, 7), (16, 2, 5, 3), "strides=[2, 1], dilation=[2, 1], padding=[2, 1]"),
+])
+def test_channel_form_loops_over_kernel_rows(xs, ws, attrs):
+    """More than MAX_UNROLLED_TAPS taps: the channel form loops over groups
+    of stride rows (one left over in the second case) instead of unrolling
+    every tap, and computes the same."""
+    group = check(conv_text(xs, ws, attrs), sample(xs), {"w": sample(ws)})
+    loops = [st.var.name for st in walk_stmts(group.kernel.body) if isinstance(st, K.For)]
+    assert any(name.startswith("kh") for name in loops), loops
 
 
 def test_conv1d():
