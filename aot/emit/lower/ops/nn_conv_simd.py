@@ -62,6 +62,7 @@ import numpy as np
 from ....ir.dtype import DType
 from ...kernel import ir as K
 from ..registry import LowerContext, Sink
+from . import nn_conv_depthwise_map
 from .common import mac
 from .nn_conv import Axis, ConvGeometry, iadd, idx, imul
 
@@ -190,6 +191,9 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
     if not depthwise and cv.og % CHANNEL_VECTOR == 0 and \
             padded > CHANNEL_FORM_WASTE * h.out * w.out:
         return _channel_vector_conv(ctx, cv, h, w, sink, weight, g)
+    if depthwise and padded > CHANNEL_FORM_WASTE * h.out * w.out and \
+            nn_conv_depthwise_map.applicable(cv, h, w):
+        return nn_conv_depthwise_map.depthwise_map_conv(ctx, cv, h, w, sink, weight)
     if g.in_place and positions % TILE_COLUMNS:
         g = replace(g, in_place=False)
     ntaps = h.kernel * w.kernel
