@@ -110,6 +110,44 @@ def test_fused_prologue_and_epilogue():
     assert is_simd(check(text, sample(xs), {"w": sample(ws)}))
 
 
+# depthwise on narrow maps, read in place (nn_conv_depthwise_map.py): batch,
+# dilation and asymmetric padding, a kernel taller than its padding, conv1d
+DEPTHWISE_MAP = [
+    ((1, 5, 9, 3), (5, 1, 3, 3), "padding=[1, 1], groups=5", "nn.conv2d"),
+    ((2, 3, 7, 4), (3, 1, 3, 3), "padding=[2, 1, 2, 1], dilation=[2, 1], groups=3", "nn.conv2d"),
+    ((1, 4, 6, 5), (4, 1, 3, 3), "padding=[0, 1, 0, 1], groups=4", "nn.conv2d"),
+    ((1, 2, 5, 2), (2, 1, 2, 3), "padding=[1, 1, 0, 1], groups=2", "nn.conv2d"),
+    ((1, 4, 10), (4, 1, 3), "padding=[1, 1], groups=4", "nn.conv1d"),
+]
+
+
+def reads_in_place(group) -> bool:
+    """The depthwise map form has an int32 mask table and no planes."""
+    names = [b.name for b in buffers_in(group.kernel.body)]
+    return not any(n.startswith("planes") for n in names) and any(
+        b.scope is K.BufferScope.CONST and b.dtype.name == "INT32"
+        for b in buffers_in(group.kernel.body))
+
+
+@pytest.mark.parametrize("xs,ws,attrs,op", DEPTHWISE_MAP, ids=[str(c[0]) for c in DEPTHWISE_MAP])
+def test_depthwise_narrow_map_reads_in_place(xs, ws, attrs, op):
+    text = conv_text(xs, ws, attrs, op=op, wrap=lambda e: f"nn.relu({e})")
+    group = check(text, sample(xs), {"w": sample(ws)})
+    assert reads_in_place(group)
+
+
+def test_depthwise_narrow_map_keeps_infinities_to_their_taps():
+    """A masked-off tap selects the padding's zero: an infinite element
+    reaches only the outputs whose window covers it (a multiply by a zero
+    mask would make NaNs in the next row's edge outputs)."""
+    xs, ws = (1, 3, 6, 4), (3, 1, 3, 3)
+    x = sample(xs)
+    x[0, 0, 2, 3] = np.inf          # the last column: row 3's first output must stay finite
+    x[0, 2, 0, 0] = -np.inf         # the first element of the last channel
+    group = check(conv_text(xs, ws, "padding=[1, 1], groups=3"), x, {"w": np.abs(sample(ws))})
+    assert reads_in_place(group)
+
+
 def test_float16_data():
     xs, ws = (1, 3, 5, 5), (4, 3, 3, 3)
     text = conv_text(xs, ws, "padding=[1, 1]", dtype="float16")
