@@ -60,6 +60,11 @@ def is_simd(group) -> bool:
 # data NCHW, weight OIHW, attributes
 CASES = [
     ((1, 3, 7, 7), (4, 3, 3, 3), "padding=[1, 1]"),
+    # read in place: 33 positions (a last tile overlapping the one before,
+    # staged), 125 (8-channel pointwise tiles), 15 (one narrow tile)
+    ((1, 3, 7, 7), (4, 3, 3, 3), ""),
+    ((1, 5, 25, 5), (16, 5, 1, 1), ""),
+    ((2, 4, 3, 5), (3, 4, 1, 1), ""),
     ((2, 3, 8, 6), (5, 3, 3, 2), "strides=[2, 1], padding=[1, 1]"),
     ((1, 2, 9, 9), (3, 2, 3, 3), "strides=[2, 2], padding=[1, 0, 2, 1]"),
     ((1, 4, 9, 8), (6, 2, 3, 3), "strides=[1, 2], padding=[1, 1], dilation=[2, 1], groups=2"),

@@ -55,7 +55,7 @@ channel.  Each output's summation order is ``ic``, then taps in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -194,8 +194,6 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
     if depthwise and padded > CHANNEL_FORM_WASTE * h.out * w.out and \
             nn_conv_depthwise_map.applicable(cv, h, w):
         return nn_conv_depthwise_map.depthwise_map_conv(ctx, cv, h, w, sink, weight)
-    if g.in_place and positions % TILE_COLUMNS:
-        g = replace(g, in_place=False)
     ntaps = h.kernel * w.kernel
     bo = _tile_channels(cv.groups if depthwise else cv.og,
                         MAX_POINTWISE_TILE_CHANNELS if ntaps == 1 and not depthwise
@@ -208,13 +206,16 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
     positions = (h.out - 1) * g.wq + w.out
     tiles = -(-positions // TILE_COLUMNS)
     padded = tiles * TILE_COLUMNS       # the last tile's extra positions read the slack
+    # read in place, there is no slack after the last position: the last
+    # tile ends there (see positions_loop)
+    tail = positions % TILE_COLUMNS if g.in_place else 0
     acc = K.Buffer(ctx.fresh("acc"), F32, (bo * TILE_COLUMNS,), K.BufferScope.LOCAL)
     # positions that are not outputs (p % Wq >= OW): the tiles store
     # everything into a staging buffer and one loop hands the outputs to the
     # sink (a test per position inside the tile's store loop stops gcc from
     # keeping acc in registers: half the speed)
     stage = ctx.scratch(F32, (bo * padded,), "stage") \
-        if g.wq != w.out or padded != positions else None
+        if g.wq != w.out or (padded != positions and not tail) else None
     n = ctx.index_var("n")
     if g.in_place:
         src = cv.data.buffer
@@ -285,8 +286,19 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
 
     def positions_loop(wtile: K.Expr, o0: K.Expr, cbase: K.Expr, cstep: int) -> K.Stmt:
         pt = ctx.index_var("pt")
-        stmts: list[K.Stmt] = [K.for_range(pt, tiles, tile(wtile, o0, cbase, cstep,
-                                                           imul(pt, TILE_COLUMNS), TILE_COLUMNS))]
+        full = tiles - 1 if tail else tiles
+        stmts: list[K.Stmt] = []
+        if full:
+            stmts.append(K.for_range(pt, full, tile(wtile, o0, cbase, cstep,
+                                                    imul(pt, TILE_COLUMNS), TILE_COLUMNS)))
+        if tail and full:
+            # a full-width last tile ending at the last position: it computes
+            # (and stores) again the previous tile's last positions, with the
+            # same values; a narrow tile would leave gcc a scalar remainder
+            stmts.append(tile(wtile, o0, cbase, cstep, idx(positions - TILE_COLUMNS),
+                              TILE_COLUMNS))
+        elif tail:
+            stmts.append(tile(wtile, o0, cbase, cstep, idx(0), tail))
         if stage is not None:
             stmts.append(staged_sink(o0))
         return K.block(*stmts)
