@@ -153,6 +153,28 @@ def test_depthwise_narrow_map_keeps_infinities_to_their_taps():
     assert reads_in_place(group)
 
 
+def test_planes_padding_is_zeroed_whatever_the_scratch_held():
+    """The planes are zeroed only around the copied input (runs of
+    padding, the slack): run with every scratch element a NaN first, a
+    cell the fill forgets shows up in the outputs."""
+    from aot.emit.kernel.evaluate import run_kernel
+    from aot.emit.kernel.simplify import simplify_kernel
+    for xs, ws, attrs in [((1, 3, 7, 6), (8, 3, 3, 3), "padding=[1, 2, 0, 1]"),
+                          ((1, 2, 9, 9), (3, 2, 3, 3), "strides=[2, 2], padding=[1, 0, 2, 1]"),
+                          ((1, 4, 3, 3), (32, 4, 3, 3), "padding=[1, 1]")]:
+        x, w = sample(xs), sample(ws)
+        mod, group = lower_bound(conv_text(xs, ws, attrs), {"w": w})
+        assert any(b.name.startswith("planes") for b in group.scratch)
+        arrays = {group.inputs[0].name: x.reshape(-1).copy()}
+        arrays.update({b.name: np.asarray(d, dtype=b.dtype.np).reshape(-1)
+                       for b, d in group.constants})
+        arrays.update({b.name: np.zeros(b.size, np.float32) for b in group.outputs})
+        arrays.update({b.name: np.full(b.size, np.nan, np.float32) for b in group.scratch})
+        run_kernel(simplify_kernel(group.kernel), arrays)
+        got = arrays[group.outputs[0].name].reshape(group.outputs[0].shape)
+        assert_close(got, np.asarray(aot.interpret(mod, x)), 2e-5, 2e-5, attrs)
+
+
 def test_float16_data():
     xs, ws = (1, 3, 5, 5), (4, 3, 3, 3)
     text = conv_text(xs, ws, "padding=[1, 1]", dtype="float16")

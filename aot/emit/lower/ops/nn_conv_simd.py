@@ -17,7 +17,8 @@ plane ``(rh, rw)`` of ``Hq x Wq`` elements (``Hq = OH + max qh0``,
 ``Wq = OW + max qw0``) the tap is a constant offset
 ``qh0*Wq + qw0`` from position ``p = oh*Wq + ow``.  Only the planes some
 tap reads are stored.  The copy applies the fused prologue once per
-element (not once per tap) and writes the padding as zeros.  A buffer
+element (not once per tap); the padding around it is zeroed run by run
+(not the whole buffer first: that doubled the stores).  A buffer
 input in ``NCHW`` that needs no padding and no phase split is read in
 place.
 
@@ -166,15 +167,54 @@ def _packed_weights(cv: ConvGeometry, weight: np.ndarray, kh: int, kw: int, bo: 
                                 .transpose(0, 2, 3, 4, 1))
 
 
+def _zero_border(ctx: LowerContext, cv: ConvGeometry, g: _Geometry, planes: K.Buffer,
+                 k: int, rows: list[int], cols: list[int]) -> K.Stmt:
+    """Zero what the copy leaves of plane ``k`` of every channel: the cells
+    before the first valid one, the gap from each valid row's end to the
+    next one's start, and the cells after the last (in the flattened
+    plane each is one run); the whole plane when nothing is valid."""
+    runs: list[tuple[int, int, int]] = []     # (start, length, repeats every wq)
+    if not rows or not cols:
+        runs.append((0, g.plane_size, 1))
+    else:
+        r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+        runs.append((0, r0 * g.wq + c0, 1))
+        if r1 - r0 > 1 and g.wq - c1 + c0 > 0:
+            runs.append((r0 * g.wq + c1, g.wq - c1 + c0, r1 - r0 - 1))
+        runs.append(((r1 - 1) * g.wq + c1, g.plane_size - (r1 - 1) * g.wq - c1, 1))
+    c = ctx.index_var("c")
+    base = imul(iadd(imul(c, len(g.phases)), k), g.plane_size)
+    body: list[K.Stmt] = []
+    for start, length, repeats in runs:
+        if length <= 0:
+            continue
+        z = ctx.index_var("z")
+        if repeats == 1:
+            body.append(K.for_range(z, length, K.store(planes, iadd(base, iadd(z, start)),
+                                                       K.Const(0, F32))))
+        else:
+            r = ctx.index_var("r")
+            at = iadd(base, iadd(imul(r, g.wq), iadd(z, start)))
+            body.append(K.for_range(r, repeats, K.for_range(z, length, K.store(
+                planes, at, K.Const(0, F32)))))
+    return K.for_range(c, cv.c, K.block(*body))
+
+
 def _fill_planes(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, g: _Geometry,
                  planes: K.Buffer, n: K.Expr) -> K.Stmt:
-    """Zero the planes, then copy the input's valid region into them."""
-    z = ctx.index_var("z")
-    stmts: list[K.Stmt] = [K.for_range(z, planes.size, K.store(planes, z, K.Const(0, F32)))]
+    """Copy the input's valid region into the planes and zero the rest
+    (the padding, and the slack after the last plane)."""
+    stmts: list[K.Stmt] = []
+    slack = planes.size - cv.c * len(g.phases) * g.plane_size
+    if slack:
+        z = ctx.index_var("z")
+        stmts.append(K.for_range(z, slack, K.store(planes, iadd(z, planes.size - slack),
+                                                   K.Const(0, F32))))
     for k, (rh, rw) in enumerate(g.phases):
         # plane row qh holds input row qh*sh + rh - pad: the valid qh form a range
         rows = [q for q in range(g.hq) if 0 <= q * h.stride + rh - h.pad < h.size]
         cols = [q for q in range(g.wq) if 0 <= q * w.stride + rw - w.pad < w.size]
+        stmts.append(_zero_border(ctx, cv, g, planes, k, rows, cols))
         if not rows or not cols:
             continue
         c, qh, qw = ctx.index_var("c"), ctx.index_var("qh"), ctx.index_var("qw")
