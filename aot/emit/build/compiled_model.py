@@ -238,7 +238,8 @@ class CompiledModel:
         self._arenas = threading.local()
         stateful = self.arena_mode == "static" or meta.get("backend") == "program"
         self._lock: Any = library_lock(lib) if stateful else _NoLock()
-        self._fast = self._fast_path()
+        # a program (CompiledProgram) has calls of its own
+        self._fast = None if meta.get("backend") == "program" else self._fast_path()
 
     def _fast_path(self) -> tuple[Any, ...] | None:
         """What a call on plain arrays needs, computed once (see
