@@ -20,7 +20,12 @@ tap reads are stored.  The copy applies the fused prologue once per
 element (not once per tap); the padding around it is zeroed run by run
 (not the whole buffer first: that doubled the stores).  A buffer
 input in ``NCHW`` that needs no padding and no phase split is read in
-place.
+place; it has no slack after its last position, so its last tile ends
+there, overlapping the one before when the positions are not a multiple
+of ``BW`` (the overlap is computed and stored twice, with equal values:
+a narrower tile would leave gcc a scalar remainder, DS-CNN's pointwise
+layers twice as slow).  Depthwise convolutions on narrow maps take the
+form of :mod:`.nn_conv_depthwise_map` instead (no planes at all).
 
 Zero padding *multiplies* padded taps by the weight where the reference
 skips them: identical for finite weights (``0 * w`` is a zero, which does
