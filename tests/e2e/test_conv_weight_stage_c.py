@@ -10,15 +10,8 @@ converted, never a product or a sum) and match the interpreter."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
-import numpy as np
-
-import aot
-from aot.emit.lower.ops import nn_conv_wstage
-from c_harness import assert_matches, compile_and_load, flatten, pack
 from test_ops_c import case
+from wstage_check import check_staged
 
 F, I8 = "float32", "int8"
 
@@ -46,15 +39,4 @@ STAGED = len(CASES) - 1
 
 
 def test_staged_weights_are_bit_identical(monkeypatch):
-    mod = pack(CASES)
-    out = Path(tempfile.mkdtemp(prefix="aot-wst-")) / "a"
-    aot.compile(mod, out, name="wst", build=False)
-    assert (out / "src" / "wst.c").read_text().count("float wst") == STAGED
-    args = [a for c in CASES for a in c.args]
-    staged = compile_and_load(mod, name="wst")(*args)
-    monkeypatch.setattr(nn_conv_wstage, "WEIGHT_STAGE_BYTES", 0)
-    plain = compile_and_load(pack(CASES), name="wst0")(*args)
-    for c, got, ref in zip(CASES, staged, plain):
-        np.testing.assert_array_equal(got, ref, err_msg=c.name)
-        want = aot.interpret(aot.parse(c.text), *c.args)
-        assert_matches(flatten(got)[0], flatten(want)[0], c.name, c.rtol, c.atol)
+    check_staged(monkeypatch, CASES, "wst", STAGED)

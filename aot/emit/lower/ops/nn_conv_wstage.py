@@ -32,7 +32,7 @@ from ...kernel import ir as K
 from ..registry import LowerContext, from_buffer
 from .nn_conv import Axis, ConvGeometry, Operand, iadd, idx
 
-__all__ = ["WEIGHT_STAGE_BYTES", "stage_channels", "WeightStage"]
+__all__ = ["WEIGHT_STAGE_BYTES", "stage_channels", "stage_fill", "WeightStage"]
 
 #: bytes of the local array holding one channel tile's converted weights
 #: (on the stack, as nn_conv's STAGE_BYTES)
@@ -48,6 +48,17 @@ def stage_channels(cv: ConvGeometry, h: Axis, w: Axis, bo: int) -> int:
         return 0
     per_channel = cv.cg * h.kernel * w.kernel * cv.acc.itemsize
     return min(bo, WEIGHT_STAGE_BYTES // per_channel)
+
+
+def stage_fill(buffer: K.Buffer, loops: list[tuple[K.Var, int]], at: K.Expr,
+               value: K.Expr) -> K.Stmt:
+    """``buffer[at] = (buffer's dtype) value`` in ``loops`` (outermost
+    first): the conversion of a stage, shared with the products'
+    (:mod:`.nn_product_wstage`)."""
+    body: K.Stmt = K.store(buffer, at, K.cast(buffer.dtype, value))
+    for v, n in reversed(loops):
+        body = K.for_range(v, n, body)
+    return body
 
 
 class WeightStage:
@@ -69,8 +80,6 @@ class WeightStage:
         taps = {c: ctx.index_var("s" + c.lower()) for c in self.layout[2:]}
         src: dict[str, K.Expr] = {"O": iadd(o0, i), "I": ic, "H": idx(0), **taps}
         dst = (i, ic) + tuple(taps[c] for c in self.layout[2:])
-        value = K.cast(self.cv.acc, self.cv.weight.at(src))
-        body: K.Stmt = K.store(self.buffer, K.flat_index(dst, self.buffer.shape), value)
-        for c in reversed(self.layout[2:]):
-            body = K.for_range(taps[c], self.kernel[c], body)
-        return K.for_range(i, bo, K.for_range(ic, self.cv.cg, body))
+        loops = [(i, bo), (ic, self.cv.cg)] + [(taps[c], self.kernel[c]) for c in self.layout[2:]]
+        return stage_fill(self.buffer, loops, K.flat_index(dst, self.buffer.shape),
+                          self.cv.weight.at(src))
