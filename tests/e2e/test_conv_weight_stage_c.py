@@ -3,7 +3,8 @@ weights, a layout change: a fused prologue, as a weight-only quantized
 model's DequantizeLinear) stage each channel tile's weights in a local
 array once (aot/emit/lower/ops/nn_conv_wstage.py).  One program holds
 every geometry the staging must handle -- 2-d and 1-d, channels-last
-layouts, depthwise and grouped, a remainder channel tile, pointwise -- and
+layouts, depthwise and grouped, a remainder channel tile, pointwise, a
+pair of channels whose weights exceed the budget by one -- and
 one too large to stage; it is built staged and with staging switched off,
 and the two must agree bit for bit (the staging changes where a weight is
 converted, never a product or a sum) and match the interpreter."""
@@ -31,6 +32,8 @@ CASES = [
     _conv("layout", (1, 4, 6, 6), (3, 3, 4, 5), "padding=[1, 1]",
           prologue='layout_transform(%w, src_layout="HWIO", dst_layout="OIHW")', wt=F),
     _conv("1d", (1, 3, 10), (4, 3, 3), "strides=[2], padding=[1, 1]", op="nn.conv1d"),
+    # 1,152 bytes a channel: only one fits the budget, two are staged
+    _conv("channel-pair", (1, 32, 4, 5), (4, 32, 3, 3), "padding=[1, 1]"),
     _conv("too-large", (1, 64, 3, 3), (2, 64, 3, 3), "padding=[1, 1]"),
 ]
 #: the cases whose weights are staged (all but the last: 64*3*3 float32
