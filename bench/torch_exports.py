@@ -60,6 +60,8 @@ except ImportError:
 
 #: the largest relative error counted as a match
 TOLERANCE = 1e-3
+#: the token-id range of the models that take token ids
+VOCAB = 50
 #: the pool given to a program whose pool the compiler cannot size
 UNSIZED_POOL_BYTES = 1024 * 1024
 
@@ -165,11 +167,93 @@ def _image_modules() -> tuple[type, type, type]:
     return Autoencoder, Upsample, Activation
 
 
+def _layer_modules() -> tuple[type, type, type]:
+    """Layers beyond the classifiers': normalizations, pooling, attention."""
+
+    class Layers2d(nn.Module):
+        """InstanceNorm, GroupNorm, PixelShuffle, adaptive and ceil-mode pooling."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 16, 3, 1, 1)
+            self.inorm = nn.InstanceNorm2d(16, affine=True)
+            self.c2 = nn.Conv2d(16, 16, 3, 1, 1, groups=4)
+            self.gnorm = nn.GroupNorm(4, 16)
+            self.shuffle = nn.PixelShuffle(2)
+            self.c3 = nn.Conv2d(4, 8, 3, 2, 1)
+
+        def forward(self, x):
+            y = torch.relu(self.inorm(self.c1(x)))
+            y = nn.functional.max_pool2d(y, 3, 2, ceil_mode=True)
+            y = self.shuffle(nn.functional.leaky_relu(self.gnorm(self.c2(y)), 0.1))
+            y = nn.functional.avg_pool2d(self.c3(y), 3, 1, 1, count_include_pad=False)
+            a = nn.functional.adaptive_avg_pool2d(y, (2, 2))
+            m = nn.functional.adaptive_max_pool2d(y, 1)
+            return torch.log_softmax(torch.flatten(a * m, 1), dim=1)
+
+    class Layers1d(nn.Module):
+        """Depthwise Conv1d, MaxPool1d, ConvTranspose1d, 1-D upsampling."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.dw = nn.Conv1d(40, 40, 5, 1, 2, groups=40)
+            self.pw = nn.Conv1d(40, 32, 1)
+            self.up = nn.ConvTranspose1d(32, 16, 4, 2, 1)
+
+        def forward(self, x):
+            y = nn.functional.max_pool1d(torch.relu(self.pw(self.dw(x))), 2)
+            y = nn.functional.interpolate(self.up(y), scale_factor=2.0, mode="nearest")
+            return torch.clamp(y, -1.0, 1.0).mean(dim=-1)
+
+    class CausalAttention(nn.Module):
+        """nn.MultiheadAttention with a causal mask, then a pre-norm encoder
+        stack (two layers, norm_first) over 12 tokens."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn = nn.MultiheadAttention(32, 4, batch_first=True)
+            layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True,
+                                               norm_first=True)
+            self.stack = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.register_buffer("mask", torch.triu(torch.full((12, 12), float("-inf")), 1))
+
+        def forward(self, x):
+            y, _ = self.attn(x, x, x, attn_mask=self.mask, need_weights=False)
+            return torch.softmax(self.stack(x + y), dim=-1)
+
+    return Layers2d, Layers1d, CausalAttention
+
+
+def _text_module() -> type:
+    """A token classifier: Embedding, GRU with its final state as a second
+    output, chunk, cumsum, where, L2 normalization and an argmax output."""
+
+    class TextGru(nn.Module):
+        takes_tokens = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, 32)
+            self.gru = nn.GRU(32, 32, batch_first=True)
+            self.fc = nn.Linear(16, 5)
+
+        def forward(self, ids):
+            out, h = self.gru(self.emb(ids))
+            a, b = out.chunk(2, dim=-1)
+            z = torch.where(b > 0, torch.cumsum(a, dim=1), b)
+            logits = self.fc(nn.functional.normalize(z.mean(1), dim=-1))
+            return logits, h, logits.argmax(-1)
+
+    return TextGru
+
+
 def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
     """name -> (a constructor of the eval-mode module, the input shape)."""
     import torchvision.models as tvm
     KwsConv1d, KwsRecurrent, Encoder = _sequence_modules()
     Autoencoder, Upsample, Activation = _image_modules()
+    Layers2d, Layers1d, CausalAttention = _layer_modules()
+    TextGru = _text_module()
     return {
         "mobilenet_v2": (lambda: tvm.mobilenet_v2(weights=None, width_mult=0.35,
                                                   num_classes=10), (1, 3, 96, 96)),
@@ -197,6 +281,16 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
         "gelu_tanh": (lambda: Activation(nn.GELU(approximate="tanh")), (1, 3, 16, 16)),
         "layer_norm": (lambda: Activation(nn.LayerNorm(16), channels_last=True),
                        (1, 3, 16, 16)),
+        "layers_2d": (Layers2d, (1, 3, 32, 32)),
+        "layers_1d": (Layers1d, (1, 40, 48)),
+        "causal_attention": (CausalAttention, (1, 12, 32)),
+        "text_gru": (TextGru, (1, 20)),
+        "mobilenet_v3_large": (lambda: tvm.mobilenet_v3_large(weights=None, num_classes=10),
+                               (1, 3, 64, 64)),
+        "regnet_x_400mf": (lambda: tvm.regnet_x_400mf(weights=None, num_classes=10),
+                           (1, 3, 64, 64)),
+        "googlenet": (lambda: tvm.googlenet(weights=None, num_classes=10, aux_logits=False,
+                                            init_weights=True), (1, 3, 64, 64)),
     }
 
 
@@ -211,25 +305,52 @@ def build(name: str, models: dict, seed: int = 0) -> tuple[Any, Any]:
             if isinstance(m, nn.modules.batchnorm._BatchNorm):
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 2.0)
+    if getattr(module, "takes_tokens", False):
+        return module, torch.randint(0, VOCAB, shape)
     return module, torch.randn(*shape)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence the exporters' chatter, Python's and the C++ side's (file
+    descriptors 1 and 2)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
 
 
 def export(module: Any, example: Any, path: Path, exporter: str) -> None:
     """Export with the classic (TorchScript) or the dynamo exporter, at its
     default opset or the one ``exporter`` names after an ``@``
-    (``classic@13``)."""
-    kind, _, opset = exporter.partition("@")
-    if kind not in ("classic", "dynamo"):
-        raise ValueError(f"unknown exporter {exporter!r}: classic or dynamo, optionally @opset")
-    extra = {"opset_version": int(opset)} if opset else {}
-    sink = io.StringIO()
-    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), \
-            contextlib.redirect_stderr(sink):
+    (``classic@13``); ``+dynamic`` makes the batch axis symbolic, as
+    ``dynamic_axes`` / ``dynamic_shapes`` do."""
+    spec, _, flag = exporter.partition("+")
+    kind, _, opset = spec.partition("@")
+    if kind not in ("classic", "dynamo") or flag not in ("", "dynamic"):
+        raise ValueError(f"unknown exporter {exporter!r}: classic or dynamo, optionally "
+                         f"@OPSET, optionally +dynamic")
+    extra: dict[str, Any] = {"opset_version": int(opset)} if opset else {}
+    with warnings.catch_warnings(), _quiet():
         warnings.simplefilter("ignore")
         if kind == "classic":
+            if flag:
+                extra["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
             torch.onnx.export(module, (example,), str(path), dynamo=False,
                               input_names=["x"], output_names=["y"], **extra)
         else:
+            if flag:
+                extra["dynamic_shapes"] = ({0: torch.export.Dim.DYNAMIC},)
             program = torch.onnx.export(module, (example,), dynamo=True, verbose=False,
                                         **extra)
             program.save(str(path))
@@ -245,7 +366,8 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
     import onnxruntime as ort
     row: dict = {"model": name, "exporter": exporter}
     module, example = build(name, models)
-    path = work / f"{name}.{exporter.replace('@', '_')}.onnx"
+    tag = exporter.replace("@", "_").replace("+", "_")
+    path = work / f"{name}.{tag}.onnx"
     try:
         export(module, example, path, exporter)
     except Exception as exc:  # noqa: BLE001 - report whatever torch raises
@@ -256,9 +378,11 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
                         0)
     row["ops"] = sorted({n.op_type for n in proto.graph.node})
     start = time.perf_counter()
-    cname = f"{name}_{exporter.replace('@', '_')}"
+    cname = f"{name}_{tag}"
+    # a symbolic batch axis is fixed to the example's, as a user would
+    shapes = {proto.graph.input[0].name: tuple(example.shape)} if "+" in exporter else None
     try:
-        mod = aot.from_onnx(str(path))
+        mod = aot.from_onnx(str(path), input_shapes=shapes)
         try:
             art = aot.compile(mod, work / cname, name=cname)
         except aot.DiagnosticError as e:
@@ -279,9 +403,13 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
     worst = 0.0
     for seed in seeds:
         feeds = {}
+        rng = np.random.default_rng(seed)
         for i in session.get_inputs():
-            shape = tuple(int(d) for d in i.shape)
-            feeds[i.name] = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+            shape = tuple(example.shape) if shapes else tuple(int(d) for d in i.shape)
+            if "int" in i.type:       # token ids
+                feeds[i.name] = rng.integers(0, VOCAB, shape).astype(np.int64)
+            else:
+                feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
         want = session.run(None, feeds)
         got = fn(*feeds.values())
         got = got if isinstance(got, (tuple, list)) else (got,)
