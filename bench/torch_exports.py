@@ -481,17 +481,62 @@ def _status(r: dict) -> tuple[str, str]:
     return ok, f"{r['max_error']:.1e}{vs}"
 
 
+def _markdown(rows: list[dict], exporters: list[str]) -> None:
+    """One row per model, one column per exporter: the max error, or why not."""
+    opsets = {e: next((r["opset"] for r in rows if r["exporter"] == e and "opset" in r), "")
+              for e in exporters}
+    print("| model | " + " | ".join(f"{e.partition('@')[0]} (opset {opsets[e]})"
+                                    for e in exporters) + " |")
+    print("|---|" + "---|" * len(exporters))
+    by = {(r["model"], r["exporter"]): r for r in rows}
+    for model in dict.fromkeys(r["model"] for r in rows):
+        cells = []
+        for e in exporters:
+            r = by.get((model, e))
+            if r is None:
+                cells.append("")
+                continue
+            ok, detail = _status(r)
+            if ok == "no":      # the diagnostic's first sentence, without the file name
+                detail = detail.split(": error: ", 1)[-1].split(". ", 1)[0]
+            cells.append(detail if ok == "yes" else f"{ok}: {detail}")
+        print(f"| {model} | " + " | ".join(cells) + " |")
+
+
+def _report(rows: list[dict], exporters: list[str], markdown: bool) -> None:
+    if markdown:
+        _markdown(rows, exporters)
+    else:
+        head = f"{'model':<20} {'exporter':<10} {'opset':>5} {'compiles':<8} max error / diagnostic"
+        print(head)
+        print("-" * len(head))
+        for r in rows:
+            ok, detail = _status(r)
+            print(f"{r['model']:<20} {r['exporter']:<10} {r.get('opset', ''):>5} {ok:<8} {detail}")
+    for exporter in exporters:
+        mine = [r for r in rows if r["exporter"] == exporter]
+        good = sum(1 for r in mine if _status(r)[0] == "yes")
+        print(f"{exporter}: {good} of {len(mine)} compile and match")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help="comma-separated subset (default: all)")
     ap.add_argument("--exporters", default="classic,classic@13,dynamo",
                     help="classic (TorchScript) or dynamo, each at its default opset "
-                         "or at @OPSET (default: %(default)s)")
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+                         "or at @OPSET, optionally +dynamic (default: %(default)s)")
+    ap.add_argument("--json", type=Path, help="write the rows to FILE")
+    ap.add_argument("--render", type=Path, help="print the table of rows written by --json "
+                    "before (needs no torch)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print a Markdown table: a row per model, a column per exporter")
     ap.add_argument("--keep", type=Path, help="export and compile into DIR and keep it")
     ap.add_argument("--traceback", action="store_true", help="print crashes' tracebacks")
     args = ap.parse_args(argv)
+    if args.render:
+        rows = json.loads(args.render.read_text())
+        _report(rows, list(dict.fromkeys(r["exporter"] for r in rows)), args.markdown)
+        return 0
     if torch is None:
         print("bench/torch_exports.py needs torch and torchvision (and onnxscript for the "
               "dynamo exporter, onnxruntime to compare): pip install torch torchvision "
@@ -502,13 +547,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in models]
     if unknown:
         ap.error(f"unknown models {unknown}; known: {', '.join(models)}")
+    exporters = args.exporters.split(",")
     rows = []
     with tempfile.TemporaryDirectory(prefix="aot-torch-exports-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("AOT_CACHE_DIR", str(Path(tmp) / "cache"))
         for name in names:
-            for exporter in args.exporters.split(","):
+            for exporter in exporters:
                 print(f"[{name} {exporter}] ...", file=sys.stderr, flush=True)
                 row = measure(name, exporter, models, work)
                 if args.traceback and "traceback" in row:
@@ -520,23 +566,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f", onnxscript {onnxscript.__version__}", end="")
     import onnxruntime
     print(f", onnxruntime {onnxruntime.__version__}")
-    if args.markdown:
-        print("| model | exporter | opset | compiles | max error |")
-        print("|---|---|---:|---|---|")
-        for r in rows:
-            ok, detail = _status(r)
-            print(f"| {r['model']} | {r['exporter']} | {r.get('opset', '')} | {ok} | {detail} |")
-    else:
-        head = f"{'model':<20} {'exporter':<10} {'opset':>5} {'compiles':<8} max error / diagnostic"
-        print(head)
-        print("-" * len(head))
-        for r in rows:
-            ok, detail = _status(r)
-            print(f"{r['model']:<20} {r['exporter']:<10} {r.get('opset', ''):>5} {ok:<8} {detail}")
-    for exporter in args.exporters.split(","):
-        mine = [r for r in rows if r["exporter"] == exporter]
-        good = sum(1 for r in mine if _status(r)[0] == "yes")
-        print(f"{exporter}: {good} of {len(mine)} compile and match")
+    _report(rows, exporters, args.markdown)
     if args.json:
         args.json.write_text(json.dumps([{k: v for k, v in r.items() if k != "traceback"}
                                          for r in rows], indent=2) + "\n")
