@@ -499,6 +499,8 @@ def _markdown(rows: list[dict], exporters: list[str]) -> None:
             ok, detail = _status(r)
             if ok == "no":      # the diagnostic's first sentence, without the file name
                 detail = detail.split(": error: ", 1)[-1].split(". ", 1)[0]
+            elif "reference" in r:
+                detail = f"{r['max_error']:.1e} (vs torch: onnxruntime refuses the graph)"
             cells.append(detail if ok == "yes" else f"{ok}: {detail}")
         print(f"| {model} | " + " | ".join(cells) + " |")
 
