@@ -113,6 +113,8 @@ CASES = [
     Case("nn.adaptive_avg_pool1d", [(1, 2, 6)], {"output_size": [3]}),
     Case("nn.adaptive_max_pool2d", [(1, 2, 4, 6)], {"output_size": [2, 3]}),
     Case("nn.adaptive_avg_pool2d", [(1, 2, 4, 6)], {"output_size": [1]}),
+    Case("nn.adaptive_max_pool3d", [(1, 1, 2, 4, 2)], {"output_size": [1, 2, 2]}),
+    Case("nn.adaptive_avg_pool3d", [(1, 2, 2, 2, 4)], {"output_size": [2, 1, 2]}),
     Case("fast_exp", [(2, 3)]),
     Case("fast_tanh", [(2, 3)]),
     Case("fast_erf", [(2, 3)]),
@@ -233,6 +235,15 @@ CASES = [
          {"strides": [2, 2], "padding": [1, 1], "output_padding": [1, 1]}),
     Case("nn.conv2d_transpose", [(2, 2, 3, 2), (2, 1, 2, 3)],
          {"dilation": [2, 1], "padding": [0, 1, 1, 0]}, id="conv2d_transpose-dilated"),
+    Case("nn.conv1d_transpose", [(2, 2, 4), (2, 3, 3)],
+         {"strides": [2], "dilation": [2], "padding": [1, 2], "output_padding": [1]}),
+    Case("nn.conv3d", [(1, 2, 3, 4, 3), (2, 2, 2, 2, 2)],
+         {"strides": [1, 2, 1], "padding": [1, 0, 1, 0, 1, 0], "dilation": [1, 1, 2]}),
+    Case("nn.conv3d", [(2, 2, 3, 3, 2), (2, 1, 2, 2, 1)],
+         {"groups": 2, "strides": [2, 1, 1], "padding": [1]}, id="conv3d-depthwise"),
+    Case("nn.conv3d_transpose", [(1, 2, 2, 3, 2), (2, 2, 2, 2, 3)],
+         {"strides": [2, 1, 2], "padding": [1, 0, 0, 0, 1, 1], "dilation": [1, 2, 1],
+          "output_padding": [1, 0, 0]}),
     Case("sum", [(2, 3, 4)], {"axis": [1]}),
     Case("sum", [(2, 3, 4)], {"axis": [0, 2], "keepdims": True}, id="sum-keepdims"),
     Case("sum", [(2, 3, 4)], {"axis": [1], "exclude": True}, id="sum-exclude"),
@@ -368,6 +379,10 @@ def test_every_rule_in_c_equals_the_interpreter(tmp_path) -> None:
     ("""def @main(%x: Tensor[(1, 5, 3), float32], %w: Tensor[(2, 3, 2), float32]) {
           nn.conv1d(%x, %w, channels=2, kernel_size=[2], data_layout="NWC") }""",
      "operator nn.conv1d: the gradient rule handles NCW data and OIW kernels only"),
+    ("""def @main(%x: Tensor[(1, 4, 2, 2, 2), float32], %w: Tensor[(2, 2, 1, 1, 1), float32]) {
+          nn.conv3d(%x, %w, channels=2, kernel_size=[1, 1, 1], groups=2) }""",
+     "operator nn.conv3d: the gradient rule handles groups=1 and depthwise convolutions, "
+     "not groups=2 with 2 input channels per group"),
     ("""def @main(%x: Tensor[(2, 3, 3), float32]) { einsum((%x,), equation="bii->b") }""",
      "operator einsum: the gradient rule does not handle repeated axes"),
 ])

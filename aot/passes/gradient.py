@@ -30,8 +30,18 @@ of the sum of its elements), of ``pi``'s type.
    boolean type get no adjoint (indices, masks, shapes).
 3. **Result.**  Parameters without an adjoint get ``zeros_like``.
 
+**``if``.**  An ``if`` over tensors is one step of the tape: forward, the
+``if`` of its branches' forward values; backward, an ``if`` on the same
+condition whose branches differentiate their branch on its own (a nested
+tape seeded with the ``if``'s adjoint, the branch's forward recomputed
+there) and give the adjoints of the values from outside the ``if`` that
+either branch reads (zeros where that branch reads none).  So the result
+is still a dataflow program with static ``if`` expressions, which the C backend
+compiles over its arena (:mod:`aot.emit.lower.static_if`) -- at the price
+of the taken branch's forward computed twice.
+
 The pass refuses, with a diagnostic naming the construct, what first-order
-mode cannot differentiate: ``if``, ``match``, references, function
+mode cannot differentiate: ``match``, references, function
 literals, calls of globals, closures or constructors, and polymorphic
 entries; an operator without a gradient rule is refused naming it and
 saying why (from :data:`~aot.ir.ops.gradients.NOT_DIFFERENTIABLE`).  Other
@@ -62,7 +72,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from ..diagnostics import DiagnosticError
-from ..ir.expr import (Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var)
+from ..ir.expr import (Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var)
 from ..ir.module import IRModule
 from ..ir.ops.gradients import NoGradient, call, why_not_differentiable
 from ..ir.registry import lookup
@@ -107,14 +117,14 @@ def gradient(mod: IRModule, entry: str = "main", mode: str = "first_order") -> I
 
 def is_dataflow_function(fn: Function) -> bool:
     """Whether first-order mode can differentiate ``fn``: operator calls,
-    tuples, projections and ``let`` of values only (what ``mode="auto"``
+    tuples, projections, ``if`` and ``let`` of values only (what ``mode="auto"``
     sends to first-order mode; anything else goes to higher-order mode)."""
     for node in post_order(fn.body):
         if isinstance(node, Call) and not isinstance(node.op, Op):
             return False
         if isinstance(node, Let) and isinstance(node.value, Function):
             return False
-        if not isinstance(node, (Call, Constant, Let, Op, Tuple, TupleGetItem, Var)):
+        if not isinstance(node, (Call, Constant, If, Let, Op, Tuple, TupleGetItem, Var)):
             return False
     return True
 
@@ -187,11 +197,19 @@ class _Forward(ExprFunctor[Expr]):
         self.o.env[node.var] = yield node.value
         return (yield node.body)
 
+    def visit_if(self, node: If) -> Visit:
+        cond = yield node.cond
+        branches = [self.o.nested(self.memo).forward(b)[1]
+                    for b in (node.true_branch, node.false_branch)]
+        v = self.o.bind(If(cond, branches[0], branches[1], span=node.span), node.type)
+        self.o.tape.append(("if", v, cond, node, dict(self.memo)))
+        return v
+
     def _unhandled(self, node: Any) -> Any:
         raise _refuse(_kind(node), self.o.entry, node)
 
     visit_global_var = visit_op = visit_constructor = visit_function = _unhandled
-    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = _unhandled
+    visit_match = visit_ref_create = visit_ref_read = visit_ref_write = _unhandled
 
 
 def _kind(node: Expr) -> str:
@@ -208,6 +226,7 @@ class _Differentiate:
         self.env: dict[Var, Expr] = {}
         self.lets: list[tuple[Var, Expr]] = []
         self.tape: list[tuple[Any, ...]] = []
+        self.memo: dict[Any, Any] = {}
         self.adj: dict[Expr, Adjoint] = {}
         self.types: dict[Expr, Type] = {}
 
@@ -219,6 +238,24 @@ class _Differentiate:
 
     # ---------------------------------------------------------------- driver
 
+    def nested(self, memo: dict) -> _Differentiate:
+        """A tape for a branch: it sees this tape's values as given."""
+        sub = _Differentiate(self.entry)
+        sub.env, sub.types, sub.memo = dict(self.env), dict(self.types), dict(memo)
+        return sub
+
+    def forward(self, e: Expr) -> tuple[Expr, Expr]:
+        """``e``'s forward value and ``e`` as let bindings ending in it."""
+        f = _Forward(self)
+        f.memo.update(self.memo)
+        result = f.visit(e)
+        return result, self.wrap(result)
+
+    def wrap(self, body: Expr) -> Expr:
+        for v, value in reversed(self.lets):
+            body = Let(v, value, body)
+        return body
+
     def run(self, fn: Function) -> Function:
         for p in fn.params:
             self.env[p] = p
@@ -229,9 +266,7 @@ class _Differentiate:
         for entry in reversed(self.tape):
             self.backward(entry)
         grads = [self.materialize(self.adj.get(p), p, self.types[p]) for p in fn.params]
-        body: Expr = Tuple((result, Tuple(tuple(grads))))
-        for v, value in reversed(self.lets):
-            body = Let(v, value, body)
+        body = self.wrap(Tuple((result, Tuple(tuple(grads)))))
         return Function(fn.params, body, None, (), fn.attrs, span=fn.span)
 
     # ---------------------------------------------------------------- adjoints
@@ -298,8 +333,36 @@ class _Differentiate:
             parts: list[Adjoint] = [None] * len(tt.fields)
             parts[index] = g
             self.accumulate(t, tt, parts)
+        elif kind == "if":
+            self.if_backward(v, entry[2], entry[3], entry[4], g)
         else:
             self.call_backward(v, entry[2], g)
+
+    def if_backward(self, v: Var, cond: Expr, node: If, memo: dict, g: Adjoint) -> None:
+        """The adjoints of the outside values the branches read: an ``if``
+        of each branch's own tape, seeded with ``g``."""
+        t = self.types[v]
+        seed = self.materialize(g, v, t)
+        subs = []
+        for branch in (node.true_branch, node.false_branch):
+            sub = self.nested(memo)
+            result, _ = sub.forward(branch)
+            sub.accumulate(result, t, sub.split(seed, t))
+            for entry in reversed(sub.tape):
+                sub.backward(entry)
+            subs.append(sub)
+        outside = list(dict.fromkeys(k for sub in subs for k, a in sub.adj.items()
+                                     if a is not None and k in self.types))
+        if not outside:
+            return
+        types = [self.types[k] for k in outside]
+        branches = [sub.wrap(Tuple(tuple(sub.materialize(sub.adj.get(k), k, kt)
+                                         for k, kt in zip(outside, types))))
+                    for sub in subs]
+        tt = TupleType(tuple(types))
+        back = self.bind(If(cond, branches[0], branches[1], span=node.span), tt)
+        for i, (k, kt) in enumerate(zip(outside, types)):
+            self.accumulate(k, kt, self.split(TupleGetItem(back, i), kt))
 
     def call_backward(self, v: Var, c: Call, g: Adjoint) -> None:
         assert isinstance(c.op, Op)

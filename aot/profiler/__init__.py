@@ -102,10 +102,10 @@ def profile_module(mod: IRModule, *, target: str = "cortex-m4", name: str = "mod
                                   "backend's kernel calls); this program has closures, ADTs, "
                                   "references or control flow")
         inputs = draw_inputs(meta, seed)
-        if chosen.is_host and meta.get("loops"):
+        if chosen.is_host and (meta.get("loops") or meta.get("branches")):
             raise DiagnosticError("aot profile on the host measures kernel calls that run "
-                                  "once; this model has loops (profile it on a Cortex-M "
-                                  "core for its total)")
+                                  "once; this model has loops or branches (profile it on a "
+                                  "Cortex-M core for its total)")
         if chosen.is_host:
             from .host import profile_on_host
             values, total, where = profile_on_host(art.root, meta, inputs, root, runs)

@@ -177,8 +177,9 @@ def profile_on_qemu(art: Path, meta: dict, inputs: Sequence[np.ndarray], work: P
     with stage("QEMU run"):
         marks = _run(elf, plugin, _marker_address(elf, target), board, work)
     n = len(meta["calls"])
-    if meta.get("loops"):
-        # calls in loops run (and mark) once per iteration: the whole entry only
+    if meta.get("loops") or meta.get("branches"):
+        # calls in loops run (and mark) once per iteration, in branches once or
+        # not at all: the whole entry only
         if len(marks) < 5:
             raise DiagnosticError(f"the profiling firmware marked {len(marks)} times")
         cost = marks[1] - marks[0]

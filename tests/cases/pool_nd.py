@@ -1,5 +1,5 @@
 """1-d, 3-d and adaptive pooling cases (nn.max_pool1d, nn.avg_pool1d,
-nn.max_pool3d, nn.avg_pool3d, nn.adaptive_{avg,max}_pool{1,2}d), shared by
+nn.max_pool3d, nn.avg_pool3d, nn.adaptive_{avg,max}_pool{1,2,3}d), shared by
 tests/ops/test_nn_pool_nd.py and tests/e2e/test_ops_c_pool_nd.py."""
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ ADAPTIVE = [
     ("2d", (2, 5, 6, 3), dict(output_size=[4], layout="NHWC")),
     ("2d", (1, 3, 8, 8), dict(output_size=[1])),
     ("2d", (1, 2, 4, 4), dict()),                                 # output = input size
+    ("3d", (1, 2, 5, 4, 6), dict(output_size=[2, 3, 4])),        # windows overlap
+    ("3d", (1, 4, 4, 3, 2), dict(output_size=[2, 1, 2], layout="NDHWC")),
 ]
+
+#: the pooled axes and default layout of each ADAPTIVE suffix
+ADAPTIVE_AXES = {"1d": ("W", "NCW"), "2d": ("HW", "NCHW"), "3d": ("DHW", "NCDHW")}
 
 #: the dtypes every row runs with
 DTYPES = ["float32", "int8"]

@@ -1,8 +1,8 @@
 """Depthwise 3x3 int8 convolutions (qnn.conv2d, channels-first, constant
 symmetric weight) for the DSP depthwise kernel's tests
 (tests/e2e/test_qnn_depthwise.py): its strides, paddings and borders,
-odd widths, rows of exactly 4 bytes, maps of one row, and shapes it
-leaves to the general lowering."""
+odd widths, rows of exactly 4 bytes and of fewer, maps of one row, and
+shapes it leaves to the general lowering."""
 
 from __future__ import annotations
 
@@ -36,8 +36,12 @@ CASES = [
     DwCase("s1p0-w10", (2, 2, 4, 10), (1, 1), (0, 0, 0, 0), 60),
     DwCase("s12-mixed", (1, 2, 6, 9), (1, 2), (1, 0, 0, 1), 9),
     DwCase("s21-mixed", (1, 2, 7, 6), (2, 1), (0, 1, 1, 0), -50),
-    # left to the general lowering: rows of 3 bytes, padding 2
-    DwCase("w3-general", (1, 2, 3, 3), (1, 1), (1, 1, 1, 1), 4),
+    # rows narrower than a word (MobileNet's last 3x3 maps: words from bytes)
+    DwCase("s1p1-w3", (1, 3, 3, 3), (1, 1), (1, 1, 1, 1), -128, True, True),
+    DwCase("s1p1-w2", (1, 2, 4, 2), (1, 1), (1, 1, 1, 1), 4),
+    DwCase("s2p1-w3", (1, 2, 5, 3), (2, 2), (1, 1, 1, 1), -9),
+    DwCase("s1p0-w3", (2, 2, 4, 3), (1, 1), (0, 0, 0, 0), 77),
+    # left to the general lowering: padding 2
     DwCase("p2-general", (1, 2, 5, 6), (1, 1), (2, 2, 2, 2), 4),
 ]
 

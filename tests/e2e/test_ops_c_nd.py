@@ -1,4 +1,4 @@
-"""1-d, 3-d and adaptive pools and the 1-d transposed and 3-d
+"""1-d, 3-d and adaptive pools and the 1-d and 3-d transposed and 3-d
 convolutions (aot/emit/lower/ops/nn_pool.py, nn_pool_adaptive.py,
 nn_conv.py, nn_conv_nd.py) compiled to C against the interpreter: every
 row of tests/cases/pool_nd.py and conv_nd.py in float32 and int8 (layouts,
@@ -44,7 +44,8 @@ def pool_cases():
 def conv_cases():
     out = []
     rows = [("nn.conv3d", *r) for r in conv_nd.CONV3D] + \
-        [("nn.conv1d_transpose", *r) for r in conv_nd.TRANSPOSE1D]
+        [("nn.conv1d_transpose", *r) for r in conv_nd.TRANSPOSE1D] + \
+        [("nn.conv3d_transpose", *r) for r in conv_nd.TRANSPOSE3D]
     for op, xs, ws, attrs in rows:
         for dtype, out_dtype in conv_nd.DTYPES:
             a = dict(attrs, out_dtype=out_dtype) if out_dtype else attrs

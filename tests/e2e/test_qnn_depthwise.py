@@ -4,7 +4,7 @@ paths of its runtime helpers:
 
 * the portable C of a host build: one program of every shape in
   tests/cases/qnn_depthwise.py (stride 1 and 2, padding 0 and 1 on each
-  side, odd widths, rows of 4 bytes, maps of one row, batch 2, input zero
+  side, odd widths, rows of 4 bytes and of 2 and 3, maps of one row, batch 2, input zero
   points -128..127 and 0, fused requantization), one build;
 * the ACLE intrinsics of a Cortex-M4 build under QEMU (``__ARM_FEATURE_DSP``):
   a network of the same layers through examples/embedded, bit-exact

@@ -9,8 +9,10 @@ takes for a Cortex-M4 (``__ARM_FEATURE_DSP``), run under QEMU.
   words, against the kernel interpreter's
   reference semantics (aot.emit.kernel.evaluate), built for the host and
   for the Cortex-M4;
-* a two-layer int8 network of pointwise convolutions (odd channel counts,
-  batch 2, positions not a multiple of the tile, per-channel
+* a two-layer int8 network of pointwise convolutions (even and odd input
+  channel counts: 2x4 tiles reading 4 positions a word, 4x2 tiles of
+  copied pairs; odd output counts, batch 2, positions not a multiple of
+  the tile, per-channel
   requantization with both single roundings) through examples/embedded,
   on the host and under QEMU, bit-exact against the interpreter, with a
   corrupted expected value that must FAIL;
@@ -67,8 +69,8 @@ def _vec(n: int, first: float, step: float) -> str:
             f'dtype="float32"), {step!r}f), {first!r}f)')
 
 
-MODEL = f'''def @main(%x: Tensor[(2, 7, 3, 5), int8]) {{
-  %0 = qnn.conv2d(%x, {_weights(5, 7)}, -128, 0, 0.5f, 0.25f);
+MODEL = f'''def @main(%x: Tensor[(2, 8, 3, 5), int8]) {{
+  %0 = qnn.conv2d(%x, {_weights(5, 8)}, -128, 0, 0.5f, 0.25f);
   %1 = qnn.requantize(%0, {_vec(5, 0.01, 0.003)}, 0, 0.5f, 3, axis=1, out_dtype="int8",
                       rounding="TONEAREST");
   %2 = qnn.conv2d(%1, {_weights(6, 5)}, 3, 0, 0.5f, 0.25f);

@@ -13,6 +13,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 import aot  # noqa: E402
+from aot.compiler import plan  # noqa: E402
 from aot.diagnostics import DiagnosticError  # noqa: E402
 from aot.ir.expr import If, Let  # noqa: E402
 from aot.ir.visitor import post_order  # noqa: E402
@@ -43,11 +44,14 @@ def f32(*shape: int) -> np.ndarray:
 def compiled_matches(m: onnx.ModelProto, feeds: dict[str, np.ndarray], name: str,
                      loop: bool = True) -> None:
     """``aot.compile`` + ``aot.load`` computes what onnxruntime does; a
-    loop over tensors compiles over the static arena (no object pool)."""
+    loop (or, with ``loop`` False, an ``if``) over tensors compiles over
+    the static arena (no object pool)."""
     want = run_ort(m, feeds)
-    art = aot.compile(aot.from_onnx(m), tempfile.mkdtemp(), name=name)
-    if loop:
-        assert art.metadata["pool_bytes"] == 0 and art.metadata.get("loops")
+    art = aot.compile(aot.from_onnx(m), tempfile.mkdtemp(), name=name, memory_report=True)
+    assert art.metadata["pool_bytes"] == 0
+    assert art.metadata.get("loops" if loop else "branches")
+    report = (art.root / "memory.txt").read_text()
+    assert "object pool" not in report and (loop or "branch spans" in report)
     fn = aot.load(art)
     got = fn(*feeds.values())
     got = list(got) if isinstance(got, tuple) else [got]
@@ -88,6 +92,28 @@ def test_if_is_a_relay_if_and_compiles() -> None:
     assert If in kinds(aot.from_onnx(m))
     for sign in (1.0, -1.0):
         compiled_matches(m, {"x": np.abs(f32(2, 3)) * sign, "y": f32(2, 3)}, "onnx_if", loop=False)
+
+
+def test_if_in_a_loop_body_compiles_on_the_arena() -> None:
+    """``for 5 steps: s = s + x if sum(s) > 0 else s * 0.5``: a C ``if``
+    inside the C loop, no object pool (the whole-language backend's pool
+    took 560 bytes)."""
+    then_g = helper.make_graph([node("Add", ["s", "x"], ["t"])], "then", [], [vi("t", F, [2, 3])])
+    else_g = helper.make_graph([node("Mul", ["s", "half"], ["e"])], "else", [],
+                               [vi("e", F, [2, 3])])
+    body = helper.make_graph(
+        [node("Identity", ["cin"], ["cout"]), node("ReduceSum", ["s"], ["ss"], keepdims=0),
+         node("Greater", ["ss", "zero"], ["b"]),
+         node("If", ["b"], ["s2"], then_branch=then_g, else_branch=else_g)],
+        "body", [vi("i", I64, []), vi("cin", B, []), vi("s", F, [2, 3])],
+        [vi("cout", B, []), vi("s2", F, [2, 3])])
+    m = model([node("Loop", ["M", "", "x"], ["sf"], body=body)], {"x": f32(2, 3)}, ["sf"],
+              inits={"M": np.int64(5), "half": np.float32(0.5), "zero": np.float32(0)})
+    m = typed(m, vi("sf", F, [2, 3]))
+    p = plan(aot.from_onnx(m), "loopif")
+    assert (p.program, p.pool_bytes, len(p.loops), len(p.branches)) == (None, 0, 1, 1)
+    for sign in (1.0, -1.0):
+        compiled_matches(m, {"x": np.abs(f32(2, 3)) * sign}, "loopif")
 
 
 def test_if_with_a_constant_condition_is_its_branch() -> None:

@@ -82,7 +82,6 @@ REFUSED: dict[str, str] = {
     "test_affine_grid_3d_expanded": "limit must be a scalar",
     "test_batchnorm_epsilon_training_mode": "training_mode",
     "test_batchnorm_example_training_mode": "training_mode",
-    "test_convtranspose_3d": "only 1-d and 2-d",
     "test_identity_opt": "optional_type",
     "test_identity_sequence": "sequence_type",
     # the body slices at the iteration number: a Slice with run-time starts

@@ -1,4 +1,4 @@
-"""LpPool, GlobalLpPool, 1-d/3-d pools, 3-d Conv and 1-d ConvTranspose
+"""LpPool, GlobalLpPool, 1-d/3-d pools, 3-d Conv and 1-d/3-d ConvTranspose
 imported from ONNX (aot/frontend/onnx/ops/pool.py, conv.py) against
 onnxruntime, through the interpreter (the C kernels are compared with the
 interpreter in tests/e2e/test_ops_c_nd.py).  GlobalLpPool has no ONNX node
@@ -56,9 +56,25 @@ def test_lp_pool_order_must_be_a_positive_integer(p):
         aot.from_onnx(m)
 
 
-def test_conv_transpose_3d_refused():
-    feeds = {"x": rand((1, 2, 3, 3, 3))}
+def test_conv_transpose_3d():
+    """Groups, bias, strides with dilations, output_padding, explicit
+    pads, output_shape and auto_pad (the node test covers only the
+    defaults)."""
+    feeds = {"x": rand((1, 4, 2, 3, 3))}
+    inits = {"w": rand((4, 3, 2, 3, 2), seed=1), "b": rand((6,), seed=2),
+             "v": rand((4, 2, 2, 2, 2), seed=3)}
+    nodes = [node("ConvTranspose", ["x", "w", "b"], ["y0"], group=2, strides=[2, 1, 3],
+                  dilations=[1, 2, 2], pads=[1, 0, 1, 0, 1, 2], output_padding=[1, 0, 2]),
+             node("ConvTranspose", ["x", "v"], ["y1"], strides=[2, 2, 2],
+                  output_shape=[5, 6, 7]),
+             node("ConvTranspose", ["x", "v"], ["y2"], strides=[1, 2, 2],
+                  auto_pad="SAME_UPPER")]
+    check(model(nodes, feeds, ["y0", "y1", "y2"], inits, opset=13), feeds, rtol=1e-5)
+
+
+def test_conv_transpose_4d_refused():
+    feeds = {"x": rand((1, 2, 2, 2, 2, 2))}
     m = model([node("ConvTranspose", ["x", "w"], ["y"])], feeds, ["y"],
-              {"w": rand((2, 2, 2, 2, 2))}, opset=13)
-    with pytest.raises(aot.DiagnosticError, match="only 1-d and 2-d"):
+              {"w": rand((2, 2, 1, 1, 1, 1))}, opset=13)
+    with pytest.raises(aot.DiagnosticError, match="only 1-d, 2-d and 3-d"):
         aot.from_onnx(m)

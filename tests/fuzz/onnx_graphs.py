@@ -259,7 +259,7 @@ def _conv(b: Builder):
 
 
 def _conv_transpose(b: Builder):
-    x = b.pick(rank=b.rng.choice([3, 4, 4]))
+    x = b.pick(rank=b.rng.choice([3, 4, 4, 5]))
     c, n = x.shape[1], len(x.shape) - 2
     group = b.rng.choice([g for g in (1, c) if c % g == 0])
     m = group * b.rng.randint(1, 2)

@@ -1,4 +1,5 @@
-"""nn.conv3d and nn.conv1d_transpose (aot/ir/ops/nn_conv_nd.py) against
+"""nn.conv3d, nn.conv1d_transpose and nn.conv3d_transpose
+(aot/ir/ops/nn_conv_nd.py) against
 direct loop references (one output element, or one input element's
 scatter, at a time), and relations rejecting bad input."""
 
@@ -65,6 +66,30 @@ def conv1d_transpose_ref(x, w, attrs):
     return np.transpose(res, ["NCW".index(c) for c in dl])
 
 
+def conv3d_transpose_ref(x, w, attrs):
+    dl, kl = attrs.get("data_layout", "NCDHW"), attrs.get("kernel_layout", "IODHW")
+    x = np.transpose(x, [dl.index(c) for c in "NCDHW"]).astype(np.float64)
+    w = np.transpose(w, [kl.index(c) for c in "IODHW"]).astype(np.float64)
+    s, d = _expand(attrs.get("strides", [1]), 3), _expand(attrs.get("dilation", [1]), 3)
+    p = list(attrs.get("padding", [0]))
+    p = p * 6 if len(p) == 1 else p * 2 if len(p) == 3 else p
+    op = _expand(attrs.get("output_padding", [0]), 3)
+    g = attrs.get("groups", 1)
+    n, c, *size = x.shape
+    _, og, *k = w.shape
+    cg = c // g
+    full = [(size[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 + op[i] for i in range(3)]
+    res = np.zeros((n, og * g, *full))
+    for b, ic, *rest in itertools.product(range(n), range(c), *map(range, size), range(og),
+                                          *map(range, k)):
+        i, oc, t = rest[:3], rest[3], rest[4:]
+        at = tuple(i[a] * s[a] + t[a] * d[a] for a in range(3))
+        res[(b, (ic // cg) * og + oc, *at)] += x[(b, ic, *i)] * w[(ic, oc, *t)]
+    res = res[(slice(None), slice(None)) + tuple(slice(p[a], full[a] - p[a + 3])
+                                                 for a in range(3))]
+    return np.transpose(res, ["NCDHW".index(c) for c in dl])
+
+
 def _run(op, xs, ws, dtype, attrs):
     rng = np.random.default_rng(len(xs) * 7 + len(ws))
     x, w = ((rng.integers(-20, 20, shp) if dtype != "float32" else rng.standard_normal(shp))
@@ -93,6 +118,15 @@ def test_conv1d_transpose(xs, ws, attrs, dtype, out_dtype):
     np.testing.assert_allclose(got, conv1d_transpose_ref(x, w, attrs), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("xs,ws,attrs", table.TRANSPOSE3D)
+@pytest.mark.parametrize("dtype,out_dtype", table.DTYPES)
+def test_conv3d_transpose(xs, ws, attrs, dtype, out_dtype):
+    a = dict(attrs, out_dtype=out_dtype) if out_dtype else attrs
+    x, w, got = _run("nn.conv3d_transpose", xs, ws, dtype, a)
+    assert got.dtype == np.dtype(out_dtype or dtype)
+    np.testing.assert_allclose(got, conv3d_transpose_ref(x, w, attrs), rtol=1e-5, atol=1e-5)
+
+
 def test_conv3d_skips_padding_taps_of_non_finite_weights():
     x = np.ones((1, 1, 1, 1, 1), np.float32)
     w = np.full((1, 1, 3, 3, 3), np.inf, np.float32)
@@ -105,6 +139,9 @@ def test_conv3d_skips_padding_taps_of_non_finite_weights():
     ("nn.conv3d", [T((1, 2, 3, 3, 3)), T((4, 3, 1, 1, 1))], {}, "input channels"),
     ("nn.conv3d", [T((1, 2, 3, 3, 3)), T((4, 2, 4, 1, 1))], {}, "empty along D"),
     ("nn.conv1d_transpose", [T((1, 2, 3)), T((3, 2, 2))], {}, "input channels"),
+    ("nn.conv3d_transpose", [T((1, 2, 3, 3, 3)), T((3, 2, 1, 1, 1))], {}, "input channels"),
+    ("nn.conv3d_transpose", [T((1, 2, 1, 3, 3)), T((2, 2, 1, 1, 1))],
+     {"padding": [1, 0, 0]}, "empty along D"),
 ])
 def test_relations_reject(name, types, attrs, message):
     with pytest.raises(RelationError, match=message):

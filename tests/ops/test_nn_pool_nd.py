@@ -121,8 +121,8 @@ def test_window_pools(kind, suffix, shape, attrs, dtype):
 @pytest.mark.parametrize("dtype", table.DTYPES)
 def test_adaptive_pools(kind, suffix, shape, attrs, dtype):
     x, got = run(f"nn.adaptive_{kind}_pool{suffix}", shape, dtype, attrs)
-    layout = attrs.get("layout", "NCW" if suffix == "1d" else "NCHW")
-    want = adaptive_ref(x, kind, layout, "W" if suffix == "1d" else "HW", attrs)
+    letters, default = table.ADAPTIVE_AXES[suffix]
+    want = adaptive_ref(x, kind, attrs.get("layout", default), letters, attrs)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
@@ -131,6 +131,7 @@ def test_adaptive_pools(kind, suffix, shape, attrs, dtype):
     ("nn.max_pool1d", dict(pool_size=[9]), "empty along W"),
     ("nn.avg_pool3d", dict(pool_size=[2, 2, 2]), "rank 3"),
     ("nn.adaptive_avg_pool2d", dict(output_size=[2]), "rank 3"),
+    ("nn.adaptive_max_pool3d", dict(output_size=[2]), "rank 3"),
 ])
 def test_relations_reject(name, attrs, message):
     with pytest.raises(RelationError, match=message):
@@ -141,6 +142,7 @@ def test_relations_reject(name, attrs, message):
     'nn.max_pool1d(%x, pool_size=[2], layout="NCH")',
     "nn.avg_pool3d(%x, pool_size=[2, 2])",
     "nn.adaptive_max_pool1d(%x, output_size=[0])",
+    "nn.adaptive_avg_pool3d(%x, output_size=[1, 2])",
 ])
 def test_attributes_reject(text):
     with pytest.raises((aot.DiagnosticError, AttrError, ValueError)):

@@ -108,6 +108,9 @@ def memory_table(plan: ModelPlan) -> str:
             f"{len(plan.calls)} kernel calls")
     if plan.program is not None:
         head += f"; object pool {plan.pool_bytes:,} bytes (a program: no arena)"
+    if plan.branches:
+        head += (f"; {len(plan.branches)} if/else branch spans (a result buffer both "
+                 "parts write shows as two tensors)")
     peak = peak_step(plan, tensors)
     if peak is not None:
         head += (f"; peak at call {peak} ({plan.calls[peak].kernel}): "

@@ -65,8 +65,9 @@ from .printer import format_int, printed_kernel
 from .stack_graph import stack_graph
 from .tables import BITS_TYPES, declaration, representation_checks, table
 from ..kernel.ir import Kernel
-from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BufferRef, ConstantData,
-                          KernelInfo, ModelPlan, OutputTree, TensorSpec, entry_name)
+from ..plan.model import (ARENA_ALIGNMENT, STATUS_CODES, ArgKind, BranchSpan, BufferRef,
+                          ConstantData, KernelInfo, LoopSpan, ModelPlan, OutputTree, TensorSpec,
+                          entry_name)
 
 __all__ = [
     "METADATA_VERSION", "BUILD_FLAGS", "MODEL_CFLAGS", "HELPERS_HEADER", "RUNTIME_FILES",
@@ -527,6 +528,32 @@ def _call_arg(plan: ModelPlan, ref: BufferRef) -> str:
     return _arena_arg(plan, ref)
 
 
+def _control_lines(plan: ModelPlan, spans: Sequence[LoopSpan | BranchSpan], index: int,
+                   depth: int, body: list[str]) -> int:
+    """The loop and branch braces and tests before call ``index`` (spans
+    outermost first), appended to ``body``; returns the new depth."""
+    for sp in reversed(spans):           # innermost first: spans nest
+        if sp.end == index:
+            depth -= 1
+            body.append(_INDENT * depth + "}")
+    for sp in spans:                     # outermost first
+        if isinstance(sp, BranchSpan):
+            if sp.begin == index:
+                body.append(f"{_INDENT * depth}if (({_call_arg(plan, sp.cond)})[0]) {{")
+                depth += 1
+            elif sp.mid == index:
+                body.append(_INDENT * (depth - 1) + "} else {")
+            continue
+        if sp.begin == index:            # a loop is opened before its test
+            body.append(_INDENT * depth + "for (;;) {")
+            depth += 1
+        if sp.test == index:
+            test = "" if sp.exit_when else "!"
+            body += [f"{_INDENT * depth}if ({test}({_call_arg(plan, sp.cond)})[0]) {{",
+                     f"{_INDENT * (depth + 1)}break;", f"{_INDENT * depth}}}"]
+    return depth
+
+
 def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
     width = LINE_WIDTH - len(_INDENT)
     pointers = [t.name for t in (*plan.inputs, *plan.outputs)]
@@ -543,19 +570,12 @@ def _entry_body(plan: ModelPlan, NAME: str) -> tuple[str, ...]:
         body += _wrap("if (", [f"{p} == NULL" for p in pointers], " || ", ") {", width)
         body += [f"{_INDENT}return {NAME}_ERR_NULL;", "}"]
     depth = 0
+    # loops and branches, outermost first (at one span, the loop outside)
+    spans: list[LoopSpan | BranchSpan] = sorted(
+        (*plan.loops, *plan.branches),
+        key=lambda sp: (sp.begin, -sp.end, isinstance(sp, BranchSpan)))
     for index in range(len(plan.calls) + 1):
-        for lp in plan.loops:                # innermost first: spans nest
-            if lp.end == index:
-                depth -= 1
-                body.append(_INDENT * depth + "}")
-        for lp in plan.loops:                # outermost first, each opened before its test
-            if lp.begin == index:
-                body.append(_INDENT * depth + "for (;;) {")
-                depth += 1
-            if lp.test == index:
-                test = "" if lp.exit_when else "!"
-                body += [f"{_INDENT * depth}if ({test}({_call_arg(plan, lp.cond)})[0]) {{",
-                         f"{_INDENT * (depth + 1)}break;", f"{_INDENT * depth}}}"]
+        depth = _control_lines(plan, spans, index, depth, body)
         if index == len(plan.calls):
             break
         call = plan.calls[index]
@@ -772,6 +792,8 @@ def build_metadata(plan: ModelPlan, ctx: RenderContext) -> dict[str, Any]:
         "pool": _pool_record(plan),
         **({"loops": [{"begin": lp.begin, "test": lp.test, "end": lp.end,
                        "exit_when": lp.exit_when} for lp in plan.loops]} if plan.loops else {}),
+        **({"branches": [{"begin": br.begin, "mid": br.mid, "end": br.end}
+                         for br in plan.branches]} if plan.branches else {}),
         "constant_bytes": plan.constant_bytes,
         "entry": {"name": ctx.entry_name, "prototype": entry_prototype(plan) + ";",
                   "returns": "int32_t",

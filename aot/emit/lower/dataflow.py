@@ -28,7 +28,12 @@ prints:
    elementwise kernel over its input only, see
    :mod:`aot.emit.lower.group`) next to that.
 
-Programs this dataflow backend does not compile (control flow, ADTs,
+5. **Control flow.**  A static loop (:mod:`.static_loop`) is a span of
+   steps that repeats; a static ``if`` (:mod:`.static_if`) two spans, one
+   per branch, writing the same result buffers.  Both are spans of the one
+   linear order of steps the planner sees.
+
+Programs this dataflow backend does not compile (other control flow, ADTs,
 closures, references: the whole-language backend's job) are rejected with
 a diagnostic at the offending node.
 """
@@ -63,10 +68,11 @@ from ...passes.manager import current
 from ...progress import stage
 from ..plan.arena import InPlace, TensorLife, lower_bound, plan_memory, verify_plan
 from ..plan.model import (ARENA_ALIGNMENT, ArenaOverlap, ArenaTensor, ArgKind, BufferRef,
-                          ConstantData, KernelCall, KernelInfo, LoopSpan, ModelPlan, OutputTree,
-                          TensorSpec)
+                          BranchSpan, ConstantData, KernelCall, KernelInfo, LoopSpan, ModelPlan,
+                          OutputTree, TensorSpec)
 from .overlap_pairs import overlap_candidates, unrestrict
 from .registry import LoweringError
+from .static_if import Context, branch_contexts, is_static_if
 from .static_loop import StaticLoop, static_loop, static_tensor_type
 
 __all__ = ["plan_model", "describe_group", "KernelTable", "check_dataflow"]
@@ -114,6 +120,15 @@ class _LoopSteps:
     end: int
     cond: _Slot
     exit_when: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _BranchSteps:
+    """Steps ``[begin, mid)`` run when ``cond`` holds, ``[mid, end)`` when not."""
+    begin: int
+    mid: int
+    end: int
+    cond: _Slot
 
 
 class _Env(dict):
@@ -201,6 +216,7 @@ class _Builder(KernelTable):
         self.steps: list[_Step] = []
         self.temp_count = 0
         self.loops: list[_LoopSteps] = []
+        self.branches: list[_BranchSteps] = []
         #: constants made for constant nodes (not a kernel's tables)
         self.value_consts: set[str] = set()
 
@@ -344,8 +360,9 @@ _FEATURES = {Let: "a let binding of a closure or an effect", If: "if-then-else",
 def check_dataflow(order: Sequence[Expr], *, loops: bool = False) -> dict[int, StaticLoop]:
     """Reject, at the first offending node, what only the whole-language
     backend can compile.  With ``loops``, a ``let`` of a tensor value and
-    a static loop (:mod:`.static_loop`, its inside checked too) are
-    dataflow; returns the static loops by ``let`` variable."""
+    a static loop (:mod:`.static_loop`, its inside checked too) and a
+    static ``if`` (:mod:`.static_if`) are dataflow; returns the static
+    loops by ``let`` variable."""
     found: dict[int, StaticLoop] = {}
     allowed: set[int] = set()
     if loops:
@@ -364,6 +381,7 @@ def check_dataflow(order: Sequence[Expr], *, loops: bool = False) -> dict[int, S
                 allowed.update((id(node), id(node.value)))
             elif static_tensor_type(node.value.checked_type):
                 allowed.add(id(node))
+        allowed.update(id(n) for n in order if isinstance(n, If) and is_static_if(n))
     for node in order:
         if id(node) in allowed:
             continue
@@ -376,12 +394,21 @@ def check_dataflow(order: Sequence[Expr], *, loops: bool = False) -> dict[int, S
     return found
 
 
-def _walk(b: _Builder, order: Sequence[Expr], values: _Env) -> None:
-    """Give every node of ``order`` (dependencies first) its value."""
+def _walk(b: _Builder, order: Sequence[Expr], values: _Env,
+          contexts: dict[int, Context] | None = None, here: Context = ()) -> None:
+    """Give every node of ``order`` (dependencies first) its value; the
+    nodes of a static ``if``'s branches when the ``if`` is reached
+    (``contexts``, :func:`~.static_if.branch_contexts`; ``order`` holds
+    the nodes of context ``here`` and deeper)."""
     _bind_lets(order, values)
     uses = _field_uses(order, values) if values.loops else {}
+    if contexts is None:
+        contexts = branch_contexts(order)
     for node in order:
-        if id(node) in values:
+        if id(node) in values or contexts.get(id(node), ()) != here:
+            continue
+        if isinstance(node, If):
+            values[id(node)] = _lower_if(b, node, order, values, contexts, here)
             continue
         if isinstance(node, Var) and (id(node) in values.alias or id(node) in values.loops):
             continue
@@ -479,6 +506,66 @@ def _copy_step(b: _Builder, src: _Slot, dst: _Slot) -> None:
     b.steps.append(_Step(_copy_kernel(b, src.dtype, src.size), [src], [], [dst], [], ()))
 
 
+def _lower_if(b: _Builder, node: If, order: Sequence[Expr], values: _Env,
+              contexts: dict[int, Context], here: Context) -> _Value:
+    """A static ``if`` (:mod:`.static_if`): the then branch's steps, then
+    the else branch's, both leaving the result in the same fresh buffers
+    (a branch's own result tensor renamed to the buffer, anything else
+    copied into it).  The condition and what the branches share are
+    computed before (their context is ``here``).  A branch's values are
+    forgotten after it: nothing outside may read them."""
+    leaves = _tensor_type(node.checked_type, node, "the value of an if")
+    if not leaves:
+        return unflatten(node.checked_type, [])      # () computes nothing
+    cond = values[id(node.cond)]
+    assert isinstance(cond, _Slot)
+    results = [b.temp(t) for t in leaves]
+    begin = mid = len(b.steps)
+    for branch, taken in ((node.true_branch, True), (node.false_branch, False)):
+        inside = here + ((id(node), taken),)
+        nodes = [n for n in order if contexts.get(id(n), ())[:len(inside)] == inside]
+        fresh = [id(n) for n in nodes if id(n) not in values]
+        first_step, first_temp = len(b.steps), b.temp_count
+        _walk(b, nodes, values, contexts, inside)
+        _join(b, flat_leaves(values[id(branch)]), results, first_step, first_temp)
+        for key in fresh:
+            values.pop(key, None)
+        if taken:
+            mid = len(b.steps)
+    b.branches.append(_BranchSteps(begin, mid, len(b.steps), cond))
+    return unflatten(node.checked_type, list(results))
+
+
+def _join(b: _Builder, got: list[_Slot], results: list[_Slot], first_step: int,
+          first_temp: int) -> None:
+    """Make a branch (steps from ``first_step``, temporaries numbered
+    after ``first_temp``) leave ``got`` in ``results``: a temporary of the
+    branch becomes the result buffer in every step, loop and branch test
+    of the branch; anything else is copied."""
+    renames: dict[str, _Slot] = {}
+    copies = []
+    for leaf, result in zip(got, results):
+        own = leaf.kind is ArgKind.ARENA and int(leaf.key[1:]) > first_temp
+        if own and leaf.key not in renames:
+            renames[leaf.key] = result
+        else:
+            copies.append((renames.get(leaf.key, leaf), result))
+    for src, dst in copies:
+        _copy_step(b, src, dst)
+    if not renames:
+        return
+
+    def swap(slots: list[_Slot]) -> list[_Slot]:
+        return [renames.get(s.key, s) for s in slots]
+    for step in b.steps[first_step:]:
+        step.inputs, step.outputs, step.scratch = (swap(step.inputs), swap(step.outputs),
+                                                   swap(step.scratch))
+    b.loops[:] = [dataclasses.replace(lp, cond=renames.get(lp.cond.key, lp.cond))
+                  if lp.begin >= first_step else lp for lp in b.loops]
+    b.branches[:] = [dataclasses.replace(br, cond=renames.get(br.cond.key, br.cond))
+                     if br.begin >= first_step else br for br in b.branches]
+
+
 def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env,
                 used: set[int] | None = None) -> _Value:
     """One run of a static loop (:mod:`.static_loop`): what the condition,
@@ -518,6 +605,10 @@ def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env,
             variant.add(id(node))
         elif isinstance(node, Var) and id(env.alias.get(id(node), node)) in variant:
             variant.add(id(node))
+    # a branch of an if that runs every iteration runs there too (not hoisted)
+    contexts = branch_contexts(order)
+    ifs = {id(n) for n in order if isinstance(n, If) and id(n) in variant}
+    variant.update(id(n) for n in order if any(i in ifs for i, _ in contexts.get(id(n), ())))
     _walk(b, [n for n in order if id(n) not in variant], env)       # loop invariants
     for src, dst in zip(inits, state):
         _copy_step(b, src, dst)
@@ -626,12 +717,20 @@ def _loop_lifetimes(b: _Builder, start: dict[str, int], end: dict[str, int]) -> 
     """A tensor a loop reads or writes that exists before the loop (its
     state, what it reads from outside) lives until after the loop: the
     next iteration reads it again, so no step of the loop is its last; the
-    condition lives until it is tested."""
+    condition lives until it is tested.  A branch's condition is read at
+    the branch's first step."""
+    for br in b.branches:
+        if br.cond.key in start:
+            end[br.cond.key] = max(end[br.cond.key], br.begin)
     for lp in sorted(b.loops, key=lambda lp: lp.end - lp.begin):   # inner loops first
         for step in b.steps[lp.begin:lp.end]:
             for s in (*step.inputs, *step.outputs):
                 if s.key in start and start[s.key] < lp.begin:
                     end[s.key] = max(end[s.key], lp.end)
+        for br in b.branches:
+            s = br.cond
+            if lp.begin <= br.begin < lp.end and s.key in start and start[s.key] < lp.begin:
+                end[s.key] = max(end[s.key], lp.end)
         if lp.cond.key in start:
             end[lp.cond.key] = max(end[lp.cond.key], lp.test - 1)
             if start[lp.cond.key] < lp.begin:
@@ -673,7 +772,7 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         for pos in step.inplace:
             src = step.inputs[pos]
             out = step.outputs[0]
-            if (src.key in start and end[src.key] == k and out.key in start and
+            if (src.key in start and end[src.key] == k and start.get(out.key) == k and
                     sizes[out.key] <= sizes[src.key] and src.key != out.key):
                 whole.append(InPlace(out.key, src.key))
     kernels = {k.name: k for k in b.kernels}
@@ -711,6 +810,8 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
     b.constants = [c for c in b.constants if c.symbol in read or c.symbol not in b.value_consts]
     loops = tuple(LoopSpan(lp.begin, lp.test, lp.end, ref(lp.cond), lp.exit_when)
                   for lp in sorted(b.loops, key=lambda lp: (lp.begin, -lp.end)))
+    branches = tuple(BranchSpan(br.begin, br.mid, br.end, ref(br.cond))
+                     for br in sorted(b.branches, key=lambda br: (br.begin, -br.end)))
     constants = {c.symbol: c for c in b.constants}
     calls = []
     for step in b.steps:
@@ -729,6 +830,6 @@ def _finish(b: _Builder, name: str, arena: str, inputs: list[TensorSpec],
         arena_tensors=tuple(ArenaTensor(t.key, memory.offsets[t.key], sizes[t.key], t.start,
                                         t.end) for t in sorted(lives, key=lambda t: (t.start,
                                                                                     t.key))),
-        arena_overlaps=tuple(overlaps), loops=loops,
+        arena_overlaps=tuple(overlaps), loops=loops, branches=branches,
         extra=(("memory_planner", memory.algorithm),
                ("inplace", len(memory.inplace))))

@@ -42,7 +42,8 @@ from ..kernel.ir import Kernel
 
 __all__ = [
     "TensorSpec", "ConstantData", "ArgKind", "BufferRef", "KernelCall",
-    "KernelInfo", "LoopSpan", "ArenaTensor", "ArenaOverlap", "ModelPlan", "OutputTree",
+    "KernelInfo", "LoopSpan", "BranchSpan", "ArenaTensor", "ArenaOverlap", "ModelPlan",
+    "OutputTree",
     "STATUS_CODES",
     "ARENA_ALIGNMENT", "entry_name",
 ]
@@ -188,6 +189,20 @@ class LoopSpan:
     exit_when: bool
 
 
+@dataclass(frozen=True, slots=True)
+class BranchSpan:
+    """Calls ``[begin, mid)`` run when the one-element bool tensor ``cond``
+    is true (a C ``if``), calls ``[mid, end)`` when it is false; both
+    parts are non-empty.  Branches and loops nest properly, a loop inside a
+    branch within one part; a loop and a branch of the same span are the
+    branch inside the loop (:mod:`aot.emit.lower.static_if`)."""
+
+    begin: int
+    mid: int
+    end: int
+    cond: BufferRef
+
+
 OutputTree = Union[int, tuple["OutputTree", ...]]
 
 
@@ -221,6 +236,8 @@ class ModelPlan:
     program: Any = None
     #: the loops over calls (dataflow models with static loops)
     loops: tuple[LoopSpan, ...] = ()
+    #: the branches over calls (dataflow models with static ifs)
+    branches: tuple[BranchSpan, ...] = ()
 
     @property
     def constant_bytes(self) -> int:

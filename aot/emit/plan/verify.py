@@ -16,17 +16,18 @@ two arena arguments of one call overlap only as a declared
 :class:`~aot.emit.plan.model.ArenaOverlap` -- output over input at the
 declared shift -- that the kernel's loop nest allows
 (:func:`aot.emit.plan.overlap.safe_shift`, checked again here);
-the output tree lists every output once, in order.
+the output tree lists every output once, in order; loops and branches
+over calls are well formed (:mod:`aot.emit.plan.verify_control`).
 """
 
 from __future__ import annotations
 
-from ...ir.dtype import DType
 from ..kernel.ir import BufferScope, Kernel, is_c_identifier
 from ..kernel.walk import buffers_in, stored_buffers
 from .model import (ARENA_ALIGNMENT, ArenaOverlap, ArgKind, BufferRef, KernelCall, ModelPlan,
                     OutputTree, entry_name)
 from .overlap import safe_shift
+from .verify_control import check_control
 
 __all__ = ["verify_model_plan"]
 
@@ -47,8 +48,8 @@ def verify_model_plan(plan: ModelPlan) -> None:
     if plan.program is not None:
         return                   # kernels are called from the program's functions
     _check_output_tree(plan)
-    _check_loops(plan)
     used_constants = _check_calls(plan)
+    check_control(plan, lambda message: _fail(plan, message))
     known = {f"{plan.name}_{c.symbol}" for c in plan.constants}
     if not used_constants <= known:
         _fail(plan, f"kernels read undefined constant tables {sorted(used_constants - known)}")
@@ -56,24 +57,6 @@ def verify_model_plan(plan: ModelPlan) -> None:
         if f"{plan.name}_{c.symbol}" not in used_constants:
             _fail(plan, f"constant {c.symbol} is never used (an unused static const "
                         "does not compile warning-free)")
-
-
-def _check_loops(plan: ModelPlan) -> None:
-    """Static loops: spans of calls that nest properly, each tested on a
-    one-element bool tensor the entry can read."""
-    for lp in plan.loops:
-        if not 0 <= lp.begin <= lp.test <= lp.end <= len(plan.calls):
-            _fail(plan, f"loop [{lp.begin}, {lp.test}, {lp.end}) is not a span of calls")
-        if lp.cond.dtype is not DType.BOOL or lp.cond.size != 1:
-            _fail(plan, f"loop [{lp.begin}, {lp.end}) tests {lp.cond}, not a bool element")
-        for other in plan.loops:
-            apart = other.end <= lp.begin or lp.end <= other.begin
-            inside = lp.begin <= other.begin and other.end <= lp.end and \
-                (other.begin >= lp.test or other.end <= lp.test)
-            if other is not lp and not (apart or inside or (
-                    other.begin <= lp.begin and lp.end <= other.end)):
-                _fail(plan, f"loops [{lp.begin}, {lp.end}) and [{other.begin}, {other.end}) "
-                            "overlap without nesting")
 
 
 def _check_names(plan: ModelPlan) -> None:

@@ -1005,9 +1005,6 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
                   "(SimplifyInference removes it before differentiating)",
     "nn.batch_norm": "inference batch norm; SimplifyInference rewrites it into "
                      "differentiable arithmetic first",
-    **{name: "no rule yet: its gradients are convolutions of the output gradient as for "
-                   "nn.conv1d and nn.conv2d_transpose (gradients_more.py), not written for it"
-       for name in ("nn.conv1d_transpose", "nn.conv3d")},
 }
 
 
@@ -1019,3 +1016,7 @@ def why_not_differentiable(name: str) -> str:
 from .gradients_more import MORE_RULES  # noqa: E402  (its rules use the blocks above)
 
 RULES.update(MORE_RULES)
+
+from .gradients_conv_nd import CONV_ND_RULES  # noqa: E402  (built on call above)
+
+RULES.update(CONV_ND_RULES)

@@ -108,5 +108,7 @@ EXTRA_RULES: dict[str, Any] = {
     "nn.adaptive_avg_pool1d": _adaptive_rule(1, False),
     "nn.adaptive_max_pool2d": _adaptive_rule(2, True),
     "nn.adaptive_avg_pool2d": _adaptive_rule(2, False),
+    "nn.adaptive_max_pool3d": _adaptive_rule(3, True),
+    "nn.adaptive_avg_pool3d": _adaptive_rule(3, False),
     **_fast_rules(),
 }

@@ -331,33 +331,44 @@ def _skip_padding_taps(x: np.ndarray, cols: np.ndarray, wmat: np.ndarray, finite
     return res
 
 
+def conv_transpose_nd(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
+                      pads: Sequence[tuple[int, int]], output_padding: Sequence[int],
+                      dilation: Sequence[int], groups: int, acc: type) -> np.ndarray:
+    """Grouped transposed convolution of ``N C *S`` ``x`` with ``I O *K``
+    ``w``, any number of spatial axes: every input position scatters ``w``
+    into the full output, one kernel tap at a time (a matrix product over
+    the group's input channels per tap), which is then cropped by the
+    padding (``output_padding`` extends each axis's end)."""
+    n, c, *size = x.shape
+    _, og, *kernel = w.shape
+    g = groups
+    cg = c // g
+    rank = len(size)
+    full = [(s - 1) * st + dilated_extent(k, d) + op
+            for s, st, k, d, op in zip(size, strides, kernel, dilation, output_padding)]
+    res = np.zeros((n, g, og, *full), dtype=acc)
+    # rows: (G, N*prod(S), Cg)
+    perm = (1, 0, *range(3, 3 + rank), 2)
+    rows = x.astype(acc).reshape(n, g, cg, *size).transpose(perm).reshape(g, -1, cg)
+    wg = w.astype(acc).reshape(g, cg, og, *kernel)
+    back = (1, 0, 2 + rank, *range(2, 2 + rank))
+    for tap in np.ndindex(*kernel):
+        contrib = np.matmul(rows, wg[(slice(None),) * 3 + tap])  # (G, N*prod(S), Og)
+        contrib = contrib.reshape(g, n, *size, og).transpose(back)
+        at = tuple(slice(t * d, t * d + (s - 1) * st + 1, st)
+                   for t, d, s, st in zip(tap, dilation, size, strides))
+        res[(slice(None),) * 3 + at] += contrib
+    crop = tuple(slice(b, f - e) for (b, e), f in zip(pads, full))
+    out = res[(slice(None),) * 3 + crop]
+    return out.reshape(n, g * og, *out.shape[3:])
+
+
 def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
                           pads: tuple[tuple[int, int], tuple[int, int]],
                           output_padding: tuple[int, int], dilation: tuple[int, int],
                           groups: int, acc: type) -> np.ndarray:
-    """Grouped transposed convolution of NCHW ``x`` with IOHW ``w``: every
-    input pixel scatters ``w`` into the full output, which is then cropped
-    by the padding (``output_padding`` extends the bottom/right end)."""
-    n, c, h, wd = x.shape
-    _, og, kh, kw = w.shape
-    g = groups
-    cg = c // g
-    full_h = (h - 1) * strides[0] + dilated_extent(kh, dilation[0]) + output_padding[0]
-    full_w = (wd - 1) * strides[1] + dilated_extent(kw, dilation[1]) + output_padding[1]
-    full = np.zeros((n, g, og, full_h, full_w), dtype=acc)
-    # rows: (G, N*H*W, Cg)
-    rows = x.astype(acc).reshape(n, g, cg, h, wd).transpose(1, 0, 3, 4, 2).reshape(g, -1, cg)
-    wg = w.astype(acc).reshape(g, cg, og, kh, kw)
-    for i in range(kh):
-        for j in range(kw):
-            contrib = np.matmul(rows, wg[:, :, :, i, j])  # (G, N*H*W, Og)
-            contrib = contrib.reshape(g, n, h, wd, og).transpose(1, 0, 4, 2, 3)
-            y0, x0 = i * dilation[0], j * dilation[1]
-            full[:, :, :, y0:y0 + (h - 1) * strides[0] + 1:strides[0],
-                 x0:x0 + (wd - 1) * strides[1] + 1:strides[1]] += contrib
-    (top, bottom), (left, right) = pads
-    out = full[:, :, :, top:full_h - bottom, left:full_w - right]
-    return out.reshape(n, g * og, out.shape[3], out.shape[4])
+    """:func:`conv_transpose_nd` of NCHW ``x`` with IOHW ``w``."""
+    return conv_transpose_nd(x, w, strides, pads, output_padding, dilation, groups, acc)
 
 
 def _conv2d(args: Sequence[np.ndarray], attrs: Conv2DAttrs, out: Type) -> np.ndarray:
@@ -406,4 +417,4 @@ defop("nn.conv2d_transpose", arity=2, rel=_conv2d_transpose_rel, pattern=FUSABLE
       attrs=Conv2DTransposeAttrs, family=FAMILY, contraction=True)
 
 __all__ = ["Conv1DAttrs", "Conv2DAttrs", "Conv2DTransposeAttrs", "conv2d_nchw",
-           "conv2d_transpose_nchw", "ConvSpec", "conv_rel", "conv_pads"]
+           "conv2d_transpose_nchw", "conv_transpose_nd", "ConvSpec", "conv_rel", "conv_pads"]

@@ -1,9 +1,9 @@
-"""Operator family: adaptive pooling — ``nn.adaptive_avg_pool1d``,
-``nn.adaptive_max_pool1d``, ``nn.adaptive_avg_pool2d``,
-``nn.adaptive_max_pool2d`` (Relay's names and attributes).
+"""Operator family: adaptive pooling — ``nn.adaptive_{avg,max}_pool1d``,
+``nn.adaptive_{avg,max}_pool2d`` and ``nn.adaptive_{avg,max}_pool3d``
+(Relay's names and attributes).
 
 Semantics (TOPI's ``adaptive_pool``): ``output_size`` gives the spatial
-output extent (``W`` for 1-d, ``H W`` for 2-d; one value stands for all
+output extent (``W`` for 1-d, ``H W`` for 2-d, ``D H W`` for 3-d; one value stands for all
 axes; empty keeps the input's extent).  Output position ``o`` of an axis
 of input extent ``n`` and output extent ``m`` pools the input positions
 ``[floor(o*n/m), ceil((o+1)*n/m))`` -- windows of different sizes that
@@ -11,7 +11,7 @@ cover the input, overlapping when ``n`` is not a multiple of ``m``.  The
 average divides by the window's size; integers sum exactly and divide
 truncating toward zero (as the other integer pools here).  ``layout`` is
 any string of distinct upper-case letters containing the spatial ones
-(``NCW``/``NWC``, ``NCHW``/``NHWC`` ...); ``out_layout`` must be empty or
+(``NCW``/``NWC``, ``NCHW``/``NHWC``, ``NCDHW``/``NDHWC`` ...); ``out_layout`` must be empty or
 equal to it.
 
 Pattern kind: out-elemwise-fusable, as Relay.
@@ -65,11 +65,25 @@ class AdaptivePool2DAttrs(Attrs):
         _check(self.output_size, self.layout, self.out_layout, "HW")
 
 
-AdaptiveAttrs = AdaptivePool1DAttrs | AdaptivePool2DAttrs
+@dataclass(frozen=True, slots=True)
+class AdaptivePool3DAttrs(Attrs):
+    type_key: ClassVar[str] = "AdaptivePool3DAttrs"
+    output_size: tuple[int, ...] = ()
+    layout: str = "NCDHW"
+    out_layout: str = ""
+
+    def __post_init__(self) -> None:
+        _check(self.output_size, self.layout, self.out_layout, "DHW")
+
+
+AdaptiveAttrs = AdaptivePool1DAttrs | AdaptivePool2DAttrs | AdaptivePool3DAttrs
 
 
 def adaptive_letters(attrs: AdaptiveAttrs) -> str:
-    return "W" if isinstance(attrs, AdaptivePool1DAttrs) else "HW"
+    """The pooled axes' letters, in canonical order."""
+    if isinstance(attrs, AdaptivePool1DAttrs):
+        return "W"
+    return "HW" if isinstance(attrs, AdaptivePool2DAttrs) else "DHW"
 
 
 def adaptive_window(o: int, n: int, m: int) -> tuple[int, int]:
@@ -151,5 +165,12 @@ defop("nn.adaptive_avg_pool2d", arity=1, rel=_rel, pattern=FUSABLE, compute=_avg
 defop("nn.adaptive_max_pool2d", arity=1, rel=_rel, pattern=FUSABLE, compute=_max,
       doc="2-d adaptive max pooling to output_size over H and W", attrs=AdaptivePool2DAttrs,
       family=FAMILY)
+defop("nn.adaptive_avg_pool3d", arity=1, rel=_rel, pattern=FUSABLE, compute=_avg,
+      doc="3-d adaptive average pooling to output_size over D, H and W",
+      attrs=AdaptivePool3DAttrs, family=FAMILY)
+defop("nn.adaptive_max_pool3d", arity=1, rel=_rel, pattern=FUSABLE, compute=_max,
+      doc="3-d adaptive max pooling to output_size over D, H and W", attrs=AdaptivePool3DAttrs,
+      family=FAMILY)
 
-__all__ = ["AdaptivePool1DAttrs", "AdaptivePool2DAttrs", "adaptive_letters", "adaptive_window"]
+__all__ = ["AdaptivePool1DAttrs", "AdaptivePool2DAttrs", "AdaptivePool3DAttrs",
+           "adaptive_letters", "adaptive_window"]

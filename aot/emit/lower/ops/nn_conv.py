@@ -89,6 +89,12 @@ instruction counts on a Cortex-M4F: float32 4x6, int32 2x4).
   this loop nest).  In the plain order each channel tile reads the whole
   input again, so no byte of it dies before the last tile.
 
+**Computed weights.**  A weight read through a fused prologue (a
+weight-only quantized weight's unpack, zero point and scale, a cast, a
+layout change) is converted once per channel tile into a local array the
+tile reads instead (:mod:`.nn_conv_wstage`, forward convolutions; channel
+tiles then run outermost).
+
 **Tuning.**  These are the ``scalar`` tuning's nests (the default, for a
 scalar FPU such as a Cortex-M4F).  Under the ``simd`` tuning
 (:mod:`.tuning`) forward float32 convolutions with a constant, finite
@@ -826,6 +832,11 @@ class ConvGeometry:
     out_dtype: DType
     acc: DType
     transposed: bool
+    #: output channels per register tile at most (0: :data:`MAX_TILE_CHANNELS`)
+    max_bo: int = 0
+    #: ``weight`` is a channel tile's weights staged by
+    #: :mod:`.nn_conv_wstage` (its ``O`` index is the channel in the tile)
+    weight_staged: bool = False
 
     @property
     def cg(self) -> int:
@@ -868,6 +879,8 @@ def _tile_channels(cv: ConvGeometry) -> int:
         return 1        # channels-first depthwise: tile columns only
     per_group = cv.groups if cv.depthwise else cv.og
     cap = min(MAX_TILE_CHANNELS.get(cv.acc, 4), TILE_BUDGET.get(cv.acc, 4))
+    if cv.max_bo:
+        cap = min(cap, cv.max_bo)
     for b in range(cap, 1, -1):
         if per_group % b == 0:
             return b
@@ -932,7 +945,7 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
             w_comps["O"] = Lin(ch.og0, ti=int(shared_x))
         else:
             w_comps["I"] = lin("C", 0, 1)
-            w_comps["O"] = Lin(ch.o0, ti=1)
+            w_comps["O"] = Lin(idx(0) if cv.weight_staged else ch.o0, ti=1)
         xa = Access(ctx, cv.data, x_comps, "xb")
         wa = Access(ctx, cv.weight, w_comps, "wb")
 
@@ -1032,6 +1045,21 @@ def _staged_nest(ctx: LowerContext, cv: ConvGeometry, spatial: Callable[[Callabl
                                K.load(stage, iadd(imul(co, bw), j))))
         return K.block(tiles, K.for_range(co, cv.og, K.block(*copies)))
     return K.for_range(n, cv.n, spatial(at))
+
+
+def _weight_staged_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis,
+                        spatial: Callable[[Callable], K.Stmt], sink: Sink) -> K.Stmt:
+    """Channel tiles outermost, each first converting its weights into the
+    local stage that its tiles then read (:mod:`.nn_conv_wstage`)."""
+    from .nn_conv_wstage import WeightStage
+    bo = _tile_channels(cv)
+    stage = WeightStage(ctx, cv, h, w, bo)
+    n = ctx.index_var("n")
+
+    def per_tile(ch: _ChanTile) -> K.Stmt:
+        return K.block(stage.fill(ctx, ch.o0, ch.bo), spatial(
+            lambda *a: _conv_tile(ctx, stage.geometry, sink, n, ch, *a)))
+    return K.for_range(n, cv.n, _channel_tiles(ctx, cv, bo, per_tile))
 
 
 def _max_columns(cv: ConvGeometry) -> int:
@@ -1174,16 +1202,13 @@ def _same_order(cv: ConvGeometry, w: Axis, max_bw: int, htaps: tuple) -> bool:
 
 
 def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink) -> K.Stmt:
+    from .nn_conv_wstage import stage_channels
+    stage_bo = stage_channels(cv, h, w, _tile_channels(cv))
+    if stage_bo:
+        cv = replace(cv, max_bo=stage_bo)
     max_bw = _max_columns(cv)
     if w.stride > 1 and cv.acc is DType.FLOAT32 and _tile_channels(cv) > 1:
         max_bw = min(max_bw, STRIDED_COLUMNS)
-    staged = _stageable(cv, h, w, max_bw)
-    if _flattenable(cv, h, w, max_bw):
-        if staged:
-            return _staged_nest(ctx, cv, lambda inner: _flat_spatial(ctx, h, w, max_bw, inner),
-                                sink, max_bw)
-        return _nest(ctx, cv, lambda inner: _flat_spatial(ctx, h, w, max_bw, inner),
-                     lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
 
     def spatial(inner: Callable[..., K.Stmt]) -> K.Stmt:
         """Rows, then each row's column tiles."""
@@ -1204,7 +1229,13 @@ def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: S
             return columns(ctx, w, max_bw, col)
         return K.block(*rows(ctx, h, row))
 
-    if staged:
+    if _flattenable(cv, h, w, max_bw):
+        def flat(inner: Callable[..., K.Stmt]) -> K.Stmt:
+            return _flat_spatial(ctx, h, w, max_bw, inner)
+        spatial = flat
+    if stage_bo:
+        return _weight_staged_nest(ctx, cv, h, w, spatial, sink)
+    if _stageable(cv, h, w, max_bw):
         return _staged_nest(ctx, cv, spatial, sink, max_bw)
     return _nest(ctx, cv, spatial, lambda n, ch, *a: _conv_tile(ctx, cv, sink, n, ch, *a))
 

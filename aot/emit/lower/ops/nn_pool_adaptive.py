@@ -1,5 +1,5 @@
 """Lowering of the adaptive pools (``aot/ir/ops/nn_pool_adaptive.py``):
-``nn.adaptive_{avg,max}_pool{1,2}d``, as anchors.
+``nn.adaptive_{avg,max}_pool{1,2,3}d``, as anchors.
 
 Design note
 -----------
@@ -99,11 +99,11 @@ def _adaptive(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sink
     return body
 
 
-@anchor_lowering("nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool2d")
+@anchor_lowering("nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool2d", "nn.adaptive_avg_pool3d")
 def _adaptive_avg(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
     return _adaptive(ctx, args, attrs, out_type, sinks, False)
 
 
-@anchor_lowering("nn.adaptive_max_pool1d", "nn.adaptive_max_pool2d")
+@anchor_lowering("nn.adaptive_max_pool1d", "nn.adaptive_max_pool2d", "nn.adaptive_max_pool3d")
 def _adaptive_max(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type, sinks):
     return _adaptive(ctx, args, attrs, out_type, sinks, True)

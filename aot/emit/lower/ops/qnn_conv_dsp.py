@@ -32,7 +32,11 @@ dimension is contiguous (im2col), as 16-bit values, two per word:
   MobileNet's 3-channel 3x3 one), two consecutive elements of the
   flattened ``(c, kh, kw)`` order, fully unrolled at compile time with a
   bounds test per element (no padded channel: 27 elements are 14 words,
-  not 18).  A tap outside the input (padding) holds the input zero point.
+  not 18); for int8 window rows of 3 or 4 columns, the pairs of a row's
+  columns ``(0, 2)`` and ``(1, 3)`` instead (3 columns: the middle ones
+  of consecutive rows pair up), so that a tile inside the input copies a
+  window row from one 4-byte word (:meth:`_Conv.row_words_copy`).  A tap
+  outside the input (padding) holds the input zero point.
 * **The weight** is repacked at compile time into the same pairs,
   sign-extended to 16 bits: one word ``(w[o][k0], w[o][k1])`` is one
   ``SMLAD`` operand, with no unpacking in the loop.  Words are ordered
@@ -50,6 +54,18 @@ dimension is contiguous (im2col), as 16-bit values, two per word:
 * **Order**: the patch of a position tile is built once and reused for
   every output channel, so the copy costs ``1 / O`` of the work per
   element (a few instructions per pair: two byte loads, a pack, a store).
+* **Pointwise layers** (1x1, stride 1, no padding, even channel count,
+  int8) take tiles of ``O_W = 2`` output channels by ``P_W = 4``
+  positions instead (the weight packed ``[ot][kp][i]`` for 2 channels):
+  the same 14 instructions per 16 multiply-accumulates (4 patch words, 2
+  weight words, 8 ``SMLAD``), but each channel's requantization values
+  (multiplier, rounding term, shift: loaded per output channel of a tile)
+  serve 4 outputs instead of 2, the copy reads one word per channel for 4
+  positions (:meth:`_Conv.plane_copy`), and the outputs go to their flat
+  position ``q`` (no division by the row length, one output pointer).
+  MobileNetV1-0.25's pointwise layers: 8 -> 16 918,157 -> 849,607
+  instructions, 16 -> 32 597,859 -> 528,356, 128 -> 128 623,299 ->
+  597,489; DS-CNN's 64 -> 64: 630,916 -> 576,768.
 
 **The input zero point** is not subtracted: ``sum_k (x - zx) * w =
 sum_k x * w - zx * sum_k w``, and ``-zx * sum_k w[o][k]`` (over every
@@ -59,9 +75,10 @@ accumulators start from.  Every value fits its halfword and the sums wrap
 modulo 2^32 like the reference's int32 accumulation, so the result is
 bit-identical.
 
-Remainders: an output count not a multiple of 4 ends with a narrower tile
-reading the same table; an odd position count ends with a one-position
-tile.  Requantization and the rest of the fused epilogue are the sink's.
+Remainders: an output count not a multiple of the tile's ends with a
+narrower tile reading the same table; a position count not a multiple of
+the tile's ends with a shorter tile.  Requantization and the rest of the
+fused epilogue are the sink's.
 
 The kernel IR spells the instruction as the runtime helper ``aot_smlad``:
 the ACLE intrinsic when the C compiler defines ``__ARM_FEATURE_DSP``, a
@@ -94,6 +111,11 @@ O_T, P_T = 4, 2
 #: windows of at most this many elements are paired in flattened order,
 #: the copy unrolled at compile time
 UNROLLED = 64
+#: a window paired in flattened order with at most this many output tiles
+#: emits them unrolled (4 tiles, ResNet-8's 3 -> 16 layer, cost the firmware
+#: 120k instructions more, through gcc's register allocation of the whole
+#: run function, where aot profile counted 73k fewer)
+UNROLLED_TILES = 2
 #: at most this many taps (the copy unrolls the taps)
 MAX_TAPS = 64
 #: pairs per turn of the product loop: (reductions of at least so many
@@ -102,6 +124,9 @@ MAX_TAPS = 64
 #: 64 with the residual add 1.17 -> 1.09) and cost short ones their
 #: remainder steps and register pressure (DS-CNN's 10x4 layer 1.53 -> 1.64)
 UNROLL = ((64, 8), (0, 4))
+#: output channels and positions of a pointwise layer's tile that reads 4
+#: positions of a channel as one word (see the design note)
+O_W, P_W = 2, 4
 
 #: one reduction element (c, kh, kw); None: a zero-weight pad
 Elem = Optional[tuple[int, int, int]]
@@ -146,11 +171,34 @@ class _Geometry:
         return self.oh * self.ow
 
 
-def _pairs(g: _Geometry) -> tuple[bool, list[tuple[Elem, Elem]]]:
+def _row_words(g: _Geometry, dtype: DType) -> bool:
+    """Whether a window paired in flattened order is copied a window row
+    at a time (see :meth:`_Conv.row_words_copy`): rows of 3 or 4 adjacent
+    int8 bytes."""
+    return g.kw in (3, 4) and g.dilation[1] == 1 and g.width >= 4 and dtype is DType.INT8
+
+
+def _pairs(g: _Geometry, rows: bool = False) -> tuple[bool, list[tuple[Elem, Elem]]]:
     """Whether the window is paired in flattened order (unrolled copy), and
-    the pairs of reduction elements of the patch words, in order."""
+    the pairs of reduction elements of the patch words, in order.  With
+    ``rows`` (a small window whose rows are 3 or 4 bytes, see
+    :meth:`_Conv.row_words_copy`) the pairs of a window row are its columns
+    ``(0, 2)`` (and ``(1, 3)`` for 4 columns); the middle columns of 3-column
+    rows pair up across consecutive rows (the last alone)."""
     size = g.chans * g.kh * g.kw
     if size <= UNROLLED and g.chans % 2:
+        if rows:
+            out: list[tuple[Elem, Elem]] = []
+            middles: list[Elem] = []
+            for c in range(g.chans):
+                for r in range(g.kh):
+                    out.append(((c, r, 0), (c, r, 2)))
+                    if g.kw == 4:
+                        out.append(((c, r, 1), (c, r, 3)))
+                    else:
+                        middles.append((c, r, 1))
+            middles += [None] * (len(middles) % 2)
+            return True, out + [(middles[i], middles[i + 1]) for i in range(0, len(middles), 2)]
         flat: list[Elem] = [(c, r, s) for c in range(g.chans) for r in range(g.kh)
                             for s in range(g.kw)]
         flat += [None] * (len(flat) % 2)
@@ -163,18 +211,26 @@ def _pairs(g: _Geometry) -> tuple[bool, list[tuple[Elem, Elem]]]:
     return False, pairs
 
 
-def _packed_weight(w: np.ndarray, pairs: list[tuple[Elem, Elem]]) -> np.ndarray:
-    """Words ``[ot][kp][i]``: output ``O_T*ot + i``, its weights of pair
+def _plane(g: _Geometry, unrolled: bool, data: TensorValue) -> bool:
+    """Whether the layer is a pointwise convolution whose tiles read 4
+    positions of a channel as one word (:meth:`_Conv.plane_copy`)."""
+    return not (unrolled or g.kh != 1 or g.kw != 1 or g.strides != (1, 1) or g.pad != (0, 0)
+                or g.chans % 2 or data.buffer is None or data.dtype is not DType.INT8
+                or (g.oh, g.ow) != (g.height, g.width) or g.positions < 4)
+
+
+def _packed_weight(w: np.ndarray, pairs: list[tuple[Elem, Elem]], o_t: int = O_T) -> np.ndarray:
+    """Words ``[ot][kp][i]``: output ``o_t*ot + i``, its weights of pair
     ``kp`` as two int16 halves."""
     outs = w.shape[0]
-    o_pad = -(-outs // O_T) * O_T
+    o_pad = -(-outs // o_t) * o_t
     halves = np.zeros((o_pad, len(pairs), 2), dtype=np.int64)
     for kp, pair in enumerate(pairs):
         for h, e in enumerate(pair):
             if e is not None:
                 halves[:outs, kp, h] = w[:, e[0], e[1], e[2]]
     words = (halves[..., 0] & 0xFFFF) | ((halves[..., 1] & 0xFFFF) << 16)
-    return words.reshape(o_pad // O_T, O_T, len(pairs)).transpose(0, 2, 1).reshape(-1) \
+    return words.reshape(o_pad // o_t, o_t, len(pairs)).transpose(0, 2, 1).reshape(-1) \
         .astype(np.uint32)
 
 
@@ -195,8 +251,10 @@ def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
         return None
     w = np.asarray(weight.constant).astype(np.int64)
     zx = int(np.asarray(in_zp.constant).reshape(-1)[0])
-    unrolled, pairs = _pairs(g)
-    table = ctx.constant_table(_packed_weight(w, pairs), U32)
+    rows = data.buffer is not None and _row_words(g, data.dtype)
+    unrolled, pairs = _pairs(g, rows)
+    o_t, p_t = (O_W, P_W) if _plane(g, unrolled, data) else (O_T, P_T)
+    table = ctx.constant_table(_packed_weight(w, pairs, o_t), U32)
     init = None
     sink = sinks[0]
     sums = -zx * w.reshape(outs, -1).sum(axis=1)
@@ -207,17 +265,22 @@ def conv_int8_dsp(ctx: LowerContext, data: TensorValue, weight: TensorValue,
         init = ctx.constant_table(((sums + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32), I32)
     if table.buffer is None or (init is not None and init.buffer is None):
         return None
-    patch = ctx.scratch(U32, (P_T * len(pairs),), "patch")
-    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sink).nest()
+    patch = ctx.scratch(U32, (p_t * len(pairs),), "patch")
+    return _Conv(ctx, g, data, table.buffer, init, patch, zx, unrolled, pairs, sink,
+                 rows and unrolled, (o_t, p_t)).nest()
 
 
 class _Conv:
     def __init__(self, ctx: LowerContext, g: _Geometry, data: TensorValue, wbuf: K.Buffer,
                  init: TensorValue | None, patch: K.Buffer, zx: int, unrolled: bool,
-                 pairs: list[tuple[Elem, Elem]], sink: Sink) -> None:
+                 pairs: list[tuple[Elem, Elem]], sink: Sink, rows: bool = False,
+                 tile: tuple[int, int] = (O_T, P_T)) -> None:
         self.ctx, self.g, self.data, self.wbuf, self.init = ctx, g, data, wbuf, init
         self.patch, self.zx, self.unrolled, self.pairs, self.sink = (patch, zx, unrolled,
                                                                      pairs, sink)
+        self.rows = rows
+        #: output channels and positions of a register tile
+        self.o_t, self.p_t = tile
         self.kp = len(pairs)
         self.n = ctx.index_var("n")
 
@@ -302,8 +365,8 @@ class _Conv:
         g = self.g
         span = (P_T - 1) * g.strides[1] + g.kw
         buf = self.data.buffer
-        if (self.unrolled or g.chans % 2 or span > 4 or g.dilation[1] != 1 or g.width < 4
-                or span > P_T * g.kw
+        if (self.p_t != P_T or self.unrolled or g.chans % 2 or span > 4
+                or g.dilation[1] != 1 or g.width < 4 or span > P_T * g.kw
                 or buf is None or self.data.dtype is not DType.INT8 or g.ow < 2):
             return None
         (oh, ow0), (_, ow1) = pos[0], pos[1]
@@ -355,19 +418,70 @@ class _Conv:
                       ) -> tuple[K.Expr, list[K.Stmt]] | None:
         """For a window paired in flattened order: the copy without bounds
         tests when every tap of every position of the tile is inside the
-        input (most positions of a first layer), with its condition."""
+        input (most positions of a first layer), with its condition (with
+        row words, the fourth byte of each 3-column window row too)."""
         if not self.unrolled:
             return None
+        last = 3 if self.rows else self.g.kw - 1
         tests = [t for p in pos for t in (self._inside(p, 0, 0),
-                                          self._inside(p, self.g.kh - 1, self.g.kw - 1))
+                                          self._inside(p, self.g.kh - 1, last))
                  if t is not None]
         if not tests:
             return None
         cond = tests[0]
         for t in tests[1:]:
             cond = K.logical_and(cond, t)
-        return cond, [st for j, p in enumerate(pos)
-                      for st in self._copy_unrolled(j * self.kp, p, checked=False)]
+        copy = self.row_words_copy if self.rows else \
+            (lambda base, p: self._copy_unrolled(base, p, checked=False))
+        return cond, [st for j, p in enumerate(pos) for st in copy(j * self.kp, p)]
+
+    def row_words_copy(self, base: int, pos: tuple[K.Var, K.Var]) -> list[K.Stmt]:
+        """The patch words of one position whose window is inside the input
+        (and, for 3 columns, the byte after each window row too), from one
+        4-byte word per window row: ``SXTB16`` of the word ``(x0 x1 x2 x3)``
+        is the pair of columns 0 and 2, of the word rotated by 8 bits that
+        of columns 1 and 3.  A 3-column row's middle byte pairs with the
+        next row's: ``SXTB16`` of ``(a & 0xFFFF | b << 16) >> 8`` (bytes
+        ``a1`` and ``b1`` in lanes 0 and 2; no 32-bit mask constant for gcc
+        to reload); the last one alone, with a don't-care high half (its
+        weight is 0).  MobileNet's 3-channel 3x3 window: 9 word loads, 14
+        ``SXTB16`` and 4 packs for 14 words, where byte copies take 27
+        loads and 13 packs."""
+        g, buf = self.g, self.data.buffer
+        assert buf is not None
+        at = {pair: base + k for k, pair in enumerate(self.pairs)}
+        oh, ow = pos
+        ih = _mul(oh, g.strides[0]) if not g.pad[0] else \
+            K.sub(_mul(oh, g.strides[0]), _i(g.pad[0]), no_wrap=True)
+        iw = _mul(ow, g.strides[1]) if not g.pad[1] else \
+            K.sub(_mul(ow, g.strides[1]), _i(g.pad[1]), no_wrap=True)
+        start = self.ctx.index_var("at")
+        out: list[K.Stmt] = [K.Decl(start, _add(K.mul(_add(_mul(self.n, g.chans * g.height), ih),
+                                                       _i(g.width), no_wrap=True), iw))]
+        middles: list[tuple[Elem, K.Var]] = []
+        for c in range(g.chans):
+            for r in range(g.kh):
+                w = self.ctx.scalar("xr", U32)
+                off = (c * g.height + r * g.dilation[0]) * g.width
+                out += [K.Decl(w, K.load(buf, _add(start, off), 4)),
+                        K.store(self.patch, _i(at[((c, r, 0), (c, r, 2))]),
+                                K.call("aot_sxtb16", [w], U32))]
+                if g.kw == 4:
+                    out.append(K.store(self.patch, _i(at[((c, r, 1), (c, r, 3))]),
+                                       K.call("aot_sxtb16", [_ror8(w)], U32)))
+                else:
+                    middles.append(((c, r, 1), w))
+        for i in range(0, len(middles), 2):
+            (ea, a), rest = middles[i], middles[i + 1:i + 2]
+            if rest:
+                (eb, b), = rest
+                word = K.shr(K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16))), _u(8))
+                out.append(K.store(self.patch, _i(at[(ea, eb)]),
+                                   K.call("aot_sxtb16", [word], U32)))
+            else:
+                out.append(K.store(self.patch, _i(at[(ea, None)]),
+                                   K.call("aot_sxtb16", [K.shr(a, _u(8))], U32)))
+        return out
 
     def _row_inside(self, oh: K.Var, r: int) -> K.Expr | None:
         g, tests = self.g, []
@@ -421,7 +535,7 @@ class _Conv:
         xs = [ctx.scalar("xq", U32) for _ in accs[0]]
         body: list[K.Stmt] = [K.Decl(x, K.load(self.patch, _add(kp, j * kp_n)))
                               for j, x in enumerate(xs)]
-        word = _mul(_add(_mul(ot, kp_n), kp), O_T)
+        word = _mul(_add(_mul(ot, kp_n), kp), self.o_t)
         for i, row in enumerate(accs):
             wv = ctx.scalar("wq", U32)
             body.append(K.Decl(wv, K.load(self.wbuf, _add(word, i))))
@@ -429,11 +543,11 @@ class _Conv:
         return body
 
     def tile(self, ot: K.Expr, width: int, slots: int,
-             pos: list[tuple[K.Var, K.Var]]) -> list[K.Stmt]:
-        """``width`` output channels ``O_T*ot + i`` by the first ``slots``
+             pos: list[tuple[K.Expr, K.Expr]]) -> list[K.Stmt]:
+        """``width`` output channels ``o_t*ot + i`` by the first ``slots``
         positions of the patch."""
         ctx, kp_n = self.ctx, self.kp
-        os_ = [_add(_mul(ot, O_T), i) for i in range(width)]
+        os_ = [_add(_mul(ot, self.o_t), i) for i in range(width)]
         accs = [[ctx.scalar("acc", I32) for _ in range(slots)] for _ in range(width)]
         stmts: list[K.Stmt] = []
         for i, o in enumerate(os_):
@@ -456,12 +570,12 @@ class _Conv:
         return stmts
 
     def plane_copy(self, q0: K.Expr) -> list[K.Stmt]:
-        """The patch of a pointwise tile whose positions ``q0, q0 + 1`` and
-        the two after them lie in the input plane: per channel pair, the
-        words ``x[c][q0..q0+3]`` and ``x[c+1][q0..q0+3]`` (the plane is
+        """The patch of a pointwise tile whose positions ``q0 .. q0 + 3``
+        lie in the input plane: per channel pair, the words
+        ``x[c][q0..q0+3]`` and ``x[c+1][q0..q0+3]`` (the plane is
         contiguous: stride 1, no padding) packed and split by ``SXTB16``
-        into the pairs of the two positions (as :meth:`row_copy`, across
-        row ends too)."""
+        into the pairs of the tile's 2 or 4 positions (as :meth:`row_copy`,
+        across row ends too)."""
         g, kp_n = self.g, self.kp
         buf = self.data.buffer
         assert buf is not None
@@ -474,22 +588,26 @@ class _Conv:
                 K.Decl(lo, K.bit_or(K.bit_and(a, _u(0xFFFF)), K.shl(b, _u(16)))),
                 K.store(self.patch, cp, K.call("aot_sxtb16", [lo], U32)),
                 K.store(self.patch, _add(cp, kp_n), K.call("aot_sxtb16", [_ror8(lo)], U32))]
+        if self.p_t == 4:
+            hi = self.ctx.scalar("hi", U32)
+            body += [K.Decl(hi, K.bit_or(K.bit_and(b, _u(0xFFFF0000)), K.shr(a, _u(16)))),
+                     K.store(self.patch, _add(cp, 2 * kp_n), K.call("aot_sxtb16", [hi], U32)),
+                     K.store(self.patch, _add(cp, 3 * kp_n),
+                             K.call("aot_sxtb16", [_ror8(hi)], U32))]
         return [K.for_range(cp, g.chans // 2, K.block(*body))]
 
     def plane_tiles(self) -> int:
         """How many leading position tiles :meth:`plane_copy` takes (0:
-        the layer is not such a pointwise convolution).  They run in a loop
-        of their own, without the other copies' tests: a test would make
-        the arena's overlap analysis (which takes both arms as executed)
-        see reads of earlier positions after their outputs were written,
-        and no output could share the input's bytes; in a loop of their
-        own, a pointwise layer may write its output over its input."""
-        g = self.g
-        if (self.unrolled or g.kh != 1 or g.kw != 1 or g.strides != (1, 1) or g.pad != (0, 0)
-                or g.chans % 2 or self.data.buffer is None or self.data.dtype is not DType.INT8
-                or (g.oh, g.ow) != (g.height, g.width) or g.positions < 4):
+        the layer is not such a pointwise convolution, see :func:`_plane`).
+        They run in a loop of their own, without the other copies' tests: a
+        test would make the arena's overlap analysis (which takes both arms
+        as executed) see reads of earlier positions after their outputs
+        were written, and no output could share the input's bytes; in a
+        loop of their own, a pointwise layer may write its output over its
+        input."""
+        if not _plane(self.g, self.unrolled, self.data):
             return 0
-        return (g.positions - 4) // P_T + 1
+        return (self.g.positions - 4) // self.p_t + 1
 
     def positions(self, q0: K.Expr, slots: int, plane: bool = False) -> K.Stmt:
         g, ctx = self.g, self.ctx
@@ -497,44 +615,61 @@ class _Conv:
         stmts: list[K.Stmt] = []
         decls: list[list[K.Stmt]] = []
         copies: list[list[K.Stmt]] = []
+        # a plane tile's outputs are at the flat positions q0 + j: their
+        # row and column go to the sink as ``q / OW`` and ``q % OW``, which
+        # the output's flattened index folds back into ``q`` (no division,
+        # one output pointer for the tile's positions)
+        at: list[tuple[K.Expr, K.Expr]] = []
         for j in range(slots):
             q = _add(q0, j)
+            if plane:
+                at.append((K.div(q, _i(g.ow)), K.mod(q, _i(g.ow))) if g.ow > 1 else (q, _i(0)))
+                continue
             oh, ow = ctx.index_var("oh"), ctx.index_var("ow")
             decls.append([K.Decl(oh, K.div(q, _i(g.ow)) if g.ow > 1 else q),
                           K.Decl(ow, K.mod(q, _i(g.ow)) if g.ow > 1 else _i(0))])
             pos.append((oh, ow))
-            if not plane:
-                copies.append(self.copy(j, (oh, ow)))
-        # after the plane tiles (at most two tiles): the element copy alone,
-        # whose reads stay at the tile's positions (see plane_tiles)
+            at.append((oh, ow))
+            copies.append(self.copy(j, (oh, ow)))
+        # after the plane tiles (the last 1..3 positions): the element copy
+        # alone, whose reads stay at the tile's positions (see plane_tiles)
         fast = None if plane or self.plane_tiles() else \
-            (self.row_copy(pos) if slots == P_T else None) or self.interior_copy(pos)
+            (self.row_copy(pos) if slots == self.p_t else None) or self.interior_copy(pos)
         if plane:
-            stmts += [d for ds in decls for d in ds] + self.plane_copy(q0)
+            stmts += self.plane_copy(q0)
         elif fast is None:
             for d, c in zip(decls, copies):
                 stmts += d + c
         else:
             stmts += [d for ds in decls for d in ds]
             stmts.append(K.if_then_else(fast[0], fast[1], [c for cs in copies for c in cs]))
-        full, rest = divmod(g.outs, O_T)
+        full, rest = divmod(g.outs, self.o_t)
         ot = ctx.index_var("ot")
-        if full:
-            stmts.append(K.for_range(ot, full, K.block(*self.tile(ot, O_T, slots, pos))))
+        if full and self.unrolled and full <= UNROLLED_TILES:
+            # a small first layer's few output tiles one after the other,
+            # each with its table offsets known (MobileNet's 3 -> 8 layer:
+            # gcc 12 spilled the loop's table pointers around the
+            # requantization; 1,051,663 -> 900,251 instructions)
+            for t in range(full):
+                stmts += self.tile(_i(t), self.o_t, slots, at)
+        elif full:
+            stmts.append(K.for_range(ot, full, K.block(*self.tile(ot, self.o_t, slots, at))))
         if rest:
-            stmts += self.tile(_i(full), rest, slots, pos)
+            stmts += self.tile(_i(full), rest, slots, at)
         return K.block(*stmts)
 
     def nest(self) -> K.Stmt:
-        full, rest = divmod(self.g.positions, P_T)
+        full, rest = divmod(self.g.positions, self.p_t)
         qt = self.ctx.index_var("qt")
         body: list[K.Stmt] = []
         plane = self.plane_tiles()
         if plane:
-            body.append(K.for_range(qt, plane, self.positions(_mul(qt, P_T), P_T, True)))
+            body.append(K.for_range(qt, plane, self.positions(_mul(qt, self.p_t), self.p_t,
+                                                              True)))
             qt = self.ctx.index_var("qt")
         if full > plane:
-            body.append(K.for_range(qt, full - plane, self.positions(_mul(qt, P_T), P_T), plane))
+            body.append(K.for_range(qt, full - plane,
+                                    self.positions(_mul(qt, self.p_t), self.p_t), plane))
         if rest:
-            body.append(self.positions(_i(full * P_T), rest))
+            body.append(self.positions(_i(full * self.p_t), rest))
         return K.for_range(self.n, self.g.n, K.block(*body))

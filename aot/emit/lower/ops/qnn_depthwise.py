@@ -6,7 +6,7 @@ Design note
 Scope: a 3x3 kernel, one group per channel (channel multiplier 1), stride
 1 or 2 on each axis, padding 0 or 1 on each side, no dilation,
 channels-first data (``NCHW`` / ``OIHW``, the ONNX layout) of int8 read
-from a buffer, rows of at least 4 bytes, a constant int8 weight with zero
+from a buffer, a constant int8 weight with zero
 points 0 (symmetric, per channel or per tensor), a literal input zero
 point, int32 accumulation.  Anything else takes the general lowering
 (:mod:`.qnn_linear`), and so does the ``simd`` tuning (the host's fast
@@ -49,9 +49,11 @@ their column known at compile time: a word reaching past the row is read
 inside the row (at column 0 or ``W-4``) and shifted into place, and the
 bytes that stand for padding and feed a product are or-ed in as the input
 zero point (the reference pads with it), so every product of a padded tap
-is ``zx * w``.  Output rows whose window leaves the input (the top and
-bottom rows with padding) are emitted on their own and skip the missing
-kernel rows.
+is ``zx * w``.  Rows narrower than a word (MobileNet's last 3x3 maps)
+have no interior; their words are assembled from byte loads
+(:meth:`_Depthwise.narrow_word`).  Output rows whose window leaves the
+input (the top and bottom rows with padding) are emitted on their own and
+skip the missing kernel rows.
 
 **The input zero point** is not subtracted in the loop: ``sum (x - zx) *
 w = sum x * w - zx * sum w``, where the sums run over the kernel rows
@@ -113,7 +115,7 @@ def _applies(data: TensorValue, weight: TensorValue, in_zp: TensorValue, k_zp: T
         return False
     if tuple(attrs.dilation) != (1, 1) or any(int(s) not in (1, 2) for s in attrs.strides):
         return False
-    if any(p not in (0, 1) for p in padding_2d(attrs.padding)) or int(data.shape[3]) < 4:
+    if any(p not in (0, 1) for p in padding_2d(attrs.padding)):
         return False
     return bool(np.all(np.asarray(k_zp.constant) == 0))
 
@@ -281,6 +283,8 @@ class _Depthwise:
         zx_mask = sum((self.zx & 0xFF) << (8 * lane) for lane in outside if col + lane in used)
         if len(outside) == 4:
             return _u(zx_mask)
+        if self.width < 4:
+            return self.narrow_word(base, col, zx_mask)
         if not outside:
             return K.load(self.xbuf, _add(base, col), 4)
         if col < 0:
@@ -289,6 +293,19 @@ class _Depthwise:
             shift = col - (self.width - 4)
             v = K.shr(K.load(self.xbuf, _add(base, self.width - 4), 4), _u(8 * shift))
         return K.bit_or(v, _u(zx_mask)) if zx_mask else v
+
+    def narrow_word(self, base: K.Expr, col: int, zx_mask: int) -> K.Expr:
+        """The word at ``col`` of a row narrower than 4 bytes (MobileNet's
+        last 3x3 maps): its bytes inside the row read one by one (a word
+        read would pass the row's end), the padding bytes that feed a
+        product or-ed in as the input zero point."""
+        v: K.Expr = _u(zx_mask)
+        for lane in range(4):
+            if 0 <= col + lane < self.width:
+                byte = K.cast(U32, K.cast(DType.UINT8, K.load(self.xbuf, _add(base, col + lane))))
+                byte = K.shl(byte, _u(8 * lane)) if lane else byte
+                v = byte if isinstance(v, K.Const) and v.value == 0 else K.bit_or(v, byte)
+        return v
 
     # -- a tile
 

@@ -1,8 +1,8 @@
-"""Convolutions: Conv (1-d, 2-d and 3-d) and ConvTranspose (1-d and 2-d).
+"""Convolutions: Conv and ConvTranspose (1-d, 2-d and 3-d).
 
 ONNX keeps data in NCHW and weights in OIHW (Conv) or IOHW (ConvTranspose),
 exactly the canonical layouts of ``nn.conv1d``/``nn.conv2d``/``nn.conv3d``/
-``nn.conv1d_transpose``/``nn.conv2d_transpose``; ``pads`` ``[x1_begin,
+``nn.conv1d_transpose``/``nn.conv2d_transpose``/``nn.conv3d_transpose``; ``pads`` ``[x1_begin,
 x2_begin, x1_end, x2_end]`` is the IR's ``[top, left, bottom, right]``
 (``[front, top, left, back, bottom, right]`` in 3-d).  The bias is added
 with ``nn.bias_add`` on axis 1.
@@ -33,9 +33,9 @@ def _kernel(node: Node, w_shape: tuple[int, ...], n: int) -> list[int]:
 
 def _spatial_rank(node: Node, x: Expr) -> int:
     rank = node.rank(x)
-    if rank not in (3, 4, 5) or (rank == 5 and node.op_type != "Conv"):
-        dims = "1-d, 2-d and 3-d" if node.op_type == "Conv" else "1-d and 2-d"
-        raise node.error(f"only {dims} convolutions are supported (input of rank {rank})")
+    if rank not in (3, 4, 5):
+        raise node.error(f"only 1-d, 2-d and 3-d convolutions are supported "
+                         f"(input of rank {rank})")
     return rank - 2
 
 
@@ -149,6 +149,13 @@ def convert_conv_transpose(node: Node) -> list[Expr]:
         y = node.call("nn.conv1d_transpose", [x, w], strides=tuple(strides),
                       dilation=tuple(dilations), padding=pads[0], output_padding=tuple(out_pad),
                       groups=groups, channels=w_shape[1] * groups, kernel_size=tuple(kernel))
+        return [_add_bias(node, y, 2)]
+    if n == 3:
+        y = node.call("nn.conv3d_transpose", [x, w], strides=tuple(strides),
+                      dilation=tuple(dilations),
+                      padding=tuple(p[0] for p in pads) + tuple(p[1] for p in pads),
+                      output_padding=tuple(out_pad), groups=groups,
+                      channels=w_shape[1] * groups, kernel_size=tuple(kernel))
         return [_add_bias(node, y, 2)]
     (top, bottom), (left, right) = pads
     y = node.call("nn.conv2d_transpose", [x, w], strides=tuple(strides),
