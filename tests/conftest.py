@@ -56,3 +56,14 @@ def _aot_cache_dir(tmp_path_factory):
         yield
     finally:
         os.environ.pop("AOT_CACHE_DIR", None)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the ``slow`` tests first (a stable sort: the order among them,
+    and among the rest, is kept).  pytest-xdist's work stealing balances
+    the workers to within one test, so the suite ends at most the longest
+    test *started last* after the ideal: with the minute-long tests
+    (sanitized reruns of whole e2e files, corpus networks) started first,
+    the last ones to start are short, and no core idles while the other
+    finishes a long test.  Every test still runs; only the order changes."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

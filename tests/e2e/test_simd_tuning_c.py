@@ -39,6 +39,7 @@ LAYERS = [
     ((1, 130), (8, 130), None, "relu"),
     ((2, 33), (129, 33), None, "relu"),                         # dense, a 1-unit tail tile
     ((1, 5), (48, 5), None, None),                              # dense, odd K, whole tiles
+    ((1, 1, 13, 6), (16, 1, 6, 3), "strides=[2, 2], padding=[2, 1, 2, 1]", "relu"),  # row loop
 ]
 
 

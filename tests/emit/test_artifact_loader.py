@@ -244,6 +244,22 @@ def test_non_contiguous_arrays_are_copied(models):
     assert_bits_equal(models["addscale"](x, y), addscale_expected(np.ascontiguousarray(x), y))
 
 
+def test_every_call_returns_a_fresh_output(models):
+    """The fast path (plain arrays) copies a poisoned template per call: two
+    calls never share an output, and read-only or Fortran-ordered inputs
+    (the general path) give the same bits."""
+    x = RNG.normal(size=(2, 3)).astype(np.float32)
+    y = RNG.normal(size=(2, 3)).astype(np.float32)
+    model = models["addscale"]
+    first, second = model(x, y), model(x, y)
+    assert first is not second and not np.shares_memory(first, second)
+    first[...] = 0
+    assert_bits_equal(second, addscale_expected(x, y))
+    frozen, fortran = x.copy(), np.asfortranarray(y)
+    frozen.flags.writeable = False
+    assert_bits_equal(model(frozen, fortran), addscale_expected(x, y))
+
+
 def test_inputs_are_not_modified(models):
     x = RNG.normal(size=(2, 3)).astype(np.float32)
     y = x.copy()

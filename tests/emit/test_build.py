@@ -137,6 +137,23 @@ def test_cc_environment_variable_is_honoured(monkeypatch, toolchain):
     assert chosen.kind is toolchain.kind
 
 
+def test_aot_host_opt_sets_the_host_optimisation(monkeypatch, toolchain):
+    monkeypatch.delenv("AOT_SANITIZE", raising=False)
+    monkeypatch.setenv("AOT_HOST_OPT", "-O1")
+    chosen = find_toolchain(toolchain.kind)
+    assert chosen.opt_flags == ("-O1",)
+    flags = chosen.object_flags()
+    assert "-O1" in flags and "-O3" not in flags
+    assert chosen.target_flags == toolchain.target_flags      # the host CPU's still
+    assert chosen.identity == toolchain.identity              # the flags key the cache
+    monkeypatch.setenv("AOT_SANITIZE", "address")
+    assert find_toolchain(toolchain.kind).opt_flags == ("-O0",)  # sanitized builds win
+    monkeypatch.delenv("AOT_SANITIZE")
+    monkeypatch.setenv("AOT_HOST_OPT", "-O9")
+    with pytest.raises(BuildError, match=r"unknown optimisation level in \$AOT_HOST_OPT `-O9`"):
+        find_toolchain()
+
+
 def test_missing_compiler_in_cc_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     with pytest.raises(BuildError, match="no-such-cc.*not found.*install-ci-deps"):

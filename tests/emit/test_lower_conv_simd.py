@@ -14,7 +14,7 @@ import pytest
 
 import aot
 from aot.emit.kernel import ir as K
-from aot.emit.kernel.walk import buffers_in
+from aot.emit.kernel.walk import buffers_in, walk_stmts
 from aot.emit.lower.group import lower_group
 from aot.emit.lower.ops.tuning import using
 from aot.passes.bind_params import bind_params
@@ -60,6 +60,11 @@ def is_simd(group) -> bool:
 # data NCHW, weight OIHW, attributes
 CASES = [
     ((1, 3, 7, 7), (4, 3, 3, 3), "padding=[1, 1]"),
+    # read in place: 33 positions (a last tile overlapping the one before,
+    # staged), 125 (8-channel pointwise tiles), 15 (one narrow tile)
+    ((1, 1, 7, 7), (2, 1, 3, 3), ""),
+    ((1, 2, 25, 5), (8, 2, 1, 1), ""),
+    ((2, 4, 3, 5), (3, 4, 1, 1), ""),
     ((2, 3, 8, 6), (5, 3, 3, 2), "strides=[2, 1], padding=[1, 1]"),
     ((1, 2, 9, 9), (3, 2, 3, 3), "strides=[2, 2], padding=[1, 0, 2, 1]"),
     ((1, 4, 9, 8), (6, 2, 3, 3), "strides=[1, 2], padding=[1, 1], dilation=[2, 1], groups=2"),
@@ -96,6 +101,19 @@ def test_channels_last_layouts():
     assert is_simd(check(text, sample(xs), {"w": sample(ws)}))
 
 
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 1, 11, 6), (16, 1, 4, 3), "strides=[2, 2], padding=[2, 1, 1, 1]"),      # ds-cnn stem
+    ((1, 2, 12, 7), (16, 2, 5, 3), "strides=[2, 1], dilation=[2, 1], padding=[2, 1]"),
+])
+def test_channel_form_loops_over_kernel_rows(xs, ws, attrs):
+    """More than MAX_UNROLLED_TAPS taps: the channel form loops over groups
+    of stride rows (one left over in the second case) instead of unrolling
+    every tap, and computes the same."""
+    group = check(conv_text(xs, ws, attrs), sample(xs), {"w": sample(ws)})
+    loops = [st.var.name for st in walk_stmts(group.kernel.body) if isinstance(st, K.For)]
+    assert any(name.startswith("kh") for name in loops), loops
+
+
 def test_conv1d():
     xs, ws = (2, 3, 11), (4, 3, 3)
     text = conv_text(xs, ws, "strides=[2], padding=[1, 2], dilation=[2]", op="nn.conv1d")
@@ -108,6 +126,66 @@ def test_fused_prologue_and_epilogue():
             f"  %0 = nn.conv2d(nn.relu(%x), %w, padding=[1, 1]);\n"
             f"  clip(add(%0, 0.5f), a_min=0f, a_max=2f)\n}}\n")
     assert is_simd(check(text, sample(xs), {"w": sample(ws)}))
+
+
+# depthwise on narrow maps, read in place (nn_conv_depthwise_map.py): batch,
+# dilation and asymmetric padding, a kernel taller than its padding, conv1d
+DEPTHWISE_MAP = [
+    ((1, 5, 9, 3), (5, 1, 3, 3), "padding=[1, 1], groups=5", "nn.conv2d"),
+    ((2, 3, 7, 4), (3, 1, 3, 3), "padding=[2, 1, 2, 1], dilation=[2, 1], groups=3", "nn.conv2d"),
+    ((1, 4, 6, 5), (4, 1, 3, 3), "padding=[0, 1, 0, 1], groups=4", "nn.conv2d"),
+    ((1, 2, 5, 2), (2, 1, 2, 3), "padding=[1, 1, 0, 1], groups=2", "nn.conv2d"),
+    ((1, 4, 10), (4, 1, 3), "padding=[1, 1], groups=4", "nn.conv1d"),
+]
+
+
+def reads_in_place(group) -> bool:
+    """The depthwise map form has an int32 mask table and no planes."""
+    names = [b.name for b in buffers_in(group.kernel.body)]
+    return not any(n.startswith("planes") for n in names) and any(
+        b.scope is K.BufferScope.CONST and b.dtype.name == "INT32"
+        for b in buffers_in(group.kernel.body))
+
+
+@pytest.mark.parametrize("xs,ws,attrs,op", DEPTHWISE_MAP, ids=[str(c[0]) for c in DEPTHWISE_MAP])
+def test_depthwise_narrow_map_reads_in_place(xs, ws, attrs, op):
+    text = conv_text(xs, ws, attrs, op=op, wrap=lambda e: f"nn.relu({e})")
+    group = check(text, sample(xs), {"w": sample(ws)})
+    assert reads_in_place(group)
+
+
+def test_depthwise_narrow_map_keeps_infinities_to_their_taps():
+    """A masked-off tap selects the padding's zero: an infinite element
+    reaches only the outputs whose window covers it (a multiply by a zero
+    mask would make NaNs in the next row's edge outputs)."""
+    xs, ws = (1, 3, 6, 4), (3, 1, 3, 3)
+    x = sample(xs)
+    x[0, 0, 2, 3] = np.inf          # the last column: row 3's first output must stay finite
+    x[0, 2, 0, 0] = -np.inf         # the first element of the last channel
+    group = check(conv_text(xs, ws, "padding=[1, 1], groups=3"), x, {"w": np.abs(sample(ws))})
+    assert reads_in_place(group)
+
+
+def test_planes_padding_is_zeroed_whatever_the_scratch_held():
+    """The planes are zeroed only around the copied input (runs of
+    padding, the slack): run with every scratch element a NaN first, a
+    cell the fill forgets shows up in the outputs."""
+    from aot.emit.kernel.evaluate import run_kernel
+    from aot.emit.kernel.simplify import simplify_kernel
+    for xs, ws, attrs in [((1, 1, 5, 4), (2, 1, 3, 3), "padding=[1, 2, 0, 1]"),
+                          ((1, 1, 7, 7), (1, 1, 3, 3), "strides=[2, 2], padding=[1, 0, 2, 1]"),
+                          ((1, 1, 2, 2), (16, 1, 3, 3), "padding=[1, 1]")]:
+        x, w = sample(xs), sample(ws)
+        mod, group = lower_bound(conv_text(xs, ws, attrs), {"w": w})
+        assert any(b.name.startswith("planes") for b in group.scratch)
+        arrays = {group.inputs[0].name: x.reshape(-1).copy()}
+        arrays.update({b.name: np.asarray(d, dtype=b.dtype.np).reshape(-1)
+                       for b, d in group.constants})
+        arrays.update({b.name: np.zeros(b.size, np.float32) for b in group.outputs})
+        arrays.update({b.name: np.full(b.size, np.nan, np.float32) for b in group.scratch})
+        run_kernel(simplify_kernel(group.kernel), arrays)
+        got = arrays[group.outputs[0].name].reshape(group.outputs[0].shape)
+        assert_close(got, np.asarray(aot.interpret(mod, x)), 2e-5, 2e-5, attrs)
 
 
 def test_float16_data():

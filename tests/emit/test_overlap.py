@@ -15,7 +15,7 @@ from aot.emit.kernel.evaluate import run_kernel
 from aot.emit.plan.arena import (InPlace, TensorLife, lower_bound, plan_memory, union_bytes,
                                  verify_plan)
 from aot.emit.plan.model import ArgKind
-from aot.emit.plan.overlap import best_shift, safe_shift
+from aot.emit.plan.overlap import _max_ranges, best_shift, safe_shift
 from aot.emit.plan.verify import verify_model_plan
 from aot.ir.dtype import DType
 
@@ -77,6 +77,24 @@ def test_elementwise_writes_over_its_input():
     assert not safe_shift(k, "out", ["p0"], 16)
     # behind the reads is always fine
     assert safe_shift(k, "out", ["p0"], -16)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 100])
+def test_range_maxima_match_a_loop_over_the_ranges(n):
+    """The segment tree behind summarised reads gives what updating every
+    range element by element gives (empty, single, overlapping, whole)."""
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        r = int(rng.integers(0, 40))
+        lo = rng.integers(0, n, r)
+        hi = np.minimum(lo + rng.integers(0, n, r), n - 1)
+        t = rng.integers(-1, 1000, r)
+        got = rng.integers(-1, 500, n)
+        want = got.copy()
+        for a, b, v in zip(lo, hi, t):
+            want[a:b + 1] = np.maximum(want[a:b + 1], v)
+        _max_ranges(got, lo, hi, t)
+        assert np.array_equal(got, want)
 
 
 def test_reversed_read_is_refused():

@@ -59,6 +59,7 @@ warnings).
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 from ...ir.dtype import DType
 from .evaluate import evaluate
@@ -66,18 +67,28 @@ from .ir import (Assign, BinaryOperator, BinOp, Block, Cast, Comment, Const, Dec
                  Expr, For, IfThenElse, Kernel, Select, Stmt, Store, UnaryOp,
                  UnaryOperator, Var, dtype_range)
 from .ranges import decided_comparison
-from .walk import (children, postorder, stmt_exprs, substitute_stmt, walk_exprs,
-                   walk_stmts, with_children)
+from .walk import children, postorder, stmt_exprs, walk_exprs, walk_stmts, with_children
 
 __all__ = ["simplify_expr", "simplify_stmt", "simplify_kernel"]
 
 _O = BinaryOperator
 
 
-def simplify_expr(root: Expr) -> Expr:
-    def combine(e: Expr, kids: list[Expr]) -> Expr:
+def simplify_expr(root: Expr, env: Mapping[Var, Expr] | None = None) -> Expr:
+    """``root`` simplified; with ``env``, as if its variables in ``env`` had
+    been replaced first (the values are used as they are)."""
+    if not env:
+        def combine(e: Expr, kids: list[Expr]) -> Expr:
+            return _rewrite(with_children(e, kids) if kids else e)
+        return postorder(root, children, combine)
+
+    def bound(e: Expr, kids: list[Expr]) -> Expr:
+        if isinstance(e, Var):
+            value = env.get(e)
+            if value is not None:
+                return value
         return _rewrite(with_children(e, kids) if kids else e)
-    return postorder(root, children, combine)
+    return postorder(root, children, bound)
 
 
 # ================================================================ one node
@@ -363,32 +374,41 @@ _EMPTY = Block(())
 
 
 def simplify_stmt(s: Stmt) -> Stmt:
+    return _simplify_stmt(s, {})
+
+
+def _simplify_stmt(s: Stmt, env: dict[Var, Expr]) -> Stmt:
+    """``s`` simplified, its variables in ``env`` replaced by their
+    (simplified) values: a loop of extent 1 binds its variable to its start
+    here, which gives what substituting the start into the body and then
+    simplifying the body gives, without rewriting the body once per loop."""
     if isinstance(s, Block):
         out: list[Stmt] = []
         for x in s.stmts:
-            x = simplify_stmt(x)
+            x = _simplify_stmt(x, env)
             if isinstance(x, Block) and not _declares(x):
                 out.extend(x.stmts)
             elif not _is_empty(x):
                 out.append(x)
         return Block(tuple(out))
     if isinstance(s, For):
-        start, extent = simplify_expr(s.start), simplify_expr(s.extent)
+        start, extent = simplify_expr(s.start, env), simplify_expr(s.extent, env)
         if _is_const(extent, 0):
             return _EMPTY
         if _is_const(extent, 1):
-            return simplify_stmt(substitute_stmt(s.body, {s.var: start}))
-        body = simplify_stmt(s.body)
+            # the substituted start is simplified again where it lands
+            return _simplify_stmt(s.body, {**env, s.var: simplify_expr(start)})
+        body = _simplify_stmt(s.body, env)
         if _is_empty(body):
             return _EMPTY
         return For(s.var, start, extent, body, s.kind)
     if isinstance(s, IfThenElse):
-        cond = simplify_expr(s.cond)
+        cond = simplify_expr(s.cond, env)
         if isinstance(cond, Const):
             chosen = s.then if int(cond.value) else s.else_
-            return _EMPTY if chosen is None else simplify_stmt(chosen)
-        then = simplify_stmt(s.then)
-        else_ = None if s.else_ is None else simplify_stmt(s.else_)
+            return _EMPTY if chosen is None else _simplify_stmt(chosen, env)
+        then = _simplify_stmt(s.then, env)
+        else_ = None if s.else_ is None else _simplify_stmt(s.else_, env)
         if else_ is not None and _is_empty(else_):
             else_ = None
         if _is_empty(then):
@@ -397,11 +417,11 @@ def simplify_stmt(s: Stmt) -> Stmt:
             return IfThenElse(simplify_expr(UnaryOp(UnaryOperator.NOT, cond)), else_)
         return IfThenElse(cond, then, else_)
     if isinstance(s, Store):
-        return Store(s.buffer, simplify_expr(s.index), simplify_expr(s.value))
+        return Store(s.buffer, simplify_expr(s.index, env), simplify_expr(s.value, env))
     if isinstance(s, Decl):
-        return s if s.init is None else Decl(s.var, simplify_expr(s.init))
+        return s if s.init is None else Decl(s.var, simplify_expr(s.init, env))
     if isinstance(s, Assign):
-        return Assign(s.var, simplify_expr(s.value))
+        return Assign(s.var, simplify_expr(s.value, env))
     assert isinstance(s, Comment), s
     return s
 

@@ -35,7 +35,10 @@ constant float32 weight, 8-unit tiles over a weight packed at compile time,
 :mod:`.nn_dense_packed`), under
 ``simd`` with a constant weight a weight packed at compile time and a
 vectorisable accumulator array (:func:`_dense_simd`).  Both keep each
-output's summation order.
+output's summation order.  A product of several rows whose weight is
+computed as it is read (an int4 weight-only ``DequantizeLinear``, a cast)
+converts each unit tile's weights once into a local array that every row
+then reads (:mod:`.nn_product_wstage`).
 
 The accumulator follows the reference (``nn_util.accumulator``): integer
 results accumulate in the output dtype with wrapping arithmetic -- the
@@ -62,6 +65,7 @@ safe however the select is evaluated.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -444,11 +448,29 @@ def _dense(ctx: LowerContext, args: Sequence, attrs: DenseAttrs, out_type: Type,
         from .nn_dense_packed import dense_packed
         return dense_packed(ctx, x, np.asarray(w.constant, dtype=np.float32), shape, dtype,
                             sinks[0])
+    p = _matmul_product(x, w, shape, False, True)
+    staged = _weight_staged(ctx, p, w, True, dtype, sinks[0])
+    if staged is not None:
+        return staged
     if (dtype in (DType.FLOAT32, DType.FLOAT16) and x.dtype is dtype and w.dtype is dtype
             and x.shape[-1] > 0 and w.shape[0] >= DENSE_SCALAR_UNITS):
         return _dense_scalar_tiles(ctx, x, w, shape, dtype, sinks[0])
-    p = _matmul_product(x, w, shape, False, True)
     return _product_nest(ctx, p, dtype, sinks[0])
+
+
+def _weight_staged(ctx: LowerContext, p: _Product, w: TensorValue, k_contiguous: bool,
+                   out: DType, sink: Sink) -> K.Stmt | None:
+    """The product with its computed weight (the same for every row)
+    staged per unit tile (:mod:`.nn_product_wstage`), None when it is not
+    staged."""
+    from .nn_product_wstage import staged_product, staged_units
+    acc = _accumulator_dtype(out)
+    bj = staged_units(w, math.prod(p.rows), p.units, p.reduce, acc)
+    if not bj:
+        return None
+    row0 = tuple(_idx(0) for _ in p.rows)
+    return staged_product(ctx, p.rows, p.units, p.reduce, p.lhs,
+                          lambda j, k: p.rhs(row0, j, k), k_contiguous, acc, out, sink, bj)
 
 
 #: units per register tile of the scalar dense nest with a constant weight
@@ -505,9 +527,10 @@ def _dense_scalar_tiles(ctx: LowerContext, x: TensorValue, w: TensorValue,
 def _matmul(ctx: LowerContext, args: Sequence, attrs: MatmulAttrs, out_type: Type,
             sinks: Sequence[Sink]) -> K.Stmt:
     shape, dtype = _out(out_type)
-    p = _matmul_product(tensor(args[0]), tensor(args[1]), shape, attrs.transpose_a,
-                        attrs.transpose_b)
-    return _product_nest(ctx, p, dtype, sinks[0])
+    w = tensor(args[1])
+    p = _matmul_product(tensor(args[0]), w, shape, attrs.transpose_a, attrs.transpose_b)
+    staged = _weight_staged(ctx, p, w, attrs.transpose_b, dtype, sinks[0])
+    return staged if staged is not None else _product_nest(ctx, p, dtype, sinks[0])
 
 
 @anchor_lowering("nn.batch_matmul")
@@ -530,7 +553,8 @@ def _batch_matmul(ctx: LowerContext, args: Sequence, attrs: BatchMatmulAttrs,
         return y.read((b, j, k) if tb else (b, k, j))
     p = _Product(shape[:-1], shape[-1], reduce, lhs, rhs,
                  _stride(x.shape, 1 if ta else 2), _stride(y.shape, 2 if tb else 1), x.dtype)
-    return _product_nest(ctx, p, dtype, sinks[0])
+    staged = _weight_staged(ctx, p, y, tb, dtype, sinks[0]) if y.shape[0] == 1 else None
+    return staged if staged is not None else _product_nest(ctx, p, dtype, sinks[0])
 
 
 # ------------------------------------------- softmax, log_softmax, layer_norm

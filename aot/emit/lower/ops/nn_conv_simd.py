@@ -17,9 +17,15 @@ plane ``(rh, rw)`` of ``Hq x Wq`` elements (``Hq = OH + max qh0``,
 ``Wq = OW + max qw0``) the tap is a constant offset
 ``qh0*Wq + qw0`` from position ``p = oh*Wq + ow``.  Only the planes some
 tap reads are stored.  The copy applies the fused prologue once per
-element (not once per tap) and writes the padding as zeros.  A buffer
+element (not once per tap); the padding around it is zeroed run by run
+(not the whole buffer first: that doubled the stores).  A buffer
 input in ``NCHW`` that needs no padding and no phase split is read in
-place.
+place; it has no slack after its last position, so its last tile ends
+there, overlapping the one before when the positions are not a multiple
+of ``BW`` (the overlap is computed and stored twice, with equal values:
+a narrower tile would leave gcc a scalar remainder, DS-CNN's pointwise
+layers twice as slow).  Depthwise convolutions on narrow maps take the
+form of :mod:`.nn_conv_depthwise_map` instead (no planes at all).
 
 Zero padding *multiplies* padded taps by the weight where the reference
 skips them: identical for finite weights (``0 * w`` is a zero, which does
@@ -55,13 +61,14 @@ channel.  Each output's summation order is ``ic``, then taps in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from ....ir.dtype import DType
 from ...kernel import ir as K
 from ..registry import LowerContext, Sink
+from . import nn_conv_depthwise_map
 from .common import mac
 from .nn_conv import Axis, ConvGeometry, iadd, idx, imul
 
@@ -70,20 +77,31 @@ __all__ = ["simd_conv", "TILE_COLUMNS", "MAX_TILE_CHANNELS"]
 F32 = DType.FLOAT32
 #: positions per register tile (4 AVX vectors of float32)
 TILE_COLUMNS = 32
-#: output channels per register tile (at most; a divisor of the channels
-#: per group, or of the groups for depthwise convolutions)
+#: output channels per register tile of a depthwise convolution (at most; a
+#: divisor of the groups)
 MAX_TILE_CHANNELS = 4
-#: the same for pointwise (1x1) convolutions, which have one tap per input
-#: channel: 8 channels by 32 positions is 16 AVX-512 accumulators, and two
-#: position vectors are loaded per 16 multiply-accumulates instead of per 8
-#: (DS-CNN's 64->64 layer, gcc 12 -O3 -march=native: 9.1 -> 7.9 us)
+#: the same for the other convolutions (not depthwise): 8 channels by 32
+#: positions is 16 AVX-512 accumulators, enough independent chains to
+#: cover the FMA latency, and two position vectors are loaded per 16
+#: multiply-accumulates instead of per 8 (gcc 12 -O3 -march=native:
+#: DS-CNN's 64->64 pointwise layer 9.1 -> 7.9 us; ResNet-8's 3x3 layers,
+#: whole model 218 -> 199 us)
 MAX_POINTWISE_TILE_CHANNELS = 8
 #: the channel form (:func:`_channel_vector_conv`): output channels per
 #: tile (a multiple of them per group), positions per tile, and the share
-#: of wasted positions of the position form above which it is used
+#: of wasted positions of the position form above which it is used (8
+#: positions by 32 channels: 16 AVX-512 accumulators, as in the position
+#: form; 4 positions gave 8, too few to cover the FMA latency: MobileNetV1
+#: 0.25 226 -> 209 us, ResNet-8 199 -> 191)
 CHANNEL_VECTOR = 16
-CHANNEL_TILE_POSITIONS = 4
+CHANNEL_TILE_POSITIONS = 8
 CHANNEL_FORM_WASTE = 1.15
+#: taps the channel form unrolls at most; a larger kernel (DS-CNN's 10x4
+#: stem) loops over groups of ``stride`` kernel rows, each group unrolled:
+#: a quarter of the C, gcc -O3 spends 0.24 CPU-s on it instead of 2.25, and
+#: the layer takes 8.4 us instead of 7.5 (the loop's register moves; the
+#: whole model within the noise of bench/onnx_models.py)
+MAX_UNROLLED_TAPS = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,15 +178,54 @@ def _packed_weights(cv: ConvGeometry, weight: np.ndarray, kh: int, kw: int, bo: 
                                 .transpose(0, 2, 3, 4, 1))
 
 
+def _zero_border(ctx: LowerContext, cv: ConvGeometry, g: _Geometry, planes: K.Buffer,
+                 k: int, rows: list[int], cols: list[int]) -> K.Stmt:
+    """Zero what the copy leaves of plane ``k`` of every channel: the cells
+    before the first valid one, the gap from each valid row's end to the
+    next one's start, and the cells after the last (in the flattened
+    plane each is one run); the whole plane when nothing is valid."""
+    runs: list[tuple[int, int, int]] = []     # (start, length, repeats every wq)
+    if not rows or not cols:
+        runs.append((0, g.plane_size, 1))
+    else:
+        r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+        runs.append((0, r0 * g.wq + c0, 1))
+        if r1 - r0 > 1 and g.wq - c1 + c0 > 0:
+            runs.append((r0 * g.wq + c1, g.wq - c1 + c0, r1 - r0 - 1))
+        runs.append(((r1 - 1) * g.wq + c1, g.plane_size - (r1 - 1) * g.wq - c1, 1))
+    c = ctx.index_var("c")
+    base = imul(iadd(imul(c, len(g.phases)), k), g.plane_size)
+    body: list[K.Stmt] = []
+    for start, length, repeats in runs:
+        if length <= 0:
+            continue
+        z = ctx.index_var("z")
+        if repeats == 1:
+            body.append(K.for_range(z, length, K.store(planes, iadd(base, iadd(z, start)),
+                                                       K.Const(0, F32))))
+        else:
+            r = ctx.index_var("r")
+            at = iadd(base, iadd(imul(r, g.wq), iadd(z, start)))
+            body.append(K.for_range(r, repeats, K.for_range(z, length, K.store(
+                planes, at, K.Const(0, F32)))))
+    return K.for_range(c, cv.c, K.block(*body))
+
+
 def _fill_planes(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, g: _Geometry,
                  planes: K.Buffer, n: K.Expr) -> K.Stmt:
-    """Zero the planes, then copy the input's valid region into them."""
-    z = ctx.index_var("z")
-    stmts: list[K.Stmt] = [K.for_range(z, planes.size, K.store(planes, z, K.Const(0, F32)))]
+    """Copy the input's valid region into the planes and zero the rest
+    (the padding, and the slack after the last plane)."""
+    stmts: list[K.Stmt] = []
+    slack = planes.size - cv.c * len(g.phases) * g.plane_size
+    if slack:
+        z = ctx.index_var("z")
+        stmts.append(K.for_range(z, slack, K.store(planes, iadd(z, planes.size - slack),
+                                                   K.Const(0, F32))))
     for k, (rh, rw) in enumerate(g.phases):
         # plane row qh holds input row qh*sh + rh - pad: the valid qh form a range
         rows = [q for q in range(g.hq) if 0 <= q * h.stride + rh - h.pad < h.size]
         cols = [q for q in range(g.wq) if 0 <= q * w.stride + rw - w.pad < w.size]
+        stmts.append(_zero_border(ctx, cv, g, planes, k, rows, cols))
         if not rows or not cols:
             continue
         c, qh, qw = ctx.index_var("c"), ctx.index_var("qh"), ctx.index_var("qw")
@@ -190,11 +247,12 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
     if not depthwise and cv.og % CHANNEL_VECTOR == 0 and \
             padded > CHANNEL_FORM_WASTE * h.out * w.out:
         return _channel_vector_conv(ctx, cv, h, w, sink, weight, g)
-    if g.in_place and positions % TILE_COLUMNS:
-        g = replace(g, in_place=False)
+    if depthwise and padded > CHANNEL_FORM_WASTE * h.out * w.out and \
+            nn_conv_depthwise_map.applicable(cv, h, w):
+        return nn_conv_depthwise_map.depthwise_map_conv(ctx, cv, h, w, sink, weight)
     ntaps = h.kernel * w.kernel
     bo = _tile_channels(cv.groups if depthwise else cv.og,
-                        MAX_POINTWISE_TILE_CHANNELS if ntaps == 1 and not depthwise
+                        MAX_POINTWISE_TILE_CHANNELS if not depthwise
                         else MAX_TILE_CHANNELS)
     wp = ctx.constant_table(_packed_weights(cv, weight, h.kernel, w.kernel, bo).reshape(-1), F32)
     wbuf = wp.buffer
@@ -204,13 +262,16 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
     positions = (h.out - 1) * g.wq + w.out
     tiles = -(-positions // TILE_COLUMNS)
     padded = tiles * TILE_COLUMNS       # the last tile's extra positions read the slack
+    # read in place, there is no slack after the last position: the last
+    # tile ends there (see positions_loop)
+    tail = positions % TILE_COLUMNS if g.in_place else 0
     acc = K.Buffer(ctx.fresh("acc"), F32, (bo * TILE_COLUMNS,), K.BufferScope.LOCAL)
     # positions that are not outputs (p % Wq >= OW): the tiles store
     # everything into a staging buffer and one loop hands the outputs to the
     # sink (a test per position inside the tile's store loop stops gcc from
     # keeping acc in registers: half the speed)
     stage = ctx.scratch(F32, (bo * padded,), "stage") \
-        if g.wq != w.out or padded != positions else None
+        if g.wq != w.out or (padded != positions and not tail) else None
     n = ctx.index_var("n")
     if g.in_place:
         src = cv.data.buffer
@@ -281,8 +342,19 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
 
     def positions_loop(wtile: K.Expr, o0: K.Expr, cbase: K.Expr, cstep: int) -> K.Stmt:
         pt = ctx.index_var("pt")
-        stmts: list[K.Stmt] = [K.for_range(pt, tiles, tile(wtile, o0, cbase, cstep,
-                                                           imul(pt, TILE_COLUMNS), TILE_COLUMNS))]
+        full = tiles - 1 if tail else tiles
+        stmts: list[K.Stmt] = []
+        if full:
+            stmts.append(K.for_range(pt, full, tile(wtile, o0, cbase, cstep,
+                                                    imul(pt, TILE_COLUMNS), TILE_COLUMNS)))
+        if tail and full:
+            # a full-width last tile ending at the last position: it computes
+            # (and stores) again the previous tile's last positions, with the
+            # same values; a narrow tile would leave gcc a scalar remainder
+            stmts.append(tile(wtile, o0, cbase, cstep, idx(positions - TILE_COLUMNS),
+                              TILE_COLUMNS))
+        elif tail:
+            stmts.append(tile(wtile, o0, cbase, cstep, idx(0), tail))
         if stage is not None:
             stmts.append(staged_sink(o0))
         return K.block(*stmts)
@@ -344,16 +416,34 @@ def _channel_vector_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, 
             K.Decl(xb, imul(iadd(cbase, ic), chan_size)),
             K.Decl(wb, imul(iadd(imul(wtile, cv.cg), ic), ntaps * bv)),
         ]
-        for t in range(ntaps):
-            xoff = g.tap_plane[t] * g.plane_size + g.tap_offset[t]
+        def tap(t: int, m: K.Expr | None) -> list[K.Stmt]:
+            """Tap ``t`` (its kernel row advanced by ``m`` row groups)."""
+            xoff: K.Expr = idx(g.tap_plane[t] * g.plane_size + g.tap_offset[t])
+            woff: K.Expr = idx(t * bv)
+            if m is not None:
+                xoff = iadd(imul(m, h.dilation * g.wq), xoff)
+                woff = iadd(imul(m, h.stride * w.kernel * bv), woff)
+            out: list[K.Stmt] = []
             for u in range(bp):
                 xv = ctx.scalar("xv", F32)
                 tj = ctx.index_var("j")
                 cell = iadd(u * bv, tj)
                 step = K.store(acc, cell, mac(K.load(acc, cell), xv,
-                                              K.load(wbuf, iadd(wb, iadd(tj, t * bv)))))
-                body += [K.Decl(xv, K.load(src, iadd(iadd(xb, xos[u]), xoff))),
-                         K.for_range(tj, bv, step)]
+                                              K.load(wbuf, iadd(wb, iadd(tj, woff)))))
+                out += [K.Decl(xv, K.load(src, iadd(iadd(xb, xos[u]), xoff))),
+                        K.for_range(tj, bv, step)]
+            return out
+
+        rows = h.stride                     # kernel rows per loop step
+        steps = h.kernel // rows if ntaps > MAX_UNROLLED_TAPS else 0
+        if steps >= 2:
+            # kernel row m*sh + r (r < sh) reads the plane row r reads, m*dh
+            # plane rows further: a loop over m, in (kh, kw) order still
+            m = ctx.index_var("kh")
+            group = [x for t in range(rows * w.kernel) for x in tap(t, m)]
+            body.append(K.for_range(m, steps, K.block(*group)))
+        for t in range(steps * rows * w.kernel if steps >= 2 else 0, ntaps):
+            body += tap(t, None)
         stmts.append(K.for_range(ic, cv.cg, K.block(*body)))
         for u in range(bp):
             q = iadd(q0, u)

@@ -122,14 +122,41 @@ def convert_selu(node: Node) -> list[Expr]:
     return [node.call("multiply", [scalar_like(node, gamma, x), y])]
 
 
+def _softplus(node: Node, x: Expr) -> Expr:
+    """``log(1 + exp(x))`` as ``max(x, 0) + log(1 + exp(-|x|))`` (no overflow)."""
+    pos = node.call("maximum", [x, scalar_like(node, 0, x)])
+    e = node.call("exp", [node.call("negative", [node.call("abs", [x])])])
+    tail = node.call("log", [node.call("add", [scalar_like(node, 1, x), e])])
+    return node.call("add", [pos, tail])
+
+
 @converter("Softplus", (1, 22))
 def convert_softplus(node: Node) -> list[Expr]:
     x = node.input(0)
     require_float(node, x)
-    pos = node.call("maximum", [x, scalar_like(node, 0, x)])
-    e = node.call("exp", [node.call("negative", [node.call("abs", [x])])])
-    tail = node.call("log", [node.call("add", [scalar_like(node, 1, x), e])])
-    return [node.call("add", [pos, tail])]
+    return [_softplus(node, x)]
+
+
+@converter("Mish", (18, 22))
+def convert_mish(node: Node) -> list[Expr]:
+    """``x * tanh(softplus(x))`` (the dynamo exporter's ``nn.Mish``)."""
+    x = node.input(0)
+    require_float(node, x)
+    return [node.call("multiply", [x, node.call("tanh", [_softplus(node, x)])])]
+
+
+@converter("Celu", (12,))
+def convert_celu(node: Node) -> list[Expr]:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (the classic
+    exporter's ``nn.CELU``); float32 only, as the operator."""
+    x = node.input(0)
+    require_float(node, x)
+    alpha = float(node.attr("alpha", 1.0))
+    if alpha == 0:
+        raise node.unsupported("alpha", alpha, "must not be 0")
+    scaled = node.call("divide", [x, scalar_like(node, alpha, x)])
+    neg = node.call("less", [x, scalar_like(node, 0, x)])
+    return [node.call("where", [neg, _expm1_scaled(node, scaled, alpha), x])]
 
 
 @converter("Softsign", (1, 22))

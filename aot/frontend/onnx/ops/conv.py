@@ -77,7 +77,8 @@ def convert_conv(node: Node) -> list[Expr]:
     c = _operands(node)
     x, w, n, x_shape, w_shape = c.x, c.w, c.n, c.x_shape, c.w_shape
     kernel, strides, dilations = c.kernel, c.strides, c.dilations
-    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations)
+    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations,
+                        dilated_same=True)
     groups = int(node.attr("group", 1))
     if n == 1:
         y = node.call("nn.conv1d", [x, w], strides=tuple(strides), dilation=tuple(dilations),

@@ -303,7 +303,8 @@ def convert_qlinear_conv(node: Node) -> list[Expr]:
     kernel = list(w_shape[2:])
     strides = spatial_ints(node, "strides", n, 1)
     dilations = spatial_ints(node, "dilations", n, 1)
-    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations)
+    pads = spatial_pads(node, x_shape[2:], kernel, strides, dilations,
+                        dilated_same=True)
     if n == 1:
         x = node.call("expand_dims", [x], axis=2)
         w = node.call("expand_dims", [w], axis=2)

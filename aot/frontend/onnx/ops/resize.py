@@ -5,7 +5,11 @@ opset 11+, the importer's range; ``onnx.version_converter`` turns an older
 model's Upsample into Resize.)
 
 Resize maps onto ``image.resize2d`` on NCHW tensors whose N and C are not
-resized.  The IR's resize derives source coordinates from the ratio of the
+resized; a 3-D NCW tensor (``nn.Upsample`` / ``F.interpolate`` on 1-D
+signals, which both torch exporters write as a Resize of rank 3) is resized
+as NC1W, its unit H axis kept: every mode and coordinate transformation
+maps an axis of length 1 kept at 1 onto itself (source coordinate 0), so
+the result is the 1-D resize.  The IR's resize derives source coordinates from the ratio of the
 integer sizes (exactly, as fractions), whereas ONNX uses the ``scales``
 value when scales are given; the two agree when ``in * scale`` is the
 output size exactly, and other scales are refused.  ``sizes`` always agree.
@@ -43,8 +47,9 @@ _METHOD = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic"}
 
 
 def _check_spatial(node: Node, shape: tuple[int, ...], out: list[int]) -> None:
-    if len(shape) != 4:
-        raise node.error(f"only 4-d (NCHW) inputs are supported, got {list(shape)}")
+    if len(shape) not in (3, 4):
+        raise node.error(f"only 3-d (NCW) and 4-d (NCHW) inputs are supported, "
+                         f"got {list(shape)}")
     if out[0] != shape[0] or out[1] != shape[1]:
         raise node.error(f"resizing the batch or channel axis is not supported "
                          f"({list(shape)} -> {out})")
@@ -126,6 +131,8 @@ def convert_resize(node: Node) -> list[Expr]:
     else:
         raise node.error("one of scales and sizes is required")
     _check_spatial(node, shape, out)
+    if rank == 3:       # NCW as NC1W (see the module's note)
+        shape, out = (shape[0], shape[1], 1, shape[2]), [out[0], out[1], 1, out[2]]
     if node.attr("antialias", 0) and (out[2] < shape[2] or out[3] < shape[3]):
         raise node.unsupported("antialias", why="when downsampling is not supported")
     roi: tuple[float, ...] = ()
@@ -143,5 +150,11 @@ def convert_resize(node: Node) -> list[Expr]:
             starts, ends = r[:rank], r[rank:]
         if starts[:2] != [0.0, 0.0] or ends[:2] != [1.0, 1.0]:
             raise node.error(f"roi={r} crops the batch or channel axis")
+        if rank == 3:
+            starts, ends = starts[:2] + [0.0] + starts[2:], ends[:2] + [1.0] + ends[2:]
         roi = (starts[2], starts[3], ends[2], ends[3])
+    if rank == 3:
+        x4 = node.call("reshape", [x], newshape=shape)
+        y = _resize(node, x4, out, _METHOD[mode], coord, nearest, roi)
+        return [node.call("reshape", [y], newshape=(out[0], out[1], out[3]))]
     return [_resize(node, x, out, _METHOD[mode], coord, nearest, roi)]

@@ -29,12 +29,16 @@ def spatial_ints(node: Node, name: str, n: int, default: int) -> list[int]:
 
 
 def spatial_pads(node: Node, in_sizes: Sequence[int], kernel: Sequence[int],
-                 strides: Sequence[int], dilations: Sequence[int]) -> list[tuple[int, int]]:
+                 strides: Sequence[int], dilations: Sequence[int],
+                 dilated_same: bool = False) -> list[tuple[int, int]]:
     """(begin, end) padding per spatial axis from ``auto_pad`` and
     ``pads``.  ``SAME_UPPER``/``SAME_LOWER`` pad so that the output size is
     ``ceil(in / stride)``, the odd unit at the end (upper) or the beginning
-    (lower); with dilations they are refused (onnxruntime refuses them
-    too, and implementations disagree on the dilated kernel size)."""
+    (lower).  With dilations, ``dilated_same`` (convolutions) pads for the
+    dilated kernel's extent ``(k - 1) * d + 1``, as ONNX's reference
+    implementation and PyTorch's ``padding="same"`` (which the classic
+    exporter writes as ``SAME_UPPER``) do; onnxruntime refuses these.
+    Elsewhere (pooling) dilations with ``SAME_*`` are refused."""
     n = len(in_sizes)
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad == "NOTSET":
@@ -50,11 +54,11 @@ def spatial_pads(node: Node, in_sizes: Sequence[int], kernel: Sequence[int],
     if auto_pad == "VALID":
         return [(0, 0)] * n
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        if any(d != 1 for d in dilations):
+        if any(d != 1 for d in dilations) and not dilated_same:
             raise node.error(f"auto_pad={auto_pad} with dilations is not supported")
         out = []
-        for size, k, s in zip(in_sizes, kernel, strides):
-            small, big = same_padding(size, k, s)
+        for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
+            small, big = same_padding(size, k, s, d)
             out.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
         return out
     raise node.unsupported("auto_pad", auto_pad)
