@@ -96,11 +96,24 @@ def test_the_host_profile_times_each_call(tmp_path):
 
 
 def test_programs_without_a_call_list_are_refused(tmp_path, capsys):
+    # a list as long as a run-time count: the whole-language backend, no
+    # kernel call list
+    program = tmp_path / "p.relay"
+    program.write_text("def @mk(%n: int32, %x: Tensor[(3), float32]) -> List[Tensor[(3), float32]] {\n"
+                       "  if (%n <= 0) { Nil } else { Cons(%x, @mk(%n - 1, %x + %x)) }\n}\n"
+                       "def @main(%x: Tensor[(3), float32], %n: int32) {\n"
+                       "  @length(@mk(%n, %x))\n}\n")
+    assert main(["profile", str(program), "--target", "host", "-q"]) == 1
+    assert "aot profile measures static tensor programs" in capsys.readouterr().err
+
+
+def test_static_branches_are_refused_on_the_host(tmp_path, capsys):
+    # an if over tensors is a static if: its kernels may run or not per call
     program = tmp_path / "p.relay"
     program.write_text("def @main(%x: Tensor[(3), float32], %n: int32) {\n"
                        "  if (%n > 0) { %x + %x } else { %x }\n}\n")
     assert main(["profile", str(program), "--target", "host", "-q"]) == 1
-    assert "aot profile measures static tensor programs" in capsys.readouterr().err
+    assert "this model has loops or branches" in capsys.readouterr().err
 
 
 def test_an_unknown_core_is_refused_before_the_compile(capsys):
