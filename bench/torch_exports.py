@@ -281,6 +281,112 @@ def _text_module() -> type:
     return TextGru
 
 
+def _control_modules() -> tuple[type, type, type, type, type]:
+    """Data-dependent control flow.  The classic exporter traces a plain
+    module, so a Python ``if`` on a tensor freezes the branch the example
+    took and a ``for`` unrolls; it writes ONNX If / Loop only for a
+    ``torch.jit.script``-ed module (``scripted = True``: the classic
+    exporter is given ``torch.jit.script(module)``).  The dynamo exporter
+    writes If for ``torch.cond`` and Loop for ``while_loop``, refuses a
+    Python ``if`` on a tensor, and unrolls a ``for`` over a static range.
+    ``probe_scales`` multiplies each seeded input, so that a negated input
+    takes the other branch and a scaled one another trip count."""
+
+    class CondBranch(nn.Module):
+        """``torch.cond(x.sum() > 0, relu(a(x)), tanh(b(x)))``: two Linear(16, 8)."""
+
+        probe_scales = (1.0, -1.0)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(16, 8)
+            self.b = nn.Linear(16, 8)
+
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda x: torch.relu(self.a(x)),
+                              lambda x: torch.tanh(self.b(x)), (x,))
+
+    class ScriptIf(nn.Module):
+        """The same two branches under a Python ``if`` on a tensor value,
+        for ``torch.jit.script``."""
+
+        probe_scales = (1.0, -1.0)
+        scripted = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(16, 8)
+            self.b = nn.Linear(16, 8)
+
+        def forward(self, x):
+            if bool(x.sum() > 0):
+                y = torch.relu(self.a(x))
+            else:
+                y = torch.tanh(self.b(x)) - 1.0
+            return y
+
+    class ScriptRnnLoop(nn.Module):
+        """An Elman cell, ``for t in range(x.size(1))`` over 12 frames of
+        8 features with the hidden state (16) carried, then Linear(16, 4)."""
+
+        probe_scales = (1.0, -1.0)
+        scripted = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.i = nn.Linear(8, 16)
+            self.h = nn.Linear(16, 16)
+            self.o = nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = torch.zeros(x.size(0), 16)
+            for t in range(x.size(1)):
+                h = torch.tanh(self.i(x[:, t]) + self.h(h))
+            return self.o(h)
+
+    class ScriptWhile(nn.Module):
+        """A ``while`` on a tensor condition with a bounded counter: scale
+        a Linear(16, 16) state until its norm passes 8 (at most 6 steps)."""
+
+        probe_scales = (1.0, 0.25, 4.0)
+        scripted = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x):
+            y = x
+            i = 0
+            while bool(y.abs().sum() < 8.0 * 16) and i < 6:
+                y = torch.tanh(self.fc(y)) * 4.0 + y
+                i += 1
+            return y
+
+    class WhileLoop(nn.Module):
+        """``torch._higher_order_ops.while_loop``: the same loop for dynamo."""
+
+        probe_scales = (1.0, 0.25, 4.0)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x):
+            from torch._higher_order_ops import while_loop
+
+            def cond(i, y):
+                return (y.abs().sum() < 8.0 * 16) & (i < 6)
+
+            def body(i, y):
+                return i + 1, torch.tanh(self.fc(y)) * 4.0 + y
+
+            _, y = while_loop(cond, body, (torch.tensor(0), x))
+            return y
+
+    return CondBranch, ScriptIf, ScriptRnnLoop, ScriptWhile, WhileLoop
+
+
 def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
     """name -> (a constructor of the eval-mode module, the input shape)."""
     import torchvision.models as tvm
@@ -289,6 +395,7 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
     Layers2d, Layers1d, CausalAttention = _layer_modules()
     TextGru = _text_module()
     Activations, ConvPadding = _op_modules()
+    CondBranch, ScriptIf, ScriptRnnLoop, ScriptWhile, WhileLoop = _control_modules()
     return {
         "mobilenet_v2": (lambda: tvm.mobilenet_v2(weights=None, width_mult=0.35,
                                                   num_classes=10), (1, 3, 96, 96)),
@@ -328,6 +435,11 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
                            (1, 3, 64, 64)),
         "googlenet": (lambda: tvm.googlenet(weights=None, num_classes=10, aux_logits=False,
                                             init_weights=True), (1, 3, 64, 64)),
+        "cond_if": (CondBranch, (1, 16)),
+        "script_if": (ScriptIf, (1, 16)),
+        "script_rnn_loop": (ScriptRnnLoop, (1, 12, 8)),
+        "script_while": (ScriptWhile, (1, 16)),
+        "while_loop": (WhileLoop, (1, 16)),
     }
 
 
@@ -381,6 +493,8 @@ def export(module: Any, example: Any, path: Path, exporter: str) -> None:
     with warnings.catch_warnings(), _quiet():
         warnings.simplefilter("ignore")
         if kind == "classic":
+            if getattr(module, "scripted", False):
+                module = torch.jit.script(module)
             if flag:
                 extra["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
             torch.onnx.export(module, (example,), str(path), dynamo=False,
@@ -446,7 +560,8 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
     row["compile_s"] = time.perf_counter() - start
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     worst = 0.0
-    for seed in seeds:
+    scales = getattr(module, "probe_scales", (1.0,))
+    for seed, scale in ((s, k) for s in seeds for k in scales):
         feeds = {}
         rng = np.random.default_rng(seed)
         for i in session.get_inputs():
@@ -454,7 +569,7 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
             if "int" in i.type:       # token ids
                 feeds[i.name] = rng.integers(0, VOCAB, shape).astype(np.int64)
             else:
-                feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+                feeds[i.name] = (rng.standard_normal(shape) * scale).astype(np.float32)
         try:
             want = session.run(None, feeds)
         except Exception as exc:  # noqa: BLE001 - onnxruntime refuses some valid graphs
