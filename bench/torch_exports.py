@@ -6,18 +6,22 @@ script checks the real thing: it builds the models in PyTorch
 (torchvision classifiers with ``weights=None`` at reduced input sizes,
 keyword spotters with Conv1d, GRU and LSTM, a transformer encoder layer, a
 conv-transpose autoencoder, upsampling, small Hardswish / SiLU / GELU /
-LayerNorm models; seeded random weights, eval mode), exports each with
+LayerNorm models, models with ``torch.cond``, ``while_loop`` and
+``torch.jit.script``-ed ``if`` / ``for`` / ``while``; seeded random
+weights, eval mode), exports each with
 both exporters -- the classic TorchScript-based
 ``torch.onnx.export(..., dynamo=False)`` and the dynamo exporter
 ``torch.onnx.export(..., dynamo=True)``, which needs onnxscript -- into a
 temporary directory, compiles the file with ``aot.from_onnx`` +
 ``aot.compile`` (C for the host) + ``aot.load`` and compares the outputs
-with onnxruntime on three seeded standard-normal inputs.  Prints one row
+with onnxruntime on three seeded standard-normal inputs (each also
+negated or scaled for the control-flow models).  Prints one row
 per model and exporter: the opset, whether it compiles, the largest
 absolute error relative to max(1, the output's magnitude), or the
 diagnostic (``export failed: ...`` when torch itself cannot export,
 ``crash: ...`` for an exception other than aot's DiagnosticError, which is
-a bug).  Usage (torch, torchvision, onnxscript and onnxruntime installed)::
+a bug); then, for the models compiled with a C loop or ``if``, their
+arena and object-pool bytes.  Usage (torch, torchvision, onnxscript and onnxruntime installed)::
 
     python bench/torch_exports.py [--models resnet18,kws_gru]
                                   [--exporters classic,classic@13,dynamo] [--markdown]
@@ -281,10 +285,11 @@ def _text_module() -> type:
     return TextGru
 
 
-def _control_modules() -> tuple[type, type, type, type, type]:
-    """Data-dependent control flow.  The classic exporter traces a plain
-    module, so a Python ``if`` on a tensor freezes the branch the example
-    took and a ``for`` unrolls; it writes ONNX If / Loop only for a
+def _branch_modules() -> tuple[type, type]:
+    """Data-dependent control flow (these and :func:`_loop_modules`).
+    The classic exporter traces a plain module, so a Python ``if`` on a
+    tensor freezes the branch the example took and a ``for`` unrolls; it
+    writes ONNX If / Loop only for a
     ``torch.jit.script``-ed module (``scripted = True``: the classic
     exporter is given ``torch.jit.script(module)``).  The dynamo exporter
     writes If for ``torch.cond`` and Loop for ``while_loop``, refuses a
@@ -324,6 +329,13 @@ def _control_modules() -> tuple[type, type, type, type, type]:
             else:
                 y = torch.tanh(self.b(x)) - 1.0
             return y
+
+    return CondBranch, ScriptIf
+
+
+def _loop_modules() -> tuple[type, type, type]:
+    """Loops over tensor state: a scripted ``for`` and ``while``, and
+    ``while_loop`` (see :func:`_branch_modules`)."""
 
     class ScriptRnnLoop(nn.Module):
         """An Elman cell, ``for t in range(x.size(1))`` over 12 frames of
@@ -384,7 +396,7 @@ def _control_modules() -> tuple[type, type, type, type, type]:
             _, y = while_loop(cond, body, (torch.tensor(0), x))
             return y
 
-    return CondBranch, ScriptIf, ScriptRnnLoop, ScriptWhile, WhileLoop
+    return ScriptRnnLoop, ScriptWhile, WhileLoop
 
 
 def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
@@ -395,7 +407,8 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
     Layers2d, Layers1d, CausalAttention = _layer_modules()
     TextGru = _text_module()
     Activations, ConvPadding = _op_modules()
-    CondBranch, ScriptIf, ScriptRnnLoop, ScriptWhile, WhileLoop = _control_modules()
+    CondBranch, ScriptIf = _branch_modules()
+    ScriptRnnLoop, ScriptWhile, WhileLoop = _loop_modules()
     return {
         "mobilenet_v2": (lambda: tvm.mobilenet_v2(weights=None, width_mult=0.35,
                                                   num_classes=10), (1, 3, 96, 96)),
@@ -558,6 +571,9 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
         row["traceback"] = traceback.format_exc()
         return row
     row["compile_s"] = time.perf_counter() - start
+    meta = art.metadata
+    row.update(arena_bytes=meta.get("arena_bytes"), pool_bytes=meta.get("pool_bytes"),
+               c_loops=len(meta.get("loops") or ()), c_branches=len(meta.get("branches") or ()))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     worst = 0.0
     scales = getattr(module, "probe_scales", (1.0,))
@@ -630,6 +646,15 @@ def _report(rows: list[dict], exporters: list[str], markdown: bool) -> None:
         for r in rows:
             ok, detail = _status(r)
             print(f"{r['model']:<20} {r['exporter']:<10} {r.get('opset', ''):>5} {ok:<8} {detail}")
+    flow = [r for r in rows if r.get("c_loops") or r.get("c_branches")
+            or {"If", "Loop", "Scan"} & set(r.get("ops", ()))]
+    if flow:
+        print("\ncontrol flow: ONNX ops, C loops / ifs, arena and object-pool bytes")
+        for r in flow:
+            ops = ",".join(o for o in r.get("ops", ()) if o in ("If", "Loop", "Scan")) or "-"
+            print(f"  {r['model']:<20} {r['exporter']:<10} {ops:<8} "
+                  f"loops {r.get('c_loops', '-')} ifs {r.get('c_branches', '-')} "
+                  f"arena {r.get('arena_bytes', '-')} pool {r.get('pool_bytes', '-')}")
     for exporter in exporters:
         mine = [r for r in rows if r["exporter"] == exporter]
         good = sum(1 for r in mine if _status(r)[0] == "yes")
