@@ -333,9 +333,9 @@ def _branch_modules() -> tuple[type, type]:
     return CondBranch, ScriptIf
 
 
-def _loop_modules() -> tuple[type, type, type]:
-    """Loops over tensor state: a scripted ``for`` and ``while``, and
-    ``while_loop`` (see :func:`_branch_modules`)."""
+def _loop_modules() -> tuple[type, type]:
+    """A scripted ``for`` over time carrying a tensor state (see
+    :func:`_branch_modules`)."""
 
     class ScriptRnnLoop(nn.Module):
         """An Elman cell, ``for t in range(x.size(1))`` over 12 frames of
@@ -355,6 +355,24 @@ def _loop_modules() -> tuple[type, type, type]:
             for t in range(x.size(1)):
                 h = torch.tanh(self.i(x[:, t]) + self.h(h))
             return self.o(h)
+
+    class ScriptRnnCollect(ScriptRnnLoop):
+        """The same cell collecting every step's state in a list,
+        ``torch.stack(outs, 1)``, then Linear(16, 4) per frame."""
+
+        def forward(self, x):
+            h = torch.zeros(x.size(0), 16)
+            outs = []
+            for t in range(x.size(1)):
+                h = torch.tanh(self.i(x[:, t]) + self.h(h))
+                outs.append(h)
+            return self.o(torch.stack(outs, 1))
+
+    return ScriptRnnLoop, ScriptRnnCollect
+
+
+def _while_modules() -> tuple[type, type]:
+    """A ``while`` on a tensor condition, scripted and as ``while_loop``."""
 
     class ScriptWhile(nn.Module):
         """A ``while`` on a tensor condition with a bounded counter: scale
@@ -396,7 +414,7 @@ def _loop_modules() -> tuple[type, type, type]:
             _, y = while_loop(cond, body, (torch.tensor(0), x))
             return y
 
-    return ScriptRnnLoop, ScriptWhile, WhileLoop
+    return ScriptWhile, WhileLoop
 
 
 def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
@@ -408,7 +426,8 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
     TextGru = _text_module()
     Activations, ConvPadding = _op_modules()
     CondBranch, ScriptIf = _branch_modules()
-    ScriptRnnLoop, ScriptWhile, WhileLoop = _loop_modules()
+    ScriptRnnLoop, ScriptRnnCollect = _loop_modules()
+    ScriptWhile, WhileLoop = _while_modules()
     return {
         "mobilenet_v2": (lambda: tvm.mobilenet_v2(weights=None, width_mult=0.35,
                                                   num_classes=10), (1, 3, 96, 96)),
@@ -451,6 +470,7 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
         "cond_if": (CondBranch, (1, 16)),
         "script_if": (ScriptIf, (1, 16)),
         "script_rnn_loop": (ScriptRnnLoop, (1, 12, 8)),
+        "script_rnn_collect": (ScriptRnnCollect, (1, 12, 8)),
         "script_while": (ScriptWhile, (1, 16)),
         "while_loop": (WhileLoop, (1, 16)),
     }
