@@ -6,18 +6,22 @@ script checks the real thing: it builds the models in PyTorch
 (torchvision classifiers with ``weights=None`` at reduced input sizes,
 keyword spotters with Conv1d, GRU and LSTM, a transformer encoder layer, a
 conv-transpose autoencoder, upsampling, small Hardswish / SiLU / GELU /
-LayerNorm models; seeded random weights, eval mode), exports each with
+LayerNorm models, models with ``torch.cond``, ``while_loop`` and
+``torch.jit.script``-ed ``if`` / ``for`` / ``while``; seeded random
+weights, eval mode), exports each with
 both exporters -- the classic TorchScript-based
 ``torch.onnx.export(..., dynamo=False)`` and the dynamo exporter
 ``torch.onnx.export(..., dynamo=True)``, which needs onnxscript -- into a
 temporary directory, compiles the file with ``aot.from_onnx`` +
 ``aot.compile`` (C for the host) + ``aot.load`` and compares the outputs
-with onnxruntime on three seeded standard-normal inputs.  Prints one row
+with onnxruntime on three seeded standard-normal inputs (each also
+negated or scaled for the control-flow models).  Prints one row
 per model and exporter: the opset, whether it compiles, the largest
 absolute error relative to max(1, the output's magnitude), or the
 diagnostic (``export failed: ...`` when torch itself cannot export,
 ``crash: ...`` for an exception other than aot's DiagnosticError, which is
-a bug).  Usage (torch, torchvision, onnxscript and onnxruntime installed)::
+a bug); then, for the models compiled with a C loop or ``if``, their
+arena and object-pool bytes.  Usage (torch, torchvision, onnxscript and onnxruntime installed)::
 
     python bench/torch_exports.py [--models resnet18,kws_gru]
                                   [--exporters classic,classic@13,dynamo] [--markdown]
@@ -281,6 +285,138 @@ def _text_module() -> type:
     return TextGru
 
 
+def _branch_modules() -> tuple[type, type]:
+    """Data-dependent control flow (these and :func:`_loop_modules`).
+    The classic exporter traces a plain module, so a Python ``if`` on a
+    tensor freezes the branch the example took and a ``for`` unrolls; it
+    writes ONNX If / Loop only for a
+    ``torch.jit.script``-ed module (``scripted = True``: the classic
+    exporter is given ``torch.jit.script(module)``).  The dynamo exporter
+    writes If for ``torch.cond`` and Loop for ``while_loop``, refuses a
+    Python ``if`` on a tensor, and unrolls a ``for`` over a static range.
+    ``probe_scales`` multiplies each seeded input, so that a negated input
+    takes the other branch and a scaled one another trip count."""
+
+    class CondBranch(nn.Module):
+        """``torch.cond(x.sum() > 0, relu(a(x)), tanh(b(x)))``: two Linear(16, 8)."""
+
+        probe_scales = (1.0, -1.0)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(16, 8)
+            self.b = nn.Linear(16, 8)
+
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda x: torch.relu(self.a(x)),
+                              lambda x: torch.tanh(self.b(x)), (x,))
+
+    class ScriptIf(nn.Module):
+        """The same two branches under a Python ``if`` on a tensor value,
+        for ``torch.jit.script``."""
+
+        probe_scales = (1.0, -1.0)
+        scripted = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(16, 8)
+            self.b = nn.Linear(16, 8)
+
+        def forward(self, x):
+            if bool(x.sum() > 0):
+                y = torch.relu(self.a(x))
+            else:
+                y = torch.tanh(self.b(x)) - 1.0
+            return y
+
+    return CondBranch, ScriptIf
+
+
+def _loop_modules() -> tuple[type, type]:
+    """A scripted ``for`` over time carrying a tensor state (see
+    :func:`_branch_modules`)."""
+
+    class ScriptRnnLoop(nn.Module):
+        """An Elman cell, ``for t in range(x.size(1))`` over 12 frames of
+        8 features with the hidden state (16) carried, then Linear(16, 4)."""
+
+        probe_scales = (1.0, -1.0)
+        scripted = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.i = nn.Linear(8, 16)
+            self.h = nn.Linear(16, 16)
+            self.o = nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = torch.zeros(x.size(0), 16)
+            for t in range(x.size(1)):
+                h = torch.tanh(self.i(x[:, t]) + self.h(h))
+            return self.o(h)
+
+    class ScriptRnnCollect(ScriptRnnLoop):
+        """The same cell collecting every step's state in a list,
+        ``torch.stack(outs, 1)``, then Linear(16, 4) per frame."""
+
+        def forward(self, x):
+            h = torch.zeros(x.size(0), 16)
+            outs = []
+            for t in range(x.size(1)):
+                h = torch.tanh(self.i(x[:, t]) + self.h(h))
+                outs.append(h)
+            return self.o(torch.stack(outs, 1))
+
+    return ScriptRnnLoop, ScriptRnnCollect
+
+
+def _while_modules() -> tuple[type, type]:
+    """A ``while`` on a tensor condition, scripted and as ``while_loop``."""
+
+    class ScriptWhile(nn.Module):
+        """A ``while`` on a tensor condition with a bounded counter: scale
+        a Linear(16, 16) state until its norm passes 8 (at most 6 steps)."""
+
+        probe_scales = (1.0, 0.25, 4.0)
+        scripted = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x):
+            y = x
+            i = 0
+            while bool(y.abs().sum() < 8.0 * 16) and i < 6:
+                y = torch.tanh(self.fc(y)) * 4.0 + y
+                i += 1
+            return y
+
+    class WhileLoop(nn.Module):
+        """``torch._higher_order_ops.while_loop``: the same loop for dynamo."""
+
+        probe_scales = (1.0, 0.25, 4.0)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x):
+            from torch._higher_order_ops import while_loop
+
+            def cond(i, y):
+                return (y.abs().sum() < 8.0 * 16) & (i < 6)
+
+            def body(i, y):
+                return i + 1, torch.tanh(self.fc(y)) * 4.0 + y
+
+            _, y = while_loop(cond, body, (torch.tensor(0), x))
+            return y
+
+    return ScriptWhile, WhileLoop
+
+
 def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
     """name -> (a constructor of the eval-mode module, the input shape)."""
     import torchvision.models as tvm
@@ -289,6 +425,9 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
     Layers2d, Layers1d, CausalAttention = _layer_modules()
     TextGru = _text_module()
     Activations, ConvPadding = _op_modules()
+    CondBranch, ScriptIf = _branch_modules()
+    ScriptRnnLoop, ScriptRnnCollect = _loop_modules()
+    ScriptWhile, WhileLoop = _while_modules()
     return {
         "mobilenet_v2": (lambda: tvm.mobilenet_v2(weights=None, width_mult=0.35,
                                                   num_classes=10), (1, 3, 96, 96)),
@@ -328,6 +467,12 @@ def _models() -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
                            (1, 3, 64, 64)),
         "googlenet": (lambda: tvm.googlenet(weights=None, num_classes=10, aux_logits=False,
                                             init_weights=True), (1, 3, 64, 64)),
+        "cond_if": (CondBranch, (1, 16)),
+        "script_if": (ScriptIf, (1, 16)),
+        "script_rnn_loop": (ScriptRnnLoop, (1, 12, 8)),
+        "script_rnn_collect": (ScriptRnnCollect, (1, 12, 8)),
+        "script_while": (ScriptWhile, (1, 16)),
+        "while_loop": (WhileLoop, (1, 16)),
     }
 
 
@@ -381,6 +526,8 @@ def export(module: Any, example: Any, path: Path, exporter: str) -> None:
     with warnings.catch_warnings(), _quiet():
         warnings.simplefilter("ignore")
         if kind == "classic":
+            if getattr(module, "scripted", False):
+                module = torch.jit.script(module)
             if flag:
                 extra["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
             torch.onnx.export(module, (example,), str(path), dynamo=False,
@@ -444,9 +591,13 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
         row["traceback"] = traceback.format_exc()
         return row
     row["compile_s"] = time.perf_counter() - start
+    meta = art.metadata
+    row.update(arena_bytes=meta.get("arena_bytes"), pool_bytes=meta.get("pool_bytes"),
+               c_loops=len(meta.get("loops") or ()), c_branches=len(meta.get("branches") or ()))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     worst = 0.0
-    for seed in seeds:
+    scales = getattr(module, "probe_scales", (1.0,))
+    for seed, scale in ((s, k) for s in seeds for k in scales):
         feeds = {}
         rng = np.random.default_rng(seed)
         for i in session.get_inputs():
@@ -454,7 +605,7 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
             if "int" in i.type:       # token ids
                 feeds[i.name] = rng.integers(0, VOCAB, shape).astype(np.int64)
             else:
-                feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+                feeds[i.name] = (rng.standard_normal(shape) * scale).astype(np.float32)
         try:
             want = session.run(None, feeds)
         except Exception as exc:  # noqa: BLE001 - onnxruntime refuses some valid graphs
@@ -515,6 +666,15 @@ def _report(rows: list[dict], exporters: list[str], markdown: bool) -> None:
         for r in rows:
             ok, detail = _status(r)
             print(f"{r['model']:<20} {r['exporter']:<10} {r.get('opset', ''):>5} {ok:<8} {detail}")
+    flow = [r for r in rows if r.get("c_loops") or r.get("c_branches")
+            or {"If", "Loop", "Scan"} & set(r.get("ops", ()))]
+    if flow:
+        print("\ncontrol flow: ONNX ops, C loops / ifs, arena and object-pool bytes")
+        for r in flow:
+            ops = ",".join(o for o in r.get("ops", ()) if o in ("If", "Loop", "Scan")) or "-"
+            print(f"  {r['model']:<20} {r['exporter']:<10} {ops:<8} "
+                  f"loops {r.get('c_loops', '-')} ifs {r.get('c_branches', '-')} "
+                  f"arena {r.get('arena_bytes', '-')} pool {r.get('pool_bytes', '-')}")
     for exporter in exporters:
         mine = [r for r in rows if r["exporter"] == exporter]
         good = sum(1 for r in mine if _status(r)[0] == "yes")

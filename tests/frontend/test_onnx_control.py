@@ -220,3 +220,34 @@ def test_a_loop_without_trip_count_and_condition_is_refused() -> None:
     m.graph.node[0].input[0] = ""
     with pytest.raises(DiagnosticError, match="never ends"):
         aot.from_onnx(m)
+
+
+def test_scripted_while_with_short_circuit_and() -> None:
+    """``while bool(sum(|y|) < 8) and i < 6: y = y * 1.5 + 0.1; i += 1``
+    as ``torch.jit.script`` + the classic exporter write it: the counter's
+    next value ``k2`` is a loop-carried output and also read by the then
+    branch of the ``If`` computing ``and`` (the else branch returns a
+    main-graph constant).  ``k2`` must be computed outside the branch
+    (it crashed the dataflow backend's loop lowering)."""
+    then_g = helper.make_graph([node("Less", ["k2", "six"], ["t"])], "then", [],
+                               [vi("t", B, [])])
+    else_g = helper.make_graph([node("Identity", ["no"], ["e"])], "else", [], [vi("e", B, [])])
+    body = helper.make_graph(
+        [node("Mul", ["y", "k15"], ["m"]), node("Add", ["m", "tenth"], ["y2"]),
+         node("Add", ["k", "one"], ["k2"]), node("Abs", ["y2"], ["a"]),
+         node("ReduceSum", ["a"], ["s"], keepdims=0), node("Less", ["s", "lim"], ["b"]),
+         node("If", ["b"], ["cout"], then_branch=then_g, else_branch=else_g)],
+        "body", [vi("i", I64, []), vi("cin", B, []), vi("y", F, [1, 4]), vi("k", I64, [])],
+        [vi("cout", B, []), vi("y2", F, [1, 4]), vi("k2", I64, [])])
+    m = model([node("Abs", ["x"], ["ax"]), node("ReduceSum", ["ax"], ["sx"], keepdims=0),
+               node("Less", ["sx", "lim"], ["c0"]),
+               node("Loop", ["M", "c0", "x", "zero"], ["yf", "kf"], body=body)],
+              {"x": f32(1, 4)}, ["yf", "kf"],
+              inits={"M": np.int64(2**63 - 1), "zero": np.int64(0), "one": np.int64(1),
+                     "six": np.int64(6), "no": np.array(False), "k15": np.float32(1.5),
+                     "tenth": np.float32(0.1), "lim": np.float32(8.0)})
+    m = typed(m, vi("yf", F, [1, 4]), vi("kf", I64, []))
+    x = np.abs(f32(1, 4))
+    # the counter stops it (6 trips), the sum does (a few), no trip at all
+    for feed in (x * 0.01 + 0.01, x + 0.5, x + 2.1):
+        compiled_matches(m, {"x": feed}, "short_and")

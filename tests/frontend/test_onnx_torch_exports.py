@@ -10,7 +10,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 import numpy as np  # noqa: E402
-from onnx_helpers import check_single, model, node, rand, run_aot  # noqa: E402
+from onnx_helpers import check, check_single, model, node, rand, run_aot, run_ort  # noqa: E402
 
 
 def i64(values) -> np.ndarray:
@@ -63,3 +63,56 @@ def test_conv_same_upper_dilated():
     got = run_aot(m, {"x": x})[0]
     assert got.shape == want.shape == (1, 3, 5, 8)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def collect_loop(axis: int, new_axis: int = 1, then_neg: bool = False):
+    """A scripted ``for t in range(4): h = tanh(h * w + x); outs.append(h)``
+    then ``torch.stack(outs, axis)``, as the classic exporter writes it:
+    SequenceEmpty, a Loop carrying the sequence (SequenceInsert in the
+    body), ConcatFromSequence."""
+    from onnx import TensorProto, helper
+    F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [node("Identity", ["cin"], ["cout"]), node("Mul", ["h", "w"], ["hw"]),
+         node("Add", ["hw", "x"], ["pre"]), node("Tanh", ["pre"], ["h2"]),
+         node("SequenceInsert", ["s", "h2"], ["s2"])],
+        "body", [vi("i", I64, []), vi("cin", B, []), vi("h", F, [1, 3]),
+                 helper.make_tensor_sequence_value_info("s", F, None)],
+        [vi("cout", B, []), vi("h2", F, [1, 3]),
+         helper.make_tensor_sequence_value_info("s2", F, None)])
+    m = model([node("SequenceEmpty", [], ["s0"], dtype=F),
+               node("Loop", ["M", "", "h0", "s0"], ["hf", "sf"], body=body),
+               node("ConcatFromSequence", ["sf"], ["y"], axis=axis, new_axis=new_axis),
+               *([node("Neg", ["y"], ["z"])] if then_neg else [])],
+              {"x": rand((1, 3))}, ["z" if then_neg else "y", "hf"],
+              {"M": np.int64(4), "h0": np.zeros((1, 3), np.float32),
+               "w": rand((1, 3), seed=1)}, infer=False)
+    shape = [[4, 1, 3], [1, 4, 3], [1, 3, 4]][axis] if new_axis else [4, 3]
+    for out, want in zip(m.graph.output, (vi("z" if then_neg else "y", F, shape),
+                                          vi("hf", F, [1, 3]))):
+        out.CopyFrom(want)
+    return m
+
+
+@pytest.mark.parametrize("axis,then_neg", [(0, False), (1, False), (-1, False), (-1, True)])
+def test_list_append_then_stack_in_a_loop_is_a_scan_output(axis, then_neg):
+    # then_neg: the stacked tensor is no graph output, its rank is the
+    # appended tensor's plus one (as in torch's exports)
+    check(collect_loop(axis, then_neg=then_neg), {"x": rand((1, 3), seed=2)})
+
+
+def test_list_append_then_stack_compiles_on_the_arena(tmp_path):
+    import aot
+    m, x = collect_loop(1), rand((1, 3), seed=2)
+    art = aot.compile(aot.from_onnx(m), tmp_path, name="collect")
+    assert art.metadata["pool_bytes"] == 0 and art.metadata["loops"]
+    got = aot.load(art)(x)
+    for g, w in zip(got, run_ort(m, {"x": x})):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_sequence_concatenated_not_stacked_stays_refused():
+    import aot
+    with pytest.raises(aot.DiagnosticError, match="unsupported operator SequenceEmpty"):
+        aot.from_onnx(collect_loop(0, new_axis=0))

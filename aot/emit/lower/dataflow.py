@@ -609,7 +609,13 @@ def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env,
     contexts = branch_contexts(order)
     ifs = {id(n) for n in order if isinstance(n, If) and id(n) in variant}
     variant.update(id(n) for n in order if any(i in ifs for i, _ in contexts.get(id(n), ())))
-    _walk(b, [n for n in order if id(n) not in variant], env)       # loop invariants
+    # loop invariants; one a variant node reads (or the loop reads) is
+    # computed outside any branch of an invariant if that also reads it
+    invariant = [n for n in order if id(n) not in variant]
+    wanted = [n for n in (loop.cond, *args, loop.exit) if id(n) not in variant]
+    wanted += [c for n in order if id(n) in variant for c in children(n)
+               if id(c) not in variant]
+    _walk(b, invariant, env, branch_contexts(invariant, wanted))
     for src, dst in zip(inits, state):
         _copy_step(b, src, dst)
     begin = len(b.steps)
@@ -618,7 +624,8 @@ def _lower_loop(b: _Builder, loop: StaticLoop, call: Call, values: _Env,
     assert isinstance(cond, _Slot)
     test = len(b.steps)
     after_test = env.child()
-    _walk(b, _nodes(*args), env)
+    nodes = _nodes(*args)
+    _walk(b, nodes, env, branch_contexts(nodes, args))    # an arg a branch reads too
     new = [leaf for a in args for leaf in flat_leaves(env[id(a)])]
     moves = [(src, dst) for src, dst in zip(new, state) if src.key != dst.key]
     keys = {s.key for s in state}

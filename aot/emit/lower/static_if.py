@@ -65,11 +65,13 @@ def _common(a: Context, b: Context) -> Context:
     return a[:n]
 
 
-def branch_contexts(order: Sequence[Expr]) -> dict[int, Context]:
+def branch_contexts(order: Sequence[Expr], roots: Sequence[Expr] = ()) -> dict[int, Context]:
     """The context of every node of ``order`` (dependencies first, each
     once; functions are leaves), by ``id``; a node no other node of
-    ``order`` uses is at the top, ``()``."""
-    ctx: dict[int, Context] = {}
+    ``order`` uses is at the top, ``()``, and so is each of ``roots``
+    (values wanted outside ``order`` -- a loop's next state -- even when
+    a branch inside ``order`` also reads them)."""
+    ctx: dict[int, Context] = {id(r): () for r in roots}
     for node in reversed(order):
         here = ctx.setdefault(id(node), ())
         if isinstance(node, Function):

@@ -36,6 +36,7 @@ from ...ir.types import TensorType
 from .dtypes import onnx_type_name, to_dtype
 from ..errors import file_error, file_errors
 from .graph import MIN_OPSET, default_opset, import_graph
+from .sequence_loop import rewrite_sequence_loops
 
 ModelLike = Union[str, "os.PathLike[str]", bytes, onnx.ModelProto]
 
@@ -49,6 +50,7 @@ def from_onnx(model: ModelLike, *, input_shapes: Mapping[str, Sequence[int]] | N
     names to full static shapes, fixing their free dimensions."""
     from ...ir.type_infer import infer_types
     proto, source = load_model(model, source_name)
+    proto = rewrite_sequence_loops(proto)
     input_types = _input_types(proto, source, dict(input_shapes or {}))
     mod = import_graph(proto, source, input_types)
     return infer_types(mod)
