@@ -220,10 +220,9 @@ def test_unsupported_operators_are_all_reported():
 
 
 def test_unsupported_attribute_value():
-    m = model([node("Conv", ["x", "w"], ["y"], name="conv1", auto_pad="SAME_LOWER",
-                    dilations=[2, 2])], {"x": rand((1, 2, 8, 8))}, ["y"],
-              {"w": rand((3, 2, 3, 3))})
-    assert import_error(m) == ("m.onnx: error: node 'conv1' (Conv): auto_pad=SAME_LOWER with "
+    m = model([node("MaxPool", ["x"], ["y"], name="pool1", auto_pad="SAME_LOWER",
+                    kernel_shape=[3, 3], dilations=[2, 2])], {"x": rand((1, 2, 8, 8))}, ["y"])
+    assert import_error(m) == ("m.onnx: error: node 'pool1' (MaxPool): auto_pad=SAME_LOWER with "
                                "dilations is not supported")
 
 

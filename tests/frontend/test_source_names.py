@@ -197,14 +197,18 @@ def test_tflite_outputs_are_named_by_their_tensors(tmp_path):
 def test_a_program_backend_result_is_named_too(tmp_path):
     """A whole-language program's tuple result: tensor leaves by the
     ``output_names`` attribute, other leaves by their C names."""
-    text = ('def @main(%x: Tensor[(2), float32], %c: bool, output_names=["y", "n"]) '
-            '{ (if (%c) { %x + %x } else { %x }, 7) }')
+    # a recursion whose depth is a run-time count (an if over tensors alone
+    # is a static if of the dataflow backend)
+    text = ('def @rep(%n: int32, %x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n'
+            '  if (%n <= 0) { %x } else { @rep(%n - 1, negative(%x)) }\n}\n'
+            'def @main(%x: Tensor[(2), float32], %n: int32, output_names=["y", "n"]) '
+            '{ (@rep(%n, %x), 7) }')
     art = aot.compile(aot.parse(text), tmp_path / "a", name="prog")
     assert json.loads((art.root / "metadata.json").read_text())["backend"] == "program"
     run = aot.load(art)
     x = np.array([1, 2], np.float32)
-    out = run(x, np.array(True))
-    np.testing.assert_array_equal(out["y"], [2, 4])
+    out = run(x, np.array(1, np.int32))
+    np.testing.assert_array_equal(out["y"], [-1, -2])
     assert int(out["n"]) == 7
-    assert list(run.named(x, np.array(False))) == ["y", "n"]
-    np.testing.assert_array_equal(run.named(x, np.array(False))["y"], x)
+    assert list(run.named(x, np.array(2, np.int32))) == ["y", "n"]
+    np.testing.assert_array_equal(run.named(x, np.array(2, np.int32))["y"], x)
