@@ -21,14 +21,20 @@ def _expand(v, n):
     return list(v) * n if len(v) == 1 else list(v)
 
 
-def conv3d_ref(x, w, attrs):
-    dl, kl = attrs.get("data_layout", "NCDHW"), attrs.get("kernel_layout", "OIDHW")
+def _setup3d(x, w, attrs, kernel_layout):
+    """x in NCDHW and w in ``kernel_layout`` as float64, strides, dilations,
+    the six paddings, groups."""
+    dl, kl = attrs.get("data_layout", "NCDHW"), attrs.get("kernel_layout", kernel_layout)
     x = np.transpose(x, [dl.index(c) for c in "NCDHW"]).astype(np.float64)
-    w = np.transpose(w, [kl.index(c) for c in "OIDHW"]).astype(np.float64)
+    w = np.transpose(w, [kl.index(c) for c in kernel_layout]).astype(np.float64)
     s, d = _expand(attrs.get("strides", [1]), 3), _expand(attrs.get("dilation", [1]), 3)
     p = list(attrs.get("padding", [0]))
     p = p * 6 if len(p) == 1 else p * 2 if len(p) == 3 else p
-    g = attrs.get("groups", 1)
+    return x, w, s, d, p, attrs.get("groups", 1)
+
+
+def conv3d_ref(x, w, attrs):
+    x, w, s, d, p, g = _setup3d(x, w, attrs, "OIDHW")
     n, c, *size = x.shape
     o, cg, *k = w.shape
     outs = [(size[i] + p[i] + p[i + 3] - (k[i] - 1) * d[i] - 1) // s[i] + 1 for i in range(3)]
@@ -67,14 +73,8 @@ def conv1d_transpose_ref(x, w, attrs):
 
 
 def conv3d_transpose_ref(x, w, attrs):
-    dl, kl = attrs.get("data_layout", "NCDHW"), attrs.get("kernel_layout", "IODHW")
-    x = np.transpose(x, [dl.index(c) for c in "NCDHW"]).astype(np.float64)
-    w = np.transpose(w, [kl.index(c) for c in "IODHW"]).astype(np.float64)
-    s, d = _expand(attrs.get("strides", [1]), 3), _expand(attrs.get("dilation", [1]), 3)
-    p = list(attrs.get("padding", [0]))
-    p = p * 6 if len(p) == 1 else p * 2 if len(p) == 3 else p
+    x, w, s, d, p, g = _setup3d(x, w, attrs, "IODHW")
     op = _expand(attrs.get("output_padding", [0]), 3)
-    g = attrs.get("groups", 1)
     n, c, *size = x.shape
     _, og, *k = w.shape
     cg = c // g
@@ -87,7 +87,7 @@ def conv3d_transpose_ref(x, w, attrs):
         res[(b, (ic // cg) * og + oc, *at)] += x[(b, ic, *i)] * w[(ic, oc, *t)]
     res = res[(slice(None), slice(None)) + tuple(slice(p[a], full[a] - p[a + 3])
                                                  for a in range(3))]
-    return np.transpose(res, ["NCDHW".index(c) for c in dl])
+    return np.transpose(res, ["NCDHW".index(c) for c in attrs.get("data_layout", "NCDHW")])
 
 
 def _run(op, xs, ws, dtype, attrs):

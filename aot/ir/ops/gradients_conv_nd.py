@@ -82,15 +82,20 @@ def _conv(r: int) -> str:
     return f"nn.conv{r}d"
 
 
+def _geometry(c: Call, r: int):
+    """The output's spatial sizes, strides, dilations, padding before and after."""
+    s, d = _expand(_attr(c, "strides"), r), _expand(_attr(c, "dilation"), r)
+    before, after = _pads(c, r)
+    return list(_shape(c)[2:]), s, d, before, after
+
+
 def _forward_rule(r: int):
     def rule(c: Call, g: Expr) -> Adjoints:
         _check(c, r, False)
         x, w = c.args
         n, ch, *size = _shape(x)
         o, ig, *kernel = _shape(w)
-        out = list(_shape(c)[2:])
-        s, d = _expand(_attr(c, "strides"), r), _expand(_attr(c, "dilation"), r)
-        before, after = _pads(c, r)
+        out, s, d, before, after = _geometry(c, r)
         pads = before + after
         groups = _attr(c, "groups")
         full = [(out[i] - 1) * s[i] - before[i] - after[i] + d[i] * (kernel[i] - 1) + 1
@@ -127,9 +132,7 @@ def _transposed_rule(r: int):
         x, w = c.args
         _, ch, *size = _shape(x)
         _, _, *kernel = _shape(w)
-        out = list(_shape(c)[2:])
-        s, d = _expand(_attr(c, "strides"), r), _expand(_attr(c, "dilation"), r)
-        before, after = _pads(c, r)
+        out, s, d, before, after = _geometry(c, r)
         pads = before + after
         dx: Expr = call(_conv(r), g, w, strides=s, padding=pads, dilation=d, channels=ch,
                         kernel_size=kernel)
