@@ -1113,11 +1113,20 @@ def _weight_staged_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis,
     return K.for_range(n, cv.n, _channel_tiles(ctx, cv, bo, per_tile))
 
 
+def _depthwise_rows(cv: ConvGeometry) -> bool:
+    """A channels-first float32 depthwise convolution: its tiles sum every
+    output in (kh, kw) order however its rows are tiled (several rows per
+    tile, border rows with constant tap ranges: same sums).  At stride 2
+    neither gains (MobileNet: two-row tiles 3-8 % worse)."""
+    return cv.depthwise and _tile_channels(cv) == 1 and cv.acc is DType.FLOAT32 \
+        and not cv.transposed
+
+
 def _tile_rows(cv: ConvGeometry, h: Axis) -> int:
-    """Output rows per tile: :data:`DEPTHWISE_ROWS` for a channels-first
-    float32 depthwise convolution, else 1."""
-    if cv.depthwise and _tile_channels(cv) == 1 and cv.acc is DType.FLOAT32 \
-            and h.stride <= DEPTHWISE_ROW_STRIDE and not cv.transposed:
+    """Output rows per tile: :data:`DEPTHWISE_ROWS` for the convolutions
+    of :func:`_depthwise_rows` with a row stride of at most
+    :data:`DEPTHWISE_ROW_STRIDE`, else 1."""
+    if _depthwise_rows(cv) and h.stride <= DEPTHWISE_ROW_STRIDE:
         return DEPTHWISE_ROWS
     return 1
 
@@ -1132,14 +1141,17 @@ RowBody = Callable[..., list[K.Stmt]]
 
 
 def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody, split: bool = True,
-         step: int = 1) -> list[K.Stmt]:
+         step: int = 1, fixed_border: bool = False) -> list[K.Stmt]:
     """The positions of an (outer) axis: ``body(o, first, (lo, hi))`` in
     one loop over the interior positions with the constant tap range
     ``[0, taps)``, and one loop over the border positions of both ends
     with their tap range computed per position (constant when equal).
     Without ``split``, one loop computes the range for every position.
     With a ``step`` above 1 the interior loop takes ``step`` positions at
-    a time, ``body(o, first, (0, taps), step)`` (the rest one at a time)."""
+    a time, ``body(o, first, (0, taps), step)`` (the rest one at a time).
+    With ``fixed_border``, at most :data:`MAX_BORDER_RUNS` border positions
+    are each emitted with their constant tap range (unrolled like the
+    interior's)."""
     stmts: list[K.Stmt] = []
     if not split:
         o = ctx.index_var("oh")
@@ -1150,9 +1162,14 @@ def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody, split: bool = True,
     def border_row(o: K.Expr) -> K.Stmt:
         decls, first, lo, hi = bounds(ctx, axis, o, edge, "ih")
         return K.block(*decls, *body(o, first, (lo, hi)))
-    loop = merged_range_loop(ctx, border(axis), border_row, "oh")
-    if loop is not None:
-        stmts.append(loop)
+    if fixed_border and len(edge) <= MAX_BORDER_RUNS:
+        for o in edge:
+            d, first = decl_index(ctx, "ih", idx(o * axis.stride - axis.pad))
+            stmts.append(K.block(*([d] if d else []), *body(idx(o), first, axis.clip(o))))
+    else:
+        loop = merged_range_loop(ctx, border(axis), border_row, "oh")
+        if loop is not None:
+            stmts.append(loop)
     a, b = interior(axis)
     if step > 1 and (b - a) // step:
         t = ctx.index_var("oht")
@@ -1346,7 +1363,8 @@ def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: S
             if ragged_ok and _same_order(cv, w, max_bw, htaps):
                 return ragged_columns(ctx, w, max_bw, ragged)
             return columns(ctx, w, max_bw, col)
-        return K.block(*rows(ctx, h, row, step=_tile_rows(cv, h)))
+        step = _tile_rows(cv, h)
+        return K.block(*rows(ctx, h, row, step=step, fixed_border=step > 1))
 
     if _flattenable(cv, h, w, max_bw):
         def flat(inner: Callable[..., K.Stmt]) -> K.Stmt:
