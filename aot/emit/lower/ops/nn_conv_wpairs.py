@@ -41,8 +41,9 @@ F32, F64 = DType.FLOAT32, DType.FLOAT64
 #: single registers for gcc to place the pairs in double registers, and it
 #: shuffles them with moves (ResNet-8's stride-1 3x3 layers on 32x32 and
 #: 16x16 maps: 2-4 % more instructions with pairs; its 4-column tiles of
-#: stride-2 layers and 8x8 maps 4-13 % fewer)
-MAX_COLUMNS = 4
+#: stride-2 layers and 8x8 maps 4-13 % fewer, DS-CNN's 5-column first
+#: layer 3 %)
+MAX_COLUMNS = 5
 
 
 def applicable(transposed: bool, groups: int, o: int, acc: DType, out_dtype: DType,
