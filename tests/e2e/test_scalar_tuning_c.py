@@ -31,6 +31,10 @@ def test_scalar_tuning_with_constant_weights():
     # the pointwise layers with 4k output channels read float pairs
     # (nn_conv_pointwise: 32, 125, 9 and 25 positions, tiles of 6, 5 and 4 columns)
     assert source.count("aot_lo_f32(xd") >= 4 * 5
+    # 3x3 tiles of at most 4 columns read their weights as float pairs
+    # (nn_conv_wpairs: the strided layers), channels-first depthwise tiles
+    # take two output rows (nn_conv.DEPTHWISE_ROWS)
+    assert "aot_lo_f32(wd" in source and "int32_t oht" in source
     # the convolutions' accumulators start from the bias (epilogue_bias.fold_float_bias)
     assert re.search(r"float acc\d+ = c\d+\[", source), "no accumulator starts at the bias"
     want = aot.interpret(bind_params(aot.infer_types(mod), params, "main"), *args)

@@ -40,6 +40,7 @@ LAYERS = [
     ((2, 33), (129, 33), None, "relu"),                         # dense, a 1-unit tail tile
     ((1, 5), (48, 5), None, None),                              # dense, odd K, whole tiles
     ((1, 1, 13, 6), (16, 1, 6, 3), "strides=[2, 2], padding=[2, 1, 2, 1]", "relu"),  # row loop
+    ((1, 4, 6, 11), (4, 1, 3, 3), "padding=[1, 1], groups=4", "clip"),  # two-row tiles
 ]
 
 

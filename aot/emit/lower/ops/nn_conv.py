@@ -195,6 +195,10 @@ STRIDED_COLUMNS = 4
 #: unrolled, 8 columns beat 6 by 16,000 instructions on MobileNet, 1.5-3.5 %
 #: of its 48x48 and 24x24 depthwise layers; 4 and 5 are worse)
 DEPTHWISE_COLUMNS = 8
+#: output rows of such a tile in the interior rows (stride at most
+#: DEPTHWISE_ROW_STRIDE): the rows share the input rows they both read
+DEPTHWISE_ROWS = 2
+DEPTHWISE_ROW_STRIDE = 1
 #: bytes of the local array a staged pointwise convolution keeps one column
 #: tile's outputs of all channels in (on the stack)
 STAGE_BYTES = 1536
@@ -817,6 +821,10 @@ class _Tap:
     #: each column's own constant tap range (ragged tiles, whose ``lo, hi``
     #: is their union): the taps outside it are skipped
     col_taps: tuple[tuple[int, int], ...] | None = None
+    #: output rows of the tile (an ``H`` tap of a two-row depthwise tile,
+    #: :data:`DEPTHWISE_ROWS`) and the input offset from one row to the next
+    rows: int = 1
+    x_row: int = 0
 
     def valid(self, j: int, tap: int) -> bool:
         if self.col_taps is None:
@@ -848,6 +856,9 @@ class ConvGeometry:
     #: the fused bias ``B[o]`` the accumulators of output channel ``o``
     #: start from (float32 only, :func:`_with_bias`), None: they start at 0
     bias: Callable[[K.Expr], K.Expr] | None = None
+    #: the weight as float pairs of two output channels (a ``double`` table,
+    #: :mod:`.nn_conv_wpairs`): tiles read it instead of ``weight``
+    weight_pairs: Operand | None = None
 
     @property
     def cg(self) -> int:
@@ -935,20 +946,26 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
     ``ow0 + j*ow_step``) of output row ``oh``, or the output positions
     ``cols[j]`` (row, column) of a flattened pointwise tile.  With a
     ``stage`` the results go to ``stage[channel * bw + j]``, not the sink."""
-    bo = ch.bo
+    # tile row i: channel ch.o0 + i (bo channels), or with htap.rows > 1
+    # (one channel) output row oh + i
+    bo = ch.bo if htap.rows == 1 else htap.rows
+    assert htap.rows == 1 or ch.bo == 1
+    chan = [i if htap.rows == 1 else 0 for i in range(bo)]
     accs = [[ctx.scalar("acc", cv.acc) for _ in range(bw)] for _ in range(bo)]
-    start = [K.Const(0, cv.acc) if cv.bias is None else cv.bias(iadd(ch.o0, i))
+    start = [K.Const(0, cv.acc) if cv.bias is None else cv.bias(iadd(ch.o0, chan[i]))
              for i in range(bo)]
     stmts: list[K.Stmt] = [K.Decl(a, start[i]) for i, row in enumerate(accs) for a in row]
     ranges = {"C": RAxis("C", 0, cv.cg), "H": RAxis("H", htap.lo, htap.hi),
               "W": RAxis("W", wtap.lo, wtap.hi)}
     axes = [ranges[c] for c in cv.data.layout if c in ranges]
-    shared_x = ch.cstep == 0        # every channel of the tile reads the same inputs
+    cstep = ch.cstep if htap.rows == 1 else 0
+    shared_x = cstep == 0 and htap.x_row == 0   # every tile row reads the same inputs
 
     def body(outer: dict[str, K.Expr], dynamic: set[str]) -> tuple[list[K.Stmt], Emit]:
         lin = lin_for(outer, dynamic)
-        x_comps = {"N": Lin(n), "C": lin("C", ch.cbase, 1, ti=ch.cstep),
-                   "H": replace(lin("H", htap.x_base, htap.x_coef, tj=htap.x_col),
+        x_comps = {"N": Lin(n), "C": lin("C", ch.cbase, 1, ti=cstep),
+                   "H": replace(lin("H", htap.x_base, htap.x_coef, ti=htap.x_row,
+                                    tj=htap.x_col),
                                 jbase=htap.x_jbase),
                    "W": replace(lin("W", wtap.x_base, wtap.x_coef, tj=wtap.x_col),
                                 jbase=wtap.x_jbase)}
@@ -958,9 +975,9 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
             w_comps["O"] = Lin(ch.og0, ti=int(shared_x))
         else:
             w_comps["I"] = lin("C", 0, 1)
-            w_comps["O"] = Lin(idx(0) if cv.weight_staged else ch.o0, ti=1)
+            w_comps["O"] = Lin(idx(0) if cv.weight_staged else ch.o0, ti=int(htap.rows == 1))
         xa = Access(ctx, cv.data, x_comps, "xb")
-        wa = Access(ctx, cv.weight, w_comps, "wb")
+        wa = _weight_access(ctx, cv, ch, w_comps)
 
         def emit(values: dict[str, K.Expr], dedup: Dedup) -> list[K.Stmt]:
             out: list[K.Stmt] = []
@@ -970,8 +987,7 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
                 return out
             xs = [{j: dedup.value(K.cast(cv.acc, xa.read(values, i, j)), out, "x")
                    for j in cols} for i in range(1 if shared_x else bo)]
-            ws = [dedup.value(K.cast(cv.acc, wa.read(values, i, 0)), out, "w")
-                  for i in range(bo)]
+            ws = _tile_weights(cv, wa, values, dedup, out, bo)
             for i in range(bo):
                 for j in cols:
                     out.append(K.Assign(accs[i][j], mac(accs[i][j], xs[0 if shared_x else i][j],
@@ -989,12 +1005,34 @@ def _conv_tile(ctx: LowerContext, cv: ConvGeometry, sink: Sink, n: K.Expr, ch: _
                                      K.cast(cv.out_dtype, accs[i][j])))
                 continue
             if cols is None:
-                index = {"N": n, "C": iadd(ch.o0, i), "H": oh, "W": iadd(ow0, j * ow_step)}
+                index = {"N": n, "C": iadd(ch.o0, chan[i]), "H": iadd(oh, i - chan[i]),
+                         "W": iadd(ow0, j * ow_step)}
             else:
                 index = {"N": n, "C": iadd(ch.o0, i), "H": cols[j][0], "W": cols[j][1]}
             stmts.append(sink(tuple(idx(index[c]) for c in cv.out_layout),
                               K.cast(cv.out_dtype, accs[i][j])))
     return K.block(*stmts)
+
+
+def _weight_access(ctx: LowerContext, cv: ConvGeometry, ch: _ChanTile,
+                   comps: dict[str, Lin]) -> Access:
+    """The tile's weight reads: ``cv.weight``, or its float pairs."""
+    if cv.weight_pairs is None:
+        return Access(ctx, cv.weight, comps, "wb")
+    from .nn_conv_wpairs import half
+    return Access(ctx, cv.weight_pairs, dict(comps, O=Lin(half(ch.o0), ti=1)), "wb")
+
+
+def _tile_weights(cv: ConvGeometry, wa: Access, values: dict[str, K.Expr], dedup: Dedup,
+                  out: list[K.Stmt], bo: int) -> list[K.Expr]:
+    """The weights of the tile's ``bo`` rows for one reduction step."""
+    if cv.weight_pairs is None:
+        return [dedup.value(K.cast(cv.acc, wa.read(values, i, 0)), out, "w") for i in range(bo)]
+    ws: list[K.Expr] = []
+    for i in range(bo // 2):
+        d = dedup.value(wa.read(values, i, 0), out, "wd")
+        ws += [dedup.value(K.call(f, [d], cv.acc), out, "w") for f in ("aot_lo_f32", "aot_hi_f32")]
+    return ws
 
 
 def _unrolled_tap(values: dict[str, K.Expr], axis: RAxis, tap: _Tap) -> int:
@@ -1075,21 +1113,45 @@ def _weight_staged_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis,
     return K.for_range(n, cv.n, _channel_tiles(ctx, cv, bo, per_tile))
 
 
+def _depthwise_rows(cv: ConvGeometry) -> bool:
+    """A channels-first float32 depthwise convolution: its tiles sum every
+    output in (kh, kw) order however its rows are tiled (several rows per
+    tile, border rows with constant tap ranges: same sums).  At stride 2
+    neither gains (MobileNet: two-row tiles 3-8 % worse)."""
+    return cv.depthwise and _tile_channels(cv) == 1 and cv.acc is DType.FLOAT32 \
+        and not cv.transposed
+
+
+def _tile_rows(cv: ConvGeometry, h: Axis) -> int:
+    """Output rows per tile: :data:`DEPTHWISE_ROWS` for the convolutions
+    of :func:`_depthwise_rows` with a row stride of at most
+    :data:`DEPTHWISE_ROW_STRIDE`, else 1."""
+    if _depthwise_rows(cv) and h.stride <= DEPTHWISE_ROW_STRIDE:
+        return DEPTHWISE_ROWS
+    return 1
+
+
 def _max_columns(cv: ConvGeometry) -> int:
     if cv.depthwise and _tile_channels(cv) == 1 and cv.acc is DType.FLOAT32:
         return DEPTHWISE_COLUMNS
     return max(1, TILE_BUDGET.get(cv.acc, 4) // _tile_channels(cv))
 
 
-RowBody = Callable[[K.Expr, K.Expr, tuple], list[K.Stmt]]
+RowBody = Callable[..., list[K.Stmt]]
 
 
-def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody, split: bool = True) -> list[K.Stmt]:
+def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody, split: bool = True,
+         step: int = 1, fixed_border: bool = False) -> list[K.Stmt]:
     """The positions of an (outer) axis: ``body(o, first, (lo, hi))`` in
     one loop over the interior positions with the constant tap range
     ``[0, taps)``, and one loop over the border positions of both ends
     with their tap range computed per position (constant when equal).
-    Without ``split``, one loop computes the range for every position."""
+    Without ``split``, one loop computes the range for every position.
+    With a ``step`` above 1 the interior loop takes ``step`` positions at
+    a time, ``body(o, first, (0, taps), step)`` (the rest one at a time).
+    With ``fixed_border``, at most :data:`MAX_BORDER_RUNS` border positions
+    are each emitted with their constant tap range (unrolled like the
+    interior's)."""
     stmts: list[K.Stmt] = []
     if not split:
         o = ctx.index_var("oh")
@@ -1100,10 +1162,22 @@ def rows(ctx: LowerContext, axis: WindowAxis, body: RowBody, split: bool = True)
     def border_row(o: K.Expr) -> K.Stmt:
         decls, first, lo, hi = bounds(ctx, axis, o, edge, "ih")
         return K.block(*decls, *body(o, first, (lo, hi)))
-    loop = merged_range_loop(ctx, border(axis), border_row, "oh")
-    if loop is not None:
-        stmts.append(loop)
+    if fixed_border and len(edge) <= MAX_BORDER_RUNS:
+        for o in edge:
+            d, first = decl_index(ctx, "ih", idx(o * axis.stride - axis.pad))
+            stmts.append(K.block(*([d] if d else []), *body(idx(o), first, axis.clip(o))))
+    else:
+        loop = merged_range_loop(ctx, border(axis), border_row, "oh")
+        if loop is not None:
+            stmts.append(loop)
     a, b = interior(axis)
+    if step > 1 and (b - a) // step:
+        t = ctx.index_var("oht")
+        d0, o = decl_index(ctx, "oh", iadd(imul(t, step), a))
+        d, first = decl_index(ctx, "ih", axis.start(o))
+        stmts.append(K.for_range(t, (b - a) // step, K.block(
+            *(x for x in (d0, d) if x is not None), *body(o, first, (0, axis.taps), step))))
+        a += (b - a) // step * step
     if b > a:
         o = ctx.index_var("oh")
         d, first = decl_index(ctx, "ih", axis.start(o))
@@ -1233,6 +1307,20 @@ def _with_bias(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis,
     return replace(cv, bias=found[0]), found[1]
 
 
+def _with_pairs(ctx: LowerContext, cv: ConvGeometry, w: Axis, max_bw: int,
+                weight: np.ndarray | None) -> ConvGeometry:
+    """``cv`` with its weight as float pairs where :mod:`.nn_conv_wpairs`
+    applies (``weight``: the constant weight; None for a staged one)."""
+    from . import nn_conv_wpairs
+    widest = max((size for size, _ in column_tiles(w.out, max_bw)), default=0)
+    if weight is None or not nn_conv_wpairs.applicable(
+            cv.transposed, cv.groups, cv.o, cv.acc, cv.out_dtype, weight, _tile_channels(cv),
+            widest):
+        return cv
+    table, layout = nn_conv_wpairs.pair_table(ctx, weight, cv.weight.layout)
+    return replace(cv, weight_pairs=Operand(table, layout))
+
+
 def _forward_columns(cv: ConvGeometry, w: Axis) -> int:
     """Columns of a forward convolution's tiles at most (see
     :data:`STRIDED_COLUMNS`)."""
@@ -1255,11 +1343,13 @@ def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: S
     if stage_bo:
         cv = replace(cv, max_bo=stage_bo)
     max_bw = _forward_columns(cv, w)
+    cv = _with_pairs(ctx, cv, w, max_bw, None if stage_bo else weight)
 
     def spatial(inner: Callable[..., K.Stmt]) -> K.Stmt:
         """Rows, then each row's column tiles."""
-        def row(oh: K.Expr, ih0: K.Expr, htaps: tuple) -> list[K.Stmt]:
-            htap = _Tap(ih0, h.dilation, 0, 0, 1, *htaps)
+        def row(oh: K.Expr, ih0: K.Expr, htaps: tuple, nrows: int = 1) -> list[K.Stmt]:
+            htap = _Tap(ih0, h.dilation, 0, 0, 1, *htaps, rows=nrows,
+                        x_row=h.stride if nrows > 1 else 0)
             ragged_ok = _ragged(cv, w, max_bw)
 
             def col(ow0: K.Expr, iw0: K.Expr, bw: int, taps: tuple, starts: list[int]):
@@ -1273,7 +1363,8 @@ def _forward_nest(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: S
             if ragged_ok and _same_order(cv, w, max_bw, htaps):
                 return ragged_columns(ctx, w, max_bw, ragged)
             return columns(ctx, w, max_bw, col)
-        return K.block(*rows(ctx, h, row))
+        step = _tile_rows(cv, h)
+        return K.block(*rows(ctx, h, row, step=step, fixed_border=step > 1))
 
     if _flattenable(cv, h, w, max_bw):
         def flat(inner: Callable[..., K.Stmt]) -> K.Stmt:
