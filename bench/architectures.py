@@ -44,6 +44,19 @@ except ImportError:
 UNSIZED_POOL_BYTES = 1024 * 1024
 
 
+def compile_sized(mod, out: Path, name: str, row: dict):
+    """``aot.compile``; a program whose pool use the compiler's simulation
+    cannot bound gets :data:`UNSIZED_POOL_BYTES`, as the diagnostic says,
+    and ``row["pool_given"]`` reports that it was given."""
+    try:
+        return aot.compile(mod, out, name=name)
+    except aot.DiagnosticError as e:
+        if "cannot size the object pool" not in str(e):
+            raise
+        row["pool_given"] = UNSIZED_POOL_BYTES
+        return aot.compile(mod, out, name=name, pool_bytes=UNSIZED_POOL_BYTES)
+
+
 def architectures():
     spec = importlib.util.spec_from_file_location("architectures_models", MODELS_PY)
     module = importlib.util.module_from_spec(spec)
@@ -66,16 +79,7 @@ def measure(models, name: str, work: Path, seeds=(0, 1, 2)) -> dict:
                  "macs": models.macs(model)}
     start = time.perf_counter()
     try:
-        mod = aot.from_onnx(model)
-        try:
-            art = aot.compile(mod, work / name, name=name)
-        except aot.DiagnosticError as e:
-            if "cannot size the object pool" not in str(e):
-                raise
-            # the loop's pool use is not bounded by the compiler's simulation:
-            # give a size, as the diagnostic says, and report that it was given
-            row["pool_given"] = UNSIZED_POOL_BYTES
-            art = aot.compile(mod, work / name, name=name, pool_bytes=UNSIZED_POOL_BYTES)
+        art = compile_sized(aot.from_onnx(model), work / name, name, row)
         fn = aot.load(art)
     except aot.DiagnosticError as e:
         row["error"] = str(e).splitlines()[0]

@@ -54,6 +54,8 @@ try:
 except ImportError:
     sys.path.insert(0, str(ROOT))
     import aot
+sys.path.insert(0, str(ROOT / "bench"))
+from architectures import compile_sized  # noqa: E402  (bench/ is not a package)
 
 try:
     import torch
@@ -66,8 +68,6 @@ except ImportError:
 TOLERANCE = 1e-3
 #: the token-id range of the models that take token ids
 VOCAB = 50
-#: the pool given to a program whose pool the compiler cannot size
-UNSIZED_POOL_BYTES = 1024 * 1024
 
 
 def _sequence_modules() -> tuple[type, type, type]:
@@ -574,14 +574,8 @@ def measure(name: str, exporter: str, models: dict, work: Path, seeds=(0, 1, 2))
     # a symbolic batch axis is fixed to the example's, as a user would
     shapes = {proto.graph.input[0].name: tuple(example.shape)} if "+" in exporter else None
     try:
-        mod = aot.from_onnx(str(path), input_shapes=shapes)
-        try:
-            art = aot.compile(mod, work / cname, name=cname)
-        except aot.DiagnosticError as e:
-            if "cannot size the object pool" not in str(e):
-                raise
-            row["pool_given"] = UNSIZED_POOL_BYTES
-            art = aot.compile(mod, work / cname, name=cname, pool_bytes=UNSIZED_POOL_BYTES)
+        art = compile_sized(aot.from_onnx(str(path), input_shapes=shapes), work / cname, cname,
+                            row)
         fn = aot.load(art)
     except aot.DiagnosticError as e:
         row["error"] = str(e).strip().splitlines()[0]

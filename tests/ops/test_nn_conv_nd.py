@@ -100,31 +100,21 @@ def _run(op, xs, ws, dtype, attrs):
     return x, w, aot.interpret(aot.parse(text), x, w)
 
 
-@pytest.mark.parametrize("xs,ws,attrs", table.CONV3D)
+#: (operator, its case table, its loop reference)
+REFERENCES = [("nn.conv3d", table.CONV3D, conv3d_ref),
+              ("nn.conv1d_transpose", table.TRANSPOSE1D, conv1d_transpose_ref),
+              ("nn.conv3d_transpose", table.TRANSPOSE3D, conv3d_transpose_ref)]
+
+
+@pytest.mark.parametrize("op,xs,ws,attrs,ref", [
+    pytest.param(op, xs, ws, attrs, ref, id=f"{op}-{i}")
+    for op, cases, ref in REFERENCES for i, (xs, ws, attrs) in enumerate(cases)])
 @pytest.mark.parametrize("dtype,out_dtype", table.DTYPES)
-def test_conv3d(xs, ws, attrs, dtype, out_dtype):
+def test_against_the_loop_reference(op, xs, ws, attrs, ref, dtype, out_dtype):
     a = dict(attrs, out_dtype=out_dtype) if out_dtype else attrs
-    x, w, got = _run("nn.conv3d", xs, ws, dtype, a)
+    x, w, got = _run(op, xs, ws, dtype, a)
     assert got.dtype == np.dtype(out_dtype or dtype)
-    np.testing.assert_allclose(got, conv3d_ref(x, w, attrs), rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("xs,ws,attrs", table.TRANSPOSE1D)
-@pytest.mark.parametrize("dtype,out_dtype", table.DTYPES)
-def test_conv1d_transpose(xs, ws, attrs, dtype, out_dtype):
-    a = dict(attrs, out_dtype=out_dtype) if out_dtype else attrs
-    x, w, got = _run("nn.conv1d_transpose", xs, ws, dtype, a)
-    assert got.dtype == np.dtype(out_dtype or dtype)
-    np.testing.assert_allclose(got, conv1d_transpose_ref(x, w, attrs), rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("xs,ws,attrs", table.TRANSPOSE3D)
-@pytest.mark.parametrize("dtype,out_dtype", table.DTYPES)
-def test_conv3d_transpose(xs, ws, attrs, dtype, out_dtype):
-    a = dict(attrs, out_dtype=out_dtype) if out_dtype else attrs
-    x, w, got = _run("nn.conv3d_transpose", xs, ws, dtype, a)
-    assert got.dtype == np.dtype(out_dtype or dtype)
-    np.testing.assert_allclose(got, conv3d_transpose_ref(x, w, attrs), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, ref(x, w, attrs), rtol=1e-5, atol=1e-5)
 
 
 def test_conv3d_skips_padding_taps_of_non_finite_weights():
