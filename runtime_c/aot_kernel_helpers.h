@@ -21,6 +21,10 @@
  *                                  aot_max_f16 follow NumPy's float16 tie rule
  *   aot_round_even_f32             nearbyintf without the library call:
  *                                  round half to even, exact for every float
+ *   aot_clip0_f32                  clip(x, 0, hi), NaN-propagating, for a
+ *                                  positive finite hi (ReLU6): on M-profile
+ *                                  Arm one integer comparison of x's bits
+ *                                  in the common case
  *   aot_pack2_f32 aot_lo_f32       two floats as the 8 bytes of one double and
  *   aot_hi_f32                     back (union type punning): one 8-byte load
  *                                  or store moves both (a Cortex-M4F vldr.64)
@@ -201,6 +205,40 @@ static inline float aot_round_even_f32(float x)
 }
 #else
 static inline float aot_round_even_f32(float x) { return nearbyintf(x); }
+#endif
+
+/* clip(x, 0, hi) for a positive finite hi: NaN passes, every number below
+ * +0 (-0 included) gives +0, every number above hi gives hi -- the select
+ * chain (x <= 0 ? 0 : x) >= hi ? hi : ... that clip's lowering prints
+ * otherwise (ReLU6 is clip(x, 0, 6)).  On an M-profile Arm core a float
+ * comparison is VCMP, VMRS and a conditional instruction, twice per output;
+ * there the bits decide instead: the non-negative floats +0 .. +inf are
+ * ordered as their bit patterns read as integers, so one unsigned
+ * comparison with hi's bits accepts +0 <= x <= hi (the common case, 4
+ * instructions with the store instead of 8); the negative numbers -0 ..
+ * -inf are the bit patterns 0x80000000 .. 0xFF800000, as int32 the values
+ * <= -2^23 (the negative NaNs are above); what is left is a NaN or above hi.
+ * Elsewhere the comparisons, which compilers vectorise into max and min. */
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+static inline float aot_clip0_f32(float x, float hi)
+{
+    int32_t b, h;
+    memcpy(&b, &x, sizeof b);
+    memcpy(&h, &hi, sizeof h);
+    if ((uint32_t)b <= (uint32_t)h) {
+        return x;
+    }
+    if (b <= -8388608) {
+        return 0.0f;
+    }
+    return x != x ? x : hi;
+}
+#else
+static inline float aot_clip0_f32(float x, float hi)
+{
+    float y = x <= 0.0f ? 0.0f : x;
+    return y >= hi ? hi : y;
+}
 #endif
 
 /* Two floats as one double's bytes (C99 TC3 6.5.2.3p3, footnote 82: a union

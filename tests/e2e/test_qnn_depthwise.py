@@ -21,7 +21,6 @@ them."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,20 +30,16 @@ import pytest
 import aot
 from aot.emit.kernel import ir as K
 from aot.emit.kernel.evaluate import evaluate
-from aot.emit.resources import runtime_dir
 from aot.ir.dtype import DType
 from c_harness import check_cases
 from cases.qnn_depthwise import CASES, SELECTED, layer, network
 from test_ops_c import case
-from test_qnn_dsp import ACCS, CPU, FLAGS, LDSCRIPT, STARTUP, WORDS, needs_cc
+from helper_programs import needs_arm, run_cortex_m4f, run_host
+from test_qnn_dsp import ACCS, WORDS, needs_cc
 
 REPO = Path(__file__).resolve().parents[2]
 EMBEDDED = REPO / "examples" / "embedded"
 
-needs_arm = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm "
-           "(scripts/install-ci-deps.sh --embedded)")
 
 
 def _cases():
@@ -157,25 +152,14 @@ def _sat_expected() -> list[str]:
 
 @needs_cc
 def test_saturating_helpers_portable_path(tmp_path):
-    (tmp_path / "s.c").write_text(_sat_program())
-    subprocess.run(["cc", *FLAGS, f"-I{runtime_dir()}", str(tmp_path / "s.c"), "-o",
-                    str(tmp_path / "s"), "-lm"], check=True)
-    out = subprocess.run([str(tmp_path / "s")], check=True, capture_output=True, text=True)
-    assert [line.strip() for line in out.stdout.splitlines()] == _sat_expected()
+    out = run_host(tmp_path, _sat_program())
+    assert [line.strip() for line in out.splitlines()] == _sat_expected()
 
 
 @needs_arm
 def test_saturating_helpers_ssat_under_qemu(tmp_path):
-    (tmp_path / "s.c").write_text(_sat_program())
-    elf = tmp_path / "s.elf"
-    subprocess.run(["arm-none-eabi-gcc", *CPU, *FLAGS, f"-I{runtime_dir()}", str(tmp_path / "s.c"),
-                    str(STARTUP), "-T", str(LDSCRIPT), "--specs=rdimon.specs", "-nostartfiles",
-                    "-o", str(elf), "-lm"], check=True)
+    out, elf = run_cortex_m4f(tmp_path, _sat_program())
     dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(elf)], check=True,
                          capture_output=True, text=True).stdout
     assert "ssat" in dis and "usat" in dis and "smladx" in dis
-    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic",
-                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
-                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert [line.strip() for line in run.stdout.splitlines()] == _sat_expected()
+    assert [line.strip() for line in out.splitlines()] == _sat_expected()

@@ -34,11 +34,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helper_programs import needs_arm, run_cortex_m4f, run_host
 
 import aot
 from aot.emit.kernel import ir as K
 from aot.emit.kernel.evaluate import evaluate
-from aot.emit.resources import runtime_dir
 from aot.ir.dtype import DType
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,10 +46,6 @@ EMBEDDED = REPO / "examples" / "embedded"
 
 needs_cc = pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None,
                               reason="needs make and a host C compiler")
-needs_arm = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
-    reason="needs arm-none-eabi-gcc and qemu-system-arm "
-           "(scripts/install-ci-deps.sh --embedded)")
 
 U32 = DType.UINT32
 I32 = DType.INT32
@@ -239,43 +235,17 @@ def _check_output(out: str, path: str, cases: list[tuple[int, int, int]]) -> Non
     assert got == _expected(cases)
 
 
-FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-O2"]
-
-
 @needs_cc
 @pytest.mark.parametrize("cc", ["cc", "clang"])
 def test_helpers_portable_path(tmp_path, cc):
-    if shutil.which(cc) is None:
-        pytest.skip(f"needs {cc}")
     cases = _cases()
-    src = tmp_path / "h.c"
-    src.write_text(_program(cases))
-    exe = tmp_path / "h"
-    subprocess.run([cc, *FLAGS, f"-I{runtime_dir()}", str(src), "-o", str(exe), "-lm"],
-                   check=True)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    _check_output(out, "portable", cases)
-
-
-STARTUP = EMBEDDED / "startup.c"
-LDSCRIPT = EMBEDDED / "mps2_an386.ld"
-CPU = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+    _check_output(run_host(tmp_path, _program(cases), cc), "portable", cases)
 
 
 @needs_arm
 def test_helpers_dsp_path_under_qemu(tmp_path):
     cases = _cases()
-    src = tmp_path / "h.c"
-    src.write_text(_program(cases))
-    elf = tmp_path / "h.elf"
-    subprocess.run(["arm-none-eabi-gcc", *CPU, *FLAGS, f"-I{runtime_dir()}", str(src),
-                    str(STARTUP), "-T", str(LDSCRIPT), "--specs=rdimon.specs", "-nostartfiles",
-                    "-o", str(elf), "-lm"], check=True)
-    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic",
-                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
-                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    _check_output(run.stdout, "dsp", cases)
+    _check_output(run_cortex_m4f(tmp_path, _program(cases))[0], "dsp", cases)
 
 
 # ------------------------------------------------- the network, both paths

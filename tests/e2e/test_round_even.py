@@ -15,20 +15,16 @@ with arm-none-eabi-gcc for a Cortex-M4F, run under QEMU."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helper_programs import float_rows_program, needs_arm, run_cortex_m4f, run_host
 
 from aot.emit.kernel import ir as K
 from aot.emit.kernel.evaluate import evaluate
-from aot.emit.resources import runtime_dir
 from aot.ir.dtype import DType
 
-EMBEDDED = Path(__file__).resolve().parents[2] / "examples" / "embedded"
-FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-O2", "-ffp-contract=off"]
 F32 = np.float32
 
 
@@ -88,7 +84,6 @@ def _expected(values: np.ndarray) -> list[str]:
 
 
 def _program(values: np.ndarray) -> str:
-    rows = ",\n".join(f"    0x{b}u" for b in _bits(values))
     quant = "".join(
         f"""        q = aot_round_even_f32(x / {float(SCALE)!r}f) + {zp}.0f;
         q = q <= {lo}.0f ? {lo}.0f : q;
@@ -97,31 +92,12 @@ def _program(values: np.ndarray) -> str:
 """ for zp, lo, hi, t in QUANT) + "".join(
         f"""        printf(" %d", (int)aot_quantize_f32(x / {float(SCALE)!r}f, {lo}, {hi}, {zp}));
 """ for zp, lo, hi, t in QUANT)
-    return f"""#include <stdio.h>
-#include <stdint.h>
-#include <string.h>
-#include "aot_kernel_helpers.h"
-
-static const uint32_t rows[] = {{
-{rows}
-}};
-
-int main(void)
-{{
-    size_t i;
-    for (i = 0; i < sizeof rows / sizeof rows[0]; ++i) {{
-        float x, r, q;
-        uint32_t bits;
-        memcpy(&x, &rows[i], sizeof x);
-        r = aot_round_even_f32(x);
+    body = f"""        r = aot_round_even_f32(x);
         memcpy(&bits, &r, sizeof bits);
         printf("%08lx", (unsigned long)bits);
-{quant}        printf("\\n");
-    }}
-    printf("FLT_EVAL_METHOD %d\\n", (int)FLT_EVAL_METHOD);
-    return 0;
-}}
-"""
+{quant}"""
+    return float_rows_program(values, ", r, q", body,
+                              '    printf("FLT_EVAL_METHOD %d\\n", (int)FLT_EVAL_METHOD);\n')
 
 
 def _check(out: str, values: np.ndarray) -> None:
@@ -134,38 +110,19 @@ def _check(out: str, values: np.ndarray) -> None:
 
 @pytest.mark.parametrize("cc", ["cc", "clang"])
 def test_round_even_host(tmp_path, cc):
-    if shutil.which(cc) is None:
-        pytest.skip(f"needs {cc}")
     values = _values()
-    (tmp_path / "r.c").write_text(_program(values))
-    subprocess.run([cc, *FLAGS, f"-I{runtime_dir()}", str(tmp_path / "r.c"), "-o",
-                    str(tmp_path / "r"), "-lm"], check=True)
-    out = subprocess.run([str(tmp_path / "r")], check=True, capture_output=True, text=True)
-    _check(out.stdout, values)
+    _check(run_host(tmp_path, _program(values), cc), values)
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None
-                    or shutil.which("qemu-system-arm") is None,
-                    reason="needs arm-none-eabi-gcc and qemu-system-arm "
-                           "(scripts/install-ci-deps.sh --embedded)")
+@needs_arm
 def test_round_even_cortex_m4f_under_qemu(tmp_path):
     values = _values()
-    (tmp_path / "r.c").write_text(_program(values))
-    elf = tmp_path / "r.elf"
-    cpu = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
-    subprocess.run(["arm-none-eabi-gcc", *cpu, *FLAGS, f"-I{runtime_dir()}",
-                    str(tmp_path / "r.c"), str(EMBEDDED / "startup.c"), "-T",
-                    str(EMBEDDED / "mps2_an386.ld"), "--specs=rdimon.specs", "-nostartfiles",
-                    "-o", str(elf), "-lm"], check=True)
+    out, elf = run_cortex_m4f(tmp_path, _program(values))
     # the helper is inlined: no call to nearbyintf (a library call there)
     syms = subprocess.run(["arm-none-eabi-nm", str(elf)], check=True, capture_output=True,
                           text=True).stdout
     assert "nearbyintf" not in syms
-    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic",
-                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
-                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    _check(run.stdout, values)
+    _check(out, values)
 
 
 @pytest.mark.parametrize("dtype,zp,bounds", [

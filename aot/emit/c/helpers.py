@@ -69,6 +69,9 @@ def _build_helpers() -> dict[str, HelperSpec]:
     h["aot_round_even_f32"] = HelperSpec("float aot_round_even_f32(float x)",
                                          "nearbyintf(x) in the default rounding mode: "
                                          "half to even, -0.0 kept, NaN and inf pass")
+    h["aot_clip0_f32"] = HelperSpec("float aot_clip0_f32(float x, float hi)",
+                                    "clip(x, 0, hi) for a positive finite hi: NaN passes, "
+                                    "x <= 0 gives +0, x >= hi gives hi")
     h["aot_quantize_f32"] = HelperSpec(
         "int32_t aot_quantize_f32(float x, int32_t lo, int32_t hi, int32_t z)",
         "clamp(rint(x) + z, lo, hi), NaN -> 0 (|lo - z|, |hi - z| < 2^22)")

@@ -133,8 +133,14 @@ def _fast_helpers() -> dict:
             "aot_fast_erf_f32": fm.fast_erf_f32}
 
 
+def _clip0(x: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``aot_clip0_f32``: NaN passes, x <= 0 gives +0, x >= hi gives hi."""
+    return np.where(x != x, x, np.where(x <= 0, np.float32(0), np.where(x >= hi, hi, x)))
+
+
 #: the float helpers of the runtime: name -> (NumPy function, float dtype)
-_FLOAT_HELPERS = {"aot_round_even_f32": (np.rint, np.float32)}
+_FLOAT_HELPERS = {"aot_round_even_f32": (np.rint, np.float32),
+                  "aot_clip0_f32": (_clip0, np.float32)}
 
 
 def _quantize_f32(x: np.generic, lo: int, hi: int, z: int) -> np.int32:

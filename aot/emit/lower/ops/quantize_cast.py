@@ -8,7 +8,8 @@ saturating float -> integer conversion: about 30 instructions an element on
 a Cortex-M4F.  When the cast's operand is exactly that chain -- round_even,
 optionally plus an integral float constant ``z``, optionally clipped by
 integral constants -- and the integer dtype is at most 16 bits, the whole
-tail is ``aot_quantize_f32(x / s, lo, hi, z)`` narrowed to the dtype:
+tail (the clip may be the ``aot_clip0_f32`` helper) is
+``aot_quantize_f32(x / s, lo, hi, z)`` narrowed to the dtype:
 clamp(rint(v) + z, lo, hi) with NaN -> 0, where [lo, hi] is the clip's
 range intersected with the dtype's (the saturating cast is that
 intersection, since the clipped value is an integer).  It equals the
@@ -53,12 +54,18 @@ def quantize_cast(dtype: DType, x: K.Expr) -> K.Expr | None:
         return None
     lo, hi = K.dtype_range(dtype)
     clip_lo, clip_hi = -2 ** 24, 2 ** 24
-    found = _bound(x, K.BinaryOperator.MIN)
-    if found is not None:
-        x, clip_hi = found
-    found = _bound(x, K.BinaryOperator.MAX)
-    if found is not None:
-        x, clip_lo = found
+    if isinstance(x, K.Call) and x.name == "aot_clip0_f32":     # clip(v, 0, hi)
+        top = _integral(x.args[1])
+        if top is None:
+            return None
+        x, clip_lo, clip_hi = x.args[0], 0, top
+    else:
+        found = _bound(x, K.BinaryOperator.MIN)
+        if found is not None:
+            x, clip_hi = found
+        found = _bound(x, K.BinaryOperator.MAX)
+        if found is not None:
+            x, clip_lo = found
     z = 0
     found = _bound(x, K.BinaryOperator.ADD)
     if found is not None:

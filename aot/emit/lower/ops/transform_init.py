@@ -53,11 +53,26 @@ def _bound(value: float, dtype: DType, upper: bool) -> K.Const | None:
     return K.Const(converted.item(), dtype)
 
 
+def _clip0_bound(lo: K.Const | None, hi: K.Const | None) -> K.Const | None:
+    """``hi`` when the float32 bounds are +0 and a positive finite ``hi``
+    (ReLU6's): clip is then the ``aot_clip0_f32`` helper, which equals the
+    select chain bit for bit and takes fewer instructions on a Cortex-M (the
+    helper's note; MobileNetV1's 27 ReLU6 layers, Cortex-M4F: 270,000 fewer,
+    2.2 %)."""
+    if (lo is None or hi is None or lo.dtype is not DType.FLOAT32
+            or float(lo.value) != 0.0 or math.copysign(1.0, float(lo.value)) < 0):
+        return None
+    return hi if 0.0 < float(hi.value) < math.inf else None
+
+
 @index_lowering("clip")
 def _clip(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type):
     x = tensor(args[0])
     lo = _bound(attrs.a_min, x.dtype, upper=False)
     hi = _bound(attrs.a_max, x.dtype, upper=True)
+    top = _clip0_bound(lo, hi)
+    if top is not None:
+        return elementwise(x, x.dtype, lambda v: K.call("aot_clip0_f32", [v, top], v.dtype))
 
     def fn(v: K.Expr) -> K.Expr:
         if lo is not None:
