@@ -53,7 +53,7 @@ class DType(enum.Enum):
     UINT4 = "uint4"
 
     def __str__(self) -> str:
-        return self.value
+        return self._value_
 
     def __repr__(self) -> str:
         return f"DType.{self.name}"
@@ -85,7 +85,7 @@ class DType(enum.Enum):
 
     @property
     def is_float(self) -> bool:
-        return self.value.startswith(("float", "bfloat"))
+        return self._value_.startswith(("float", "bfloat"))
 
     @property
     def is_narrow_float(self) -> bool:
@@ -95,7 +95,7 @@ class DType(enum.Enum):
 
     @property
     def is_float8(self) -> bool:
-        return self.value.startswith("float8")
+        return self._value_.startswith("float8")
 
     @property
     def has_inf(self) -> bool:
@@ -113,15 +113,15 @@ class DType(enum.Enum):
     @property
     def is_int(self) -> bool:
         """Signed or unsigned integer (not bool)."""
-        return self.value.startswith(("int", "uint"))
+        return self._value_.startswith(("int", "uint"))
 
     @property
     def is_signed(self) -> bool:
-        return self.value.startswith("int") or self.is_float
+        return self._value_.startswith("int") or self.is_float
 
     @property
     def is_unsigned(self) -> bool:
-        return self.value.startswith("uint")
+        return self._value_.startswith("uint")
 
     @property
     def is_bool(self) -> bool:

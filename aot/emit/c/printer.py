@@ -621,8 +621,9 @@ def printed_kernel(kernel: Kernel) -> PrintedKernel:
         printer.lines.extend(_comment_lines(kernel.comment))
     printer.lines.append(kernel_prototype(kernel))
     printer.lines.append("{")
-    used = {b.name for b in buffers_in(kernel.body)}
-    for b in buffers_in(kernel.body):
+    buffers = buffers_in(kernel.body)
+    used = {b.name for b in buffers}
+    for b in buffers:
         if b.scope is BufferScope.LOCAL:
             length = b.dtype.nbytes(b.size) if b.dtype.packed else b.size
             printer.emit(1, f"{c_storage_type(b.dtype)} {b.name}[{length}];")

@@ -232,10 +232,19 @@ class Expr:
 
 
 def _range(dtype: DType) -> tuple[int, int]:
+    known = _RANGES.get(dtype)
+    if known is not None:
+        return known
     if dtype is DType.BOOL:
         return 0, 1
     info = ml_dtypes.iinfo(dtype.np)
-    return int(info.min), int(info.max)
+    _RANGES[dtype] = int(info.min), int(info.max)
+    return _RANGES[dtype]
+
+
+#: integer ranges met so far (``ml_dtypes.iinfo`` is slow; every integer
+#: constant checks its range)
+_RANGES: dict[DType, tuple[int, int]] = {}
 
 
 def dtype_range(t: DType) -> tuple[int, int]:
@@ -252,23 +261,27 @@ class Const(Expr):
     value: int | float
     dtype: DType  # type: ignore[misc]
     _hash: int = field(repr=False, compare=False)
+    _bits: int = field(repr=False, compare=False)
 
     def __init__(self, value: int | float | bool | np.generic, dtype: DType) -> None:
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "value", _normalize(value, dtype))
-        object.__setattr__(self, "_hash", hash(("Const", dtype, self.bits)))
+        if dtype.is_float:
+            raw = np.array(self.value, dtype=dtype.np).view(f"u{dtype.itemsize}")
+            bits = int(raw)
+        else:
+            bits = int(self.value)
+        object.__setattr__(self, "_bits", bits)
+        object.__setattr__(self, "_hash", hash(("Const", dtype, bits)))
 
     @property
     def bits(self) -> int:
         """The value's bit pattern in the dtype (integers: the value)."""
-        if self.dtype.is_float:
-            raw = np.array(self.value, dtype=self.dtype.np).view(f"u{self.dtype.itemsize}")
-            return int(raw)
-        return int(self.value)
+        return self._bits
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Const) and other.dtype is self.dtype
-                and other.bits == self.bits)
+                and other._bits == self._bits)
 
     def __hash__(self) -> int:
         return self._hash

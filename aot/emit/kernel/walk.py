@@ -163,13 +163,21 @@ def substitute_stmt(s: Stmt, mapping: Mapping[Var, Expr]) -> Stmt:
 def buffers_in(s: Stmt) -> list[Buffer]:
     """Buffers referenced by a statement tree, in order of first reference."""
     out: dict[Buffer, None] = {}
+    seen: set[int] = set()     # a sub-tree shared by identity is walked once
+    stack: list[Expr] = []
     for st in walk_stmts(s):
         if isinstance(st, Store):
             out.setdefault(st.buffer)
-        for root in stmt_exprs(st):
-            for e in walk_exprs(root):
-                if isinstance(e, Load):
-                    out.setdefault(e.buffer)
+        stack.extend(reversed(stmt_exprs(st)))
+        while stack:           # pre-order, as walk_exprs
+            e = stack.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            if isinstance(e, Load):
+                out.setdefault(e.buffer)
+            if not isinstance(e, (Const, Var)):
+                stack.extend(reversed(children(e)))
     return list(out)
 
 
