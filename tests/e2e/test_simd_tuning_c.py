@@ -41,6 +41,9 @@ LAYERS = [
     ((1, 5), (48, 5), None, None),                              # dense, odd K, whole tiles
     ((1, 1, 13, 6), (16, 1, 6, 3), "strides=[2, 2], padding=[2, 1, 2, 1]", "relu"),  # row loop
     ((1, 4, 6, 11), (4, 1, 3, 3), "padding=[1, 1], groups=4", "clip"),  # two-row tiles
+    ((1, 8, 6, 6), (32, 8, 1, 1), "", "clip"),                 # channel form, tiles of 6
+    ((1, 8, 4, 5), (32, 8, 3, 3), "padding=[1, 1]", "relu"),   # channel form, remainder tile
+    ((1, 3, 8, 8), (8, 3, 3, 3), "strides=[2, 2], padding=[1, 1]", None),  # row copy, one loop
 ]
 
 
