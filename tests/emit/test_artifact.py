@@ -272,6 +272,23 @@ def test_makefile_fragment_variables():
         assert f"\nADDSCALE_{var} := {value}\n" in text, var
 
 
+def test_large_tables_integer_form_is_a_file_beside_the_source():
+    """The string form in the source; the integers in src/<name>_tables.inc,
+    included only where the string form is not compiled, listed in the
+    fragment's HEADERS; small tables stay whole in the source."""
+    big = np.arange(300, dtype=np.float32)
+    files = render_artifact(constants_plan(values={DType.FLOAT32: big,
+                                                   DType.INT8: np.array([1, 2], np.int8)}))
+    source, tables = files["src/consts.c"], files["src/consts_tables.inc"]
+    assert "unsigned char bytes[1200]" in source and "uint32_t bits[300]" not in source
+    assert "uint32_t bits[300]" in tables and "unsigned char" not in tables
+    assert "#if !CONSTS_TABLES_AS_BYTES\n#include \"consts_tables.inc\"\n#endif\n" in source
+    assert source.index("consts_tables.inc") < source.index("static void")
+    assert "consts_c_int8[2] = {" in source and "consts_c_int8" not in tables
+    assert "CONSTS_HEADERS += $(CONSTS_DIR)/src/consts_tables.inc\n" in files["consts.mk"]
+    assert not any(p.endswith("_tables.inc") for p in render_artifact(addscale_plan()))
+
+
 def test_generated_lines_are_not_too_long():
     for plan in (constants_plan(), addscale_plan(), tuple_plan()):
         for path, text in render_artifact(plan).items():

@@ -156,7 +156,10 @@ def test_constants_round_trip_bit_exactly(tmp_path, toolchain):
         assert_bits_equal(got, values)
 
 
-def test_random_constant_bits_round_trip(tmp_path):
+@pytest.mark.parametrize("flags", [(), ("-U__BYTE_ORDER__",)], ids=["string", "integers"])
+def test_random_constant_bits_round_trip(tmp_path, flags):
+    """Tables large enough for the string form; without ``__BYTE_ORDER__``
+    the source reads their integer form from ``src/<name>_tables.inc``."""
     floats = {
         DType.FLOAT32: RNG.integers(0, 2 ** 32, 300, dtype=np.uint64).astype(np.uint32)
         .view(np.float32),
@@ -165,7 +168,10 @@ def test_random_constant_bits_round_trip(tmp_path):
         .view(np.float16),
         DType.INT64: RNG.integers(-2 ** 63, 2 ** 63 - 1, 300, dtype=np.int64),
     }
-    outputs = load(write_artifact(constants_plan(values=floats), tmp_path))()
+    art = write_artifact(constants_plan(values=floats), tmp_path)
+    assert (tmp_path / "src" / "consts_tables.inc").is_file()
+    build_artifact(art, extra_flags=flags)
+    outputs = load(art)()
     for (dtype, values), got in zip(floats.items(), outputs):
         assert_bits_equal(got, values)
 

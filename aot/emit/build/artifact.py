@@ -5,6 +5,9 @@ The artifact (layout contract, see DESIGN.md)::
 
     DIR/include/<name>.h            the public header
     DIR/src/<name>.c                constants, kernels, the entry function
+    DIR/src/<name>_tables.inc       the large tables' portable integer form,
+                                    included by <name>.c where their string
+                                    form is not compiled (models with one)
     DIR/runtime_c/*.h               a copy of the runtime headers it uses
     DIR/<name>.mk                   variables for firmware Makefiles
     DIR/metadata.json               shapes, sizes, kernels, ... (sorted JSON)
@@ -42,7 +45,7 @@ from .library import (ArtifactLayout, LibraryRequest, build_static_libraries,
                       check_model_name, stack_usage_path, write_sources)
 from ..plan.model import ModelPlan
 from ..c.context import (BUILD_FLAGS, RenderContext, build_context,
-                         build_metadata)
+                         build_metadata, tables_file_text)
 from ..resources import runtime_file, templates_dir
 from .toolchain import Toolchain
 
@@ -130,6 +133,8 @@ def render_artifact(plan: ModelPlan, *, memory_report: bool = False) -> dict[str
     files: dict[str, str | bytes] = {}
     for template_name, target in TEMPLATES:
         files[target.format(name=plan.name)] = _render(template_name, ctx)
+    if ctx.tables_file:
+        files[f"src/{ctx.tables_file}"] = tables_file_text(ctx)
     for runtime_name in ctx.runtime_files:
         files[f"runtime_c/{runtime_name}"] = runtime_file(runtime_name).read_bytes()
     files["metadata.json"] = _metadata_text(build_metadata(plan, ctx))

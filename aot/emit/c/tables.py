@@ -61,22 +61,28 @@ CPU-s of gcc -O2), while a string literal is one token: the same table as
 the bytes of a string (an ``unsigned char`` member of the union) takes gcc
 0.3 s per million floats instead of 2.2 s, clang 0.09 s.  A string holds
 bytes, so its meaning depends on the target's byte order, which C99 cannot
-ask; so a table of :data:`BYTES_FORM_MIN` bytes or more is written twice::
+ask; so a table of :data:`BYTES_FORM_MIN` bytes or more is written twice,
+the string in the model's source and the integers in a file beside it
+(:func:`integers_file`) that the source includes after its tables::
 
     #if NET_TABLES_AS_BYTES
     static const union { unsigned char bytes[4800]; float values[1200]; } net_c0_bits = {
         "\315\314L>..."
     };
-    #else
-    static const union { uint32_t bits[1200]; float values[1200]; } net_c0_bits = {{
-        1045220557u, ...
-    }};
+    #endif
+    #define net_c0 (net_c0_bits.values)
+    ...
+    #if !NET_TABLES_AS_BYTES
+    #include "net_tables.inc"     // static const union { uint32_t bits[1200]; ...
     #endif
 
 ``<NAME>_TABLES_AS_BYTES`` is 1 only where the compiler says the byte order
 is little-endian (gcc's and clang's predefined ``__BYTE_ORDER__``; both run
 on every core we target) and 0 elsewhere, where the portable integers are
-compiled; a skipped branch costs the preprocessor 0.06 s per 13 MB.  The
+compiled.  A compiler that takes the string form never opens the integers'
+file: skipping them inside the source cost the preprocessor 0.06 s per 13
+MB, 3.4 s of ResNet-18's compile (:func:`split_declaration`;
+:func:`declaration` is the one-piece form, ``#if``/``#else``).  The
 string fills the table exactly, without its terminating null (C99 6.7.8p14
 initialises an array with the null only "if there is room"), so the table
 takes the same flash in both forms; gcc 15's ``-Wextra`` warns about such
@@ -106,8 +112,8 @@ from ...ir.dtype import DType, to_storage
 from .printer import format_int
 from .types import c_storage_type
 
-__all__ = ["Table", "table", "declaration", "BITS_TYPES", "BYTES_FORM_MIN",
-           "representation_checks", "bytes_form_macro"]
+__all__ = ["Table", "table", "declaration", "split_declaration", "BITS_TYPES",
+           "BYTES_FORM_MIN", "representation_checks", "bytes_form_macro", "integers_file"]
 
 #: The unsigned integer each float dtype's table stores its bit patterns in.
 BITS_TYPES: dict[DType, str] = {DType.FLOAT32: "uint32_t", DType.FLOAT64: "uint64_t"}
@@ -177,6 +183,12 @@ def table(dtype: DType, values: np.ndarray) -> Table:
                  bytes_body, len(raw))
 
 
+def integers_file(prefix: str) -> str:
+    """The file (beside the model's source) of its large tables' integer
+    form (see the note)."""
+    return f"{prefix}_tables.inc"
+
+
 def bytes_form_macro(prefix: str) -> str:
     """The macro that chooses a large table's string form (see the note)."""
     return f"{prefix.upper()}_TABLES_AS_BYTES"
@@ -185,6 +197,19 @@ def bytes_form_macro(prefix: str) -> str:
 def declaration(c_name: str, rendered: Table, prefix: str) -> str:
     """The C declaration(s) of table ``c_name``: a float table's union and
     the ``#define`` the kernels use; a large table in both forms."""
+    main, integers = split_declaration(c_name, rendered, prefix)
+    if not integers:
+        return main
+    string, _, define = main.partition("#endif\n")
+    return f"{string}#else\n{integers}#endif\n{define}"
+
+
+def split_declaration(c_name: str, rendered: Table, prefix: str) -> tuple[str, str]:
+    """:func:`declaration` in two parts: what the model's source holds (a
+    large table's string form under ``#if <PREFIX>_TABLES_AS_BYTES``, the
+    ``#define``), and the large table's portable integer form, for the
+    file the source includes where the string form is not compiled (empty
+    for a small table: the source holds all of it)."""
     if rendered.bits_type is not None:
         integers = _union(c_name, rendered, f"{rendered.bits_type} bits[{rendered.length}]",
                           "{{\n" + rendered.body + "}};\n")
@@ -193,13 +218,13 @@ def declaration(c_name: str, rendered: Table, prefix: str) -> str:
                           "{{\n" + rendered.body + "}};\n")
     else:
         return (f"static const {rendered.c_type} {c_name}[{rendered.length}] = {{\n"
-                f"{rendered.body}}};\n")
-    text = integers
-    if rendered.bytes_body is not None:
-        string = _union(c_name, rendered, f"unsigned char bytes[{rendered.nbytes}]",
-                        "{\n" + rendered.bytes_body + "};\n")
-        text = f"#if {bytes_form_macro(prefix)}\n{string}#else\n{integers}#endif\n"
-    return text + f"#define {c_name} ({c_name}_bits.values)\n"
+                f"{rendered.body}}};\n"), ""
+    define = f"#define {c_name} ({c_name}_bits.values)\n"
+    if rendered.bytes_body is None:
+        return integers + define, ""
+    string = _union(c_name, rendered, f"unsigned char bytes[{rendered.nbytes}]",
+                    "{\n" + rendered.bytes_body + "};\n")
+    return f"#if {bytes_form_macro(prefix)}\n{string}#endif\n{define}", integers
 
 
 def _union(c_name: str, rendered: Table, first: str, initialiser: str) -> str:
