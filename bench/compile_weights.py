@@ -13,8 +13,10 @@ for Python, ``RUSAGE_CHILDREN`` for the compiler) of:
 * ``render``: writing the artifact (the C text: kernels and constant tables);
 * ``cc``: compiling ``src/<name>.c`` with gcc and the host build's flags,
 
-and the size of the C.  ``--profile`` prints the top of a cProfile of
-import + plan + render for each model.  Usage::
+and the size of the C (``C MB``: the source gcc reads; ``inc MB``: the
+large tables' integer form beside it, which gcc does not open).
+``--profile`` prints the top of a cProfile of import + plan + render for
+each model.  Usage::
 
     python bench/compile_weights.py [--models mobilenet_v1_025,resnet18] [--profile]
                                     [--json out.json] [--tuning scalar|simd] [--opt -O2]
@@ -144,6 +146,8 @@ def measure(name: str, work: Path, tuning: str, profile: bool, opt: str | None) 
     row.update(import_s=t1 - t0, plan_s=t2 - t1, render_s=t3 - t2)
     source = art.root / "src" / f"{name}.c"
     row["c_bytes"] = source.stat().st_size
+    tables = art.root / "src" / f"{name}_tables.inc"   # the integers gcc does not open
+    row["inc_bytes"] = tables.stat().st_size if tables.is_file() else 0
     toolchain = find_toolchain()
     if opt is not None:      # these flags instead of the host build's optimisation and CPU flags
         toolchain = toolchain.with_opt_flags(*opt.split())
@@ -179,16 +183,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.models.split(","):
             print(f"[{name}] ...", file=sys.stderr, flush=True)
             rows.append(measure(name, Path(tmp), args.tuning, args.profile, args.opt))
-    head = (f"{'model':<17} {'params':>10} {'C MB':>7} {'import s':>8} {'plan s':>7} "
-            f"{'render s':>8} {'cc s':>7} {'total CPU s':>11}")
+    head = (f"{'model':<17} {'params':>10} {'C MB':>7} {'inc MB':>7} {'import s':>8} "
+            f"{'plan s':>7} {'render s':>8} {'cc s':>7} {'total CPU s':>11}")
     print(f"CPU seconds per stage, tuning {args.tuning}; cc: {rows[0]['cc_flags']}")
     print(head)
     print("-" * len(head))
     for r in rows:
         total = r["import_s"] + r["plan_s"] + r["render_s"] + r["cc_s"]
         print(f"{r['model']:<17} {r['params']:>10,} {r['c_bytes'] / 1e6:>7.1f} "
-              f"{r['import_s']:>8.2f} {r['plan_s']:>7.2f} {r['render_s']:>8.2f} "
-              f"{r['cc_s']:>7.2f} {total:>11.2f}")
+              f"{r['inc_bytes'] / 1e6:>7.1f} {r['import_s']:>8.2f} {r['plan_s']:>7.2f} "
+              f"{r['render_s']:>8.2f} {r['cc_s']:>7.2f} {total:>11.2f}")
     for r in rows:
         if "profile" in r:
             print(f"\n{r['model']}:\n{r['profile']}")
