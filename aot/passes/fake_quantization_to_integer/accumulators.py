@@ -238,8 +238,11 @@ def _split_constant(an: Analysis, nm: dict) -> tuple[Expr, Rep, np.ndarray] | No
     lhs, rhs = nm[X][0], nm[Y][0]
     found = []
     for x, c in ((lhs, rhs), (rhs, lhs)):
-        rep, value = an.reps.get(x), an.float_value(c)
-        if rep is not None and value is not None:
+        rep = an.reps.get(x)
+        if rep is None:     # (no constant evaluated: float models meet this everywhere)
+            continue
+        value = an.float_value(c)
+        if value is not None:
             found.append((an.closed.get(x, False), x, rep, value))
     if not found:
         return None
