@@ -43,7 +43,7 @@ LAYERS = [
     ((1, 4, 6, 11), (4, 1, 3, 3), "padding=[1, 1], groups=4", "clip"),  # two-row tiles
     ((1, 8, 6, 6), (32, 8, 1, 1), "", "clip"),                 # channel form, tiles of 6
     ((1, 8, 4, 5), (32, 8, 3, 3), "padding=[1, 1]", "relu"),   # channel form, remainder tile
-    ((1, 3, 8, 8), (8, 3, 3, 3), "strides=[2, 2], padding=[1, 1]", None),  # row copy, one loop
+    ((1, 3, 8, 8), (8, 3, 3, 3), "strides=[2, 2], padding=[1, 1]", None),  # phases, own borders
 ]
 
 
