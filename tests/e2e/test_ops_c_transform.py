@@ -11,6 +11,7 @@ test_ops_c.py)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from c_harness import check_cases
 from cases import transform as table
@@ -384,3 +385,16 @@ def test_gather_one_hot_where():
 
 def test_cast_clip_init_layout():
     check_cases(cast_init_layout_cases(), "tr_init")
+
+
+@pytest.mark.parametrize("rows", [3, 5, 9])
+def test_concatenate_rows_alone(rows):
+    """A kernel of its own (as the random chains draw it): gcc 12.2 -O3
+    with AVX2 vectorised ``c ? x[i][j] : x[i-3][j]`` over a 6x2 nest with a
+    masked load whose mask dropped row 3 (zeros); 5x2 and 9x2 likewise.
+    concatenate now selects with ``aot_pick_f32`` over min/max-clamped
+    indices (aot/emit/lower/ops/transform.py)."""
+    check_cases([case(f"concatenate:rows-{rows}x2", f"%x: {tt((rows, 2), 'float32')}",
+                      "concatenate((%x, %x), axis=0)", values((rows, 2), seed=rows))],
+                name=f"rows{rows}")
+

@@ -17,13 +17,26 @@ from typing import Mapping
 from ...ir.dtype import DType
 from .types import c_storage_type, helper_suffix, narrow_float_suffix
 
-__all__ = ["HelperSpec", "HELPERS", "MACROS"]
+__all__ = ["HelperSpec", "HELPERS", "MACROS", "PICK_DTYPES"]
+
+#: the dtypes with an ``aot_pick_S`` (those AVX2's masked loads move)
+PICK_DTYPES = (DType.INT32, DType.UINT32, DType.INT64, DType.UINT64, DType.FLOAT32,
+               DType.FLOAT64)
 
 
 @dataclass(frozen=True, slots=True)
 class HelperSpec:
     prototype: str
     doc: str
+
+
+def _pick_helpers() -> dict[str, HelperSpec]:
+    h = {}
+    for d in PICK_DTYPES:
+        s, t = helper_suffix(d), c_storage_type(d)
+        h[f"aot_pick_{s}"] = HelperSpec(f"{t} aot_pick_{s}(uint8_t c, {t} a, {t} b)",
+                                        "c ? a : b, both arguments evaluated")
+    return h
 
 
 def _build_helpers() -> dict[str, HelperSpec]:
@@ -69,6 +82,7 @@ def _build_helpers() -> dict[str, HelperSpec]:
     h["aot_round_even_f32"] = HelperSpec("float aot_round_even_f32(float x)",
                                          "nearbyintf(x) in the default rounding mode: "
                                          "half to even, -0.0 kept, NaN and inf pass")
+    h.update(_pick_helpers())
     h["aot_clip0_f32"] = HelperSpec("float aot_clip0_f32(float x, float hi)",
                                     "clip(x, 0, hi) for a positive finite hi: NaN passes, "
                                     "x <= 0 gives +0, x >= hi gives hi")

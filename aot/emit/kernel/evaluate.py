@@ -159,6 +159,8 @@ _PAIR_HELPERS = {
 
 
 def _call_value(name: str, args: list[np.generic], dtype: DType) -> np.generic:
+    if name.startswith("aot_pick_"):
+        return args[1] if bool(args[0]) else args[2]
     if name in _PAIR_HELPERS:
         return _PAIR_HELPERS[name](*args)
     if name == "aot_quantize_f32":

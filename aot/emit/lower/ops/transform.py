@@ -12,7 +12,9 @@ collapse_sum_to (an anchor: a sum over the broadcast axes).
 * concatenate selects its part along the axis.  The arms of a ``Select``
   may both be evaluated (kernel IR semantics), so every part is read at an
   index clamped into its own extent: the unselected arms read a valid
-  element and discard it.
+  element and discard it.  For 32- and 64-bit types the select is the
+  runtime's ``aot_pick_S`` and the clamps integer min / max, a form gcc
+  12.2's vectoriser does not miscompile (see :func:`_pick`).
 * collapse_sum accumulates floats in float64 and integers in uint32 /
   uint64 (wrapping, whose low bits are the dtype's wrapped sum), starting
   from +0.0 as NumPy's sum does, and rounds once -- the reference's
@@ -31,6 +33,8 @@ from ....ir.dtype import DType
 from ....ir.ops.shape_util import normalize_axis
 from ....ir.ops.transform import expand_pivot, split_extents, transpose_axes
 from ....ir.types import Type
+from ...c.helpers import PICK_DTYPES
+from ...c.types import helper_suffix
 from ...kernel import ir as K
 from ..registry import (ArgValue, Index, LowerContext, Sink, TensorValue, anchor_lowering,
                         broadcast_index, index_lowering, loop_nest, out_tensor)
@@ -90,13 +94,24 @@ def _reverse(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: Type)
 
 def _clamped(j: K.Expr, lo: int, hi: int, first: bool, last: bool) -> K.Expr:
     """``j - lo`` for the part covering ``[lo, hi)`` of the axis, clamped
-    into ``[0, hi - lo)`` on the sides where other parts lie."""
+    into ``[0, hi - lo)`` on the sides where other parts lie (integer
+    min / max: see :func:`_pick`)."""
     local = iadd(j, -lo)
     if not last:
-        local = K.select(K.lt(j, idx_const(hi)), local, idx_const(hi - lo - 1))
+        local = K.minimum(local, idx_const(hi - lo - 1))
     if not first:
-        local = K.select(K.lt(j, idx_const(lo)), ZERO, local)
+        local = K.maximum(local, ZERO)
     return local
+
+
+def _pick(cond: K.Expr, a: K.Expr, b: K.Expr) -> K.Expr:
+    """``cond ? a : b`` between two parts' elements: for the types AVX2
+    loads with masks, the runtime's ``aot_pick_S``, whose arguments C
+    evaluates both -- gcc 12.2 -O3 vectorises the select itself with a
+    wrong mask (the helper's note); otherwise a select."""
+    if a.dtype in PICK_DTYPES:
+        return K.call(f"aot_pick_{helper_suffix(a.dtype)}", [cond, a, b], a.dtype)
+    return K.select(cond, a, b)
 
 
 @index_lowering("concatenate")
@@ -129,8 +144,7 @@ def _concatenate(ctx: LowerContext, args: Sequence[ArgValue], attrs, out_type: T
             src = list(idx)
             src[axis] = _clamped(j, lo, hi, k == 0, k == last)
             element = x.read(tuple(src))
-            value = element if value is None else K.select(K.lt(j, idx_const(hi)), element,
-                                                           value)
+            value = element if value is None else _pick(K.lt(j, idx_const(hi)), element, value)
         assert value is not None
         return value
     return TensorValue(shape, xs[0].dtype, read)
