@@ -218,14 +218,12 @@ static inline float aot_round_even_f32(float x) { return nearbyintf(x); }
  * they come out zero.  The loads as arguments, at indices clamped with
  * aot_min_i32 / aot_max_i32, are vectorised right (every nest of 1 to 13
  * rows and 1 to 4 columns, two and three parts, tried). */
-#define AOT_DEFINE_PICK(S, T)                                                 \
-    static inline T aot_pick_##S(uint8_t c, T a, T b) { return c ? a : b; }
-AOT_DEFINE_PICK(i32, int32_t)
-AOT_DEFINE_PICK(u32, uint32_t)
-AOT_DEFINE_PICK(i64, int64_t)
-AOT_DEFINE_PICK(u64, uint64_t)
-AOT_DEFINE_PICK(f32, float)
-AOT_DEFINE_PICK(f64, double)
+static inline int32_t aot_pick_i32(uint8_t c, int32_t a, int32_t b) { return c ? a : b; }
+static inline uint32_t aot_pick_u32(uint8_t c, uint32_t a, uint32_t b) { return c ? a : b; }
+static inline int64_t aot_pick_i64(uint8_t c, int64_t a, int64_t b) { return c ? a : b; }
+static inline uint64_t aot_pick_u64(uint8_t c, uint64_t a, uint64_t b) { return c ? a : b; }
+static inline float aot_pick_f32(uint8_t c, float a, float b) { return c ? a : b; }
+static inline double aot_pick_f64(uint8_t c, double a, double b) { return c ? a : b; }
 
 /* clip(x, 0, hi) for a positive finite hi: NaN passes, every number below
  * +0 (-0 included) gives +0, every number above hi gives hi -- the select

@@ -33,8 +33,6 @@ from ....ir.dtype import DType
 from ....ir.ops.shape_util import normalize_axis
 from ....ir.ops.transform import expand_pivot, split_extents, transpose_axes
 from ....ir.types import Type
-from ...c.helpers import PICK_DTYPES
-from ...c.types import helper_suffix
 from ...kernel import ir as K
 from ..registry import (ArgValue, Index, LowerContext, Sink, TensorValue, anchor_lowering,
                         broadcast_index, index_lowering, loop_nest, out_tensor)
@@ -109,9 +107,15 @@ def _pick(cond: K.Expr, a: K.Expr, b: K.Expr) -> K.Expr:
     loads with masks, the runtime's ``aot_pick_S``, whose arguments C
     evaluates both -- gcc 12.2 -O3 vectorises the select itself with a
     wrong mask (the helper's note); otherwise a select."""
-    if a.dtype in PICK_DTYPES:
-        return K.call(f"aot_pick_{helper_suffix(a.dtype)}", [cond, a, b], a.dtype)
+    suffix = _PICK_SUFFIX.get(a.dtype)
+    if suffix is not None:
+        return K.call(f"aot_pick_{suffix}", [cond, a, b], a.dtype)
     return K.select(cond, a, b)
+
+
+#: the types with an ``aot_pick_S`` (those AVX2's masked loads move), and S
+_PICK_SUFFIX = {DType.INT32: "i32", DType.UINT32: "u32", DType.INT64: "i64",
+                DType.UINT64: "u64", DType.FLOAT32: "f32", DType.FLOAT64: "f64"}
 
 
 @index_lowering("concatenate")
