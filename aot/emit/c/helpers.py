@@ -17,10 +17,10 @@ from typing import Mapping
 from ...ir.dtype import DType
 from .types import c_storage_type, helper_suffix, narrow_float_suffix
 
-__all__ = ["HelperSpec", "HELPERS", "MACROS", "PICK_DTYPES"]
+__all__ = ["HelperSpec", "HELPERS", "MACROS"]
 
 #: the dtypes with an ``aot_pick_S`` (those AVX2's masked loads move)
-PICK_DTYPES = (DType.INT32, DType.UINT32, DType.INT64, DType.UINT64, DType.FLOAT32,
+_PICK_DTYPES = (DType.INT32, DType.UINT32, DType.INT64, DType.UINT64, DType.FLOAT32,
                DType.FLOAT64)
 
 
@@ -32,7 +32,7 @@ class HelperSpec:
 
 def _pick_helpers() -> dict[str, HelperSpec]:
     h = {}
-    for d in PICK_DTYPES:
+    for d in _PICK_DTYPES:
         s, t = helper_suffix(d), c_storage_type(d)
         h[f"aot_pick_{s}"] = HelperSpec(f"{t} aot_pick_{s}(uint8_t c, {t} a, {t} b)",
                                         "c ? a : b, both arguments evaluated")
