@@ -21,7 +21,7 @@ __all__ = ["HelperSpec", "HELPERS", "MACROS"]
 
 #: the dtypes with an ``aot_pick_S`` (those AVX2's masked loads move)
 _PICK_DTYPES = (DType.INT32, DType.UINT32, DType.INT64, DType.UINT64, DType.FLOAT32,
-               DType.FLOAT64)
+                DType.FLOAT64)
 
 
 @dataclass(frozen=True, slots=True)
