@@ -236,7 +236,12 @@ static inline double aot_pick_f64(uint8_t c, double a, double b) { return c ? a 
  * instructions with the store instead of 8); the negative numbers -0 ..
  * -inf are the bit patterns 0x80000000 .. 0xFF800000, as int32 the values
  * <= -2^23 (the negative NaNs are above); what is left is a NaN or above hi.
- * Elsewhere the comparisons, which compilers vectorise into max and min. */
+ * That rare case is tested for, not the negative one: arm-none-eabi-gcc
+ * -O2 then lays the negative path out in line, falling through to the
+ * store (7 instructions with it, 8 when it branched out and back;
+ * MobileNetV1 0.25, half of whose ReLU6 inputs are negative: 12,264,480 ->
+ * 12,175,039 instructions).  Elsewhere the comparisons, which compilers
+ * vectorise into max and min. */
 #if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
 static inline float aot_clip0_f32(float x, float hi)
 {
@@ -246,10 +251,10 @@ static inline float aot_clip0_f32(float x, float hi)
     if ((uint32_t)b <= (uint32_t)h) {
         return x;
     }
-    if (b <= -8388608) {
-        return 0.0f;
+    if (b > -8388608) {
+        return x != x ? x : hi;
     }
-    return x != x ? x : hi;
+    return 0.0f;
 }
 #else
 static inline float aot_clip0_f32(float x, float hi)

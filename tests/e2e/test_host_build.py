@@ -21,7 +21,8 @@ import pytest
 
 import aot
 from aot.emit.build.targets import default_tuning, get_target
-from aot.emit.build.toolchain import (HOST_OPT_FLAGS, _gcc_workaround_flags, _predefined_macros,
+from aot.emit.build.toolchain import (GCC_HOST_OPT_FLAGS, HOST_OPT_FLAGS, CompilerKind,
+                                      _gcc_workaround_flags, _predefined_macros,
                                       find_toolchain, probe_toolchain)
 
 RNG = np.random.default_rng(16)
@@ -67,6 +68,9 @@ def test_default_host_build_is_for_the_host_cpu_and_the_firmware_sources_are_por
     assert compiles, log.read_text()
     for words in compiles:
         assert set(HOST_OPT_FLAGS) <= set(words) and "-O2" not in words
+        assert toolchain.opt_flags == (GCC_HOST_OPT_FLAGS if toolchain.kind is CompilerKind.GCC
+                                       else HOST_OPT_FLAGS)
+        assert set(toolchain.opt_flags) <= set(words)
         assert set(toolchain.target_flags) <= set(words)
         assert "-ffp-contract=off" in words
     native = toolchain.target_flags

@@ -44,6 +44,9 @@ LAYERS = [
     ((1, 8, 6, 6), (32, 8, 1, 1), "", "clip"),                 # channel form, tiles of 6
     ((1, 8, 4, 5), (32, 8, 3, 3), "padding=[1, 1]", "relu"),   # channel form, remainder tile
     ((1, 3, 8, 8), (8, 3, 3, 3), "strides=[2, 2], padding=[1, 1]", None),  # phases, own borders
+    # every phase the same cells: one copy loop over the phases
+    ((1, 8, 10, 10), (8, 1, 3, 3), "strides=[2, 2], padding=[0, 0, 1, 1], groups=8", "clip"),
+    ((1, 3, 10, 6), (8, 3, 3, 3), "strides=[2, 2], padding=[0, 0, 1, 1]", "relu"),
 ]
 
 
