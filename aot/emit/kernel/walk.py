@@ -68,19 +68,22 @@ def postorder(root: N, kids: Callable[[N], Sequence[N]],
     its children)``.  Results are memoised by node identity, so a shared
     sub-tree is combined once."""
     done: dict[int, R] = {}
-    stack: list[tuple[N, bool]] = [(root, False)]
+    # (node, None): not expanded yet; (node, its children): combine next
+    stack: list[tuple[N, Sequence[N] | None]] = [(root, None)]
     while stack:
-        node, expanded = stack.pop()
-        if id(node) in done:
+        node, ks = stack.pop()
+        key = id(node)
+        if key in done:
             continue
-        ks = kids(node)
-        if expanded or not ks:
-            done[id(node)] = combine(node, [done[id(k)] for k in ks])
-            continue
-        stack.append((node, True))
-        for k in reversed(ks):
-            if id(k) not in done:
-                stack.append((k, False))
+        if ks is None:
+            ks = kids(node)
+            if ks:
+                stack.append((node, ks))
+                for k in reversed(ks):
+                    if id(k) not in done:
+                        stack.append((k, None))
+                continue
+        done[key] = combine(node, [done[id(k)] for k in ks])
     return done[id(root)]
 
 
