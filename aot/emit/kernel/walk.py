@@ -164,7 +164,24 @@ def substitute_stmt(s: Stmt, mapping: Mapping[Var, Expr]) -> Stmt:
 
 
 def buffers_in(s: Stmt) -> list[Buffer]:
-    """Buffers referenced by a statement tree, in order of first reference."""
+    """Buffers referenced by a statement tree, in order of first reference
+    (remembered for the last few trees: lowering, verification and printing
+    ask about the same kernel body in turn)."""
+    got = _BUFFERS.get(id(s))
+    if got is not None and got[0] is s:
+        return list(got[1])
+    found = _buffers_in(s)
+    _BUFFERS[id(s)] = (s, tuple(found))     # holds ``s``: its id is not reused meanwhile
+    while len(_BUFFERS) > 64:
+        del _BUFFERS[next(iter(_BUFFERS))]
+    return found
+
+
+#: buffers_in's answers by tree identity, oldest first
+_BUFFERS: dict[int, tuple[Stmt, tuple[Buffer, ...]]] = {}
+
+
+def _buffers_in(s: Stmt) -> list[Buffer]:
     out: dict[Buffer, None] = {}
     seen: set[int] = set()     # a sub-tree shared by identity is walked once
     stack: list[Expr] = []
