@@ -195,7 +195,6 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
           arena: str, entry: str, pool_bytes: int | None, max_depth: int | None,
           quantized: str, stack_bytes: int | None = None) -> ModelPlan:
     from .emit.lower.dataflow import plan_model
-    from .emit.lower.program_entry import plan_program
 
     if arena not in ("caller", "static"):
         raise DiagnosticError(f"arena must be 'caller' or 'static', not {arena!r}")
@@ -218,6 +217,7 @@ def _plan(mod: IRModule, name: str, *, opt_level: int | None, params: Mapping[st
         fused = dataflow_passes(typed if program is None else program, ctx=ctx)
     if dataflow:
         return plan_model(fused, name, arena=arena, entry=entry)   # lowering, planning
+    from .emit.lower.program_entry import plan_program   # the program backend only
     with stage("lowering"):
         return plan_program(fused, name, entry=entry, pool_bytes=pool_bytes,
                             max_depth=max_depth, stack_bytes=stack_bytes)

@@ -20,6 +20,11 @@ way:
   IR never imports the backend's lowerings; a lookup of an entry whose
   module is already imported costs nothing.  A load that fails is retried
   on the next read (the error is not swallowed into a half-filled table).
+  A table may also know where one key probably lives (``load_one``, e.g.
+  a pass named by its file): a miss tries that module first and loads the
+  whole family only if the key is still missing, so a compile imports the
+  passes it runs and not every pass of the package (a guess only ever
+  adds entries: what a lookup finds is the same either way).
 * **sorted iteration.**  Entries come out by sorted key, whatever order
   the modules happened to be imported in, so everything derived from a
   table (``aot ops``, the C output, error messages) is deterministic.
@@ -51,9 +56,11 @@ class Registry(Generic[K, V]):
     """Entries of one kind (``what``: "operator", "pass" ...) by key.
     ``load`` imports the modules that register into the table."""
 
-    def __init__(self, what: str, load: Callable[[], object] | None = None) -> None:
+    def __init__(self, what: str, load: Callable[[], object] | None = None,
+                 load_one: Callable[[K], object] | None = None) -> None:
         self.what = what
         self._load = load
+        self._load_one = load_one
         self._table: dict[K, V] = {}
         self._state = "idle" if load is not None else "loaded"
 
@@ -91,7 +98,10 @@ class Registry(Generic[K, V]):
     def get(self, key: K) -> V | None:
         """The entry of ``key``, or ``None``."""
         if key not in self._table:
-            self._ensure_loaded()
+            if self._state == "idle" and self._load_one is not None:
+                self._load_one(key)
+            if key not in self._table:
+                self._ensure_loaded()
         return self._table.get(key)
 
     def lookup(self, key: K) -> V:

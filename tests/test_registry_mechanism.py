@@ -4,6 +4,9 @@ the operator records themselves)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from aot.registry import NotRegistered, Registry
@@ -118,3 +121,34 @@ def test_every_table_is_a_registry():
     from aot.passes.manager import PASSES
     for reg in (OPS, LOWERINGS, CONVERTERS, TFLITE_CONVERTERS, PASSES):
         assert isinstance(reg, Registry) and len(reg) > 0
+
+
+def test_a_miss_tries_the_guessed_module_before_the_family():
+    loads, guesses = [], []
+    x, y = Entry("x"), Entry("y")
+
+    def load() -> None:
+        loads.append(1)
+        reg.register("x", x)
+        reg.register("y", y)
+
+    def load_one(key: str) -> None:
+        guesses.append(key)
+        if key == "x":
+            reg.register("x", x)
+    reg: Registry[str, Entry] = Registry("widget", load, load_one)
+    assert reg.get("x") is x and guesses == ["x"] and loads == []        # the guess hit
+    assert reg.get("y") is y and guesses == ["x", "y"] and loads == [1]  # it missed
+    assert reg.get("z") is None and guesses == ["x", "y"] and loads == [1]  # loaded: no guess
+
+
+def test_every_pipeline_pass_is_found_by_its_module_name():
+    """A dataflow compile imports only the passes it runs: each pass of the
+    graph-form and dataflow pipelines is found in the module its name gives
+    (a fresh interpreter: this one may have loaded every pass already)."""
+    code = ("from aot.passes.manager import PASSES, get_pass\n"
+            "from aot.passes.pipelines import DATAFLOW, GRAPH_FORM\n"
+            "for name in GRAPH_FORM.names + DATAFLOW.names + ('Specialize',):\n"
+            "    get_pass(name)\n"
+            "    assert PASSES._state == 'idle', name\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -32,6 +32,10 @@ import numpy as np
 
 
 class DType(enum.Enum):
+    #: members are singletons compared by identity: the identity hash (C)
+    #: instead of Enum's hash of the name (Python, 1 us: 50,000 calls a compile)
+    __hash__ = object.__hash__
+
     BOOL = "bool"
     INT8 = "int8"
     INT16 = "int16"

@@ -21,6 +21,10 @@ class IRModule:
         self.type_definitions: dict[GlobalTypeVar, TypeData] = {}
         self._gvars: dict[str, GlobalVar] = {}
         self._ctors: dict[str, Constructor] = {}
+        #: the functions and type definitions as type inference returned
+        #: them (:func:`~aot.ir.type_infer.infer_types` skips a module that
+        #: still holds exactly these objects); None: not inferred
+        self._inferred: tuple[tuple, tuple] | None = None
 
     # ------------------------------------------------------------- globals
     def global_var(self, name: str) -> GlobalVar:
@@ -84,6 +88,7 @@ class IRModule:
         new.type_definitions = dict(self.type_definitions)
         new._gvars = dict(self._gvars)
         new._ctors = dict(self._ctors)
+        new._inferred = self._inferred
         return new
 
     def update(self, other: IRModule) -> None:

@@ -23,6 +23,12 @@ Design note
    node, fully resolved, and ``type_args`` on calls of polymorphic callees.
 
 Every error is collected with its span and all are raised together.
+
+6. A module that still holds exactly the function and type-definition
+   objects inference returned (IR nodes are immutable, so the same
+   objects are the same program) is typed already: a copy of it is
+   returned without inferring again (a pipeline's InferType after the
+   frontend's, verification after a pass that ended with inference).
 """
 
 from __future__ import annotations
@@ -48,7 +54,22 @@ from .match_check import unmatched_cases
 from .type_solver import Deferred, TypeSolver
 
 
+def _contents(mod: IRModule) -> tuple[tuple, tuple]:
+    return tuple(mod.functions.items()), tuple(mod.type_definitions.items())
+
+
+def _still_inferred(mod: IRModule) -> bool:
+    """Whether ``mod`` holds exactly what inference returned (note 6)."""
+    then = getattr(mod, "_inferred", None)
+    if then is None:
+        return False
+    return all(len(a) == len(b) and all(x is y and f is g for (x, f), (y, g) in zip(a, b))
+               for a, b in zip(then, _contents(mod)))
+
+
 def infer_types(mod: IRModule) -> IRModule:
+    if _still_inferred(mod):
+        return mod.copy()
     diags = DiagnosticCollector()
     _check_type_definitions(mod, diags)
     diags.raise_if_any()
@@ -78,6 +99,7 @@ def infer_types(mod: IRModule) -> IRModule:
         out.add_type(data)
     for gv in mod.functions:
         out.add(gv, typed[gv])
+    out._inferred = _contents(out)
     return out
 
 

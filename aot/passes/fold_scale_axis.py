@@ -301,13 +301,17 @@ def typed_const(data: np.ndarray, span: Span | None) -> Constant:
 
 def run_on_functions(mod: IRModule, make_rewriter) -> IRModule:
     """A new, typed module with every function rewritten by a fresh
-    ``make_rewriter(use_counts)``."""
+    ``make_rewriter(use_counts)`` (``mod`` itself when no function changed:
+    it is typed already)."""
     from ..ir.type_infer import infer_types
     assert mod.is_typed, "the scale-axis passes need a typed module"
     out = mod.copy()
+    changed = False
     for gv, func in mod.functions.items():
-        out.add(gv, make_rewriter(use_counts(func)).visit(func))
-    return infer_types(out)
+        new = make_rewriter(use_counts(func)).visit(func)
+        out.add(gv, new)
+        changed = changed or new is not func
+    return infer_types(out) if changed else mod
 
 
 register_pass("FoldScaleAxis", opt_level=2, options=ScaleAxisOptions)(fold_scale_axis)

@@ -8,7 +8,9 @@ Design, after Relay's ``tvm.transform``:
   function ``IRModule -> IRModule`` (``(IRModule, options) -> IRModule``
   when it has options).  Each lives in its own file under ``aot/passes/``
   and registers itself with :func:`register_pass`; :func:`all_passes`
-  imports every module of the package, so the registry is the tree.
+  imports every module of the package, so the registry is the tree.  A
+  lookup by name first imports the module the name gives by convention
+  (:func:`pass_module`), so a pipeline imports only its own passes.
 * A :class:`PassContext` carries the optimisation level, the passes
   required or disabled by name, per-pass options, instruments and the
   ``verify`` switch.  Contexts nest with ``with``; code asks
@@ -34,8 +36,11 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import importlib
+import importlib.util
 import os
 import pkgutil
+import re
+import sys
 import time
 import types
 import typing
@@ -122,7 +127,26 @@ def _load_all() -> None:
         importlib.import_module(f"{passes.__name__}.{info.name}")
 
 
-PASSES: Registry[str, Pass] = Registry("pass", _load_all)
+def pass_module(name: str) -> str:
+    """The module a pass of this name lives in by the naming convention
+    (``FoldConstant`` -> ``aot.passes.fold_constant``, ``CombineParallelConv2D``
+    -> ``aot.passes.combine_parallel_conv2d``)."""
+    return f"{__package__}.{re.sub(r'(?<=[a-z])(?=[A-Z])', '_', name).lower()}"
+
+
+def _load_named(name: str) -> None:
+    """Import the module of pass ``name`` by the convention, if there is
+    one: a lookup then imports that pass, not the whole package (a pass
+    named otherwise is found by :func:`_load_all`)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        return
+    module = pass_module(name)
+    if module not in sys.modules and importlib.util.find_spec(module) is None:
+        return
+    importlib.import_module(module)
+
+
+PASSES: Registry[str, Pass] = Registry("pass", _load_all, _load_named)
 
 
 PassFunction = Callable[..., IRModule]

@@ -9,6 +9,7 @@ import re
 import shutil
 from dataclasses import replace
 
+import jinja2
 import numpy as np
 import pytest
 
@@ -122,6 +123,36 @@ def test_rendering_is_byte_identical(tmp_path, which):
             twin = second.root / path.relative_to(first.root)
             assert path.read_bytes() == twin.read_bytes(), path
     assert render_artifact(PLANS[which]()) == render_artifact(PLANS[which]())
+
+
+def test_compiled_templates_come_from_the_cache_and_render_the_same(tmp_path, monkeypatch):
+    """The templates compiled once are kept in the build cache (section
+    ``templates``); a fresh environment renders from them, and from
+    damaged entries (it compiles again), byte for byte the same."""
+    from aot.emit.build import cache
+
+    monkeypatch.setenv("AOT_CACHE_DIR", str(tmp_path / "cache"))
+    artifact_module._environment.cache_clear()
+    try:
+        first = render_artifact(addscale_plan())
+        entries = sorted((tmp_path / "cache" / "templates").rglob("*.jinja"))
+        assert len(entries) == len(artifact_module.TEMPLATES)
+        assert {e.path for e in cache.entries(cache.cache_root())} >= set(entries)
+        compiled: list[str] = []
+        compile_ = jinja2.Environment.compile
+        monkeypatch.setattr(jinja2.Environment, "compile", lambda self, source, name=None,
+                            *args, **kw: compiled.append(name) or compile_(self, source, name,
+                                                                          *args, **kw))
+        artifact_module._environment.cache_clear()
+        assert render_artifact(addscale_plan()) == first and compiled == []
+        for entry in entries:
+            entry.write_bytes(b"not a template")
+        artifact_module._environment.cache_clear()
+        assert render_artifact(addscale_plan()) == first
+        assert len(compiled) == len(entries)
+        assert all(e.read_bytes() != b"not a template" for e in entries)   # written again
+    finally:
+        artifact_module._environment.cache_clear()
 
 
 def test_rewriting_an_unchanged_artifact_touches_nothing(tmp_path):

@@ -178,6 +178,63 @@ def _run_aliased(k: K.Kernel, mem: np.ndarray, d: int) -> np.ndarray:
     return mem[:N].copy()
 
 
+def repeated(src, dst, i):
+    """The same elementwise pass three times (r appears in no index): the
+    first pass writes out[i] before the last reads in[i]."""
+    r = K.index_var("r")
+    return K.for_range(r, 3, K.for_range(i, N, K.store(dst, i, K.load(src, i))))
+
+
+def tiled_product(src, dst, i):
+    """A pointwise-convolution-shaped nest: for each output row, a loop
+    over weights (w: in no index of the input or the output) around a read
+    of a whole input row; then the row is stored.  Nested collapsible loops
+    (w, then r inside it) and a reduction read after earlier rows' writes."""
+    w, r, j = K.index_var("w"), K.index_var("r"), K.index_var("j")
+    acc = K.var("s", F32)
+    row = 4
+    reads = K.for_range(w, 5, K.for_range(r, 3, K.for_range(
+        j, row, K.Assign(acc, K.add(acc, K.load(src, K.add(K.mul(i, row), j)))))))
+    return K.for_range(i, N // row, K.block(
+        K.Decl(acc, K.const(0.0, F32)), reads,
+        K.for_range(j, row, K.store(dst, K.add(K.mul(i, row), j), acc))))
+
+
+@pytest.mark.parametrize("body", [elementwise, reversed_copy, blur, two_pass, repeated,
+                                  tiled_product])
+@pytest.mark.parametrize("max_work", [1 << 21, 24, 60, 100])
+def test_two_iterations_of_an_index_free_loop_decide_as_all(body, max_work, monkeypatch):
+    """A loop whose variable no event depends on is walked at its first
+    and last iteration only: every answer is the one of the full
+    enumeration, with the budgets counted as if every iteration was walked
+    (a small MAX_WORK summarises the same loops either way)."""
+    import aot.emit.plan.overlap as ov
+
+    k = kernel(body)
+    monkeypatch.setattr(ov, "MAX_WORK", max_work)
+    shifts = range(-4 * N - 8, 12, 4)
+
+    def answers() -> list:
+        ov._TRACES.clear()
+        tr = ov._trace(k, "out", ("p0",))
+        first: dict[int, int] = {}          # the earliest write of each address
+        for t, a in ([] if tr is None else zip(tr.write_time.tolist(), tr.write_addr.tolist())):
+            first[a] = min(t, first.get(a, t))
+        return [None if tr is None else tr.last_read.tolist(), first] + \
+               [best_shift(k, "out", ["p0"], a) for a in (4, 16)] + \
+               [safe_shift(k, "out", ["p0"], s) for s in shifts]
+    fast = answers()
+    monkeypatch.setattr(ov._Tracer, "_collapsible", lambda self, s: False)
+    assert answers() == fast
+    ov._TRACES.clear()
+
+
+def test_a_repeated_pass_may_not_write_over_its_input():
+    k = kernel(repeated)
+    assert not safe_shift(k, "out", ["p0"], 0)
+    assert safe_shift(k, "out", ["p0"], -4 * N)
+
+
 # -- the planner --------------------------------------------------------------
 
 def test_shifted_pairs_are_placed_and_bounded():

@@ -383,3 +383,22 @@ def test_rigid_type_variables_do_not_unify_with_concrete_types() -> None:
     err = error_of("def @f[A](%x: A) -> int32 { %x }")
     assert "expected `int32`, found `A`" in err.message
 
+
+
+def test_an_unchanged_inferred_module_is_not_inferred_again():
+    """infer_types of its own unchanged output returns a copy holding the
+    same objects; a module changed since (a function replaced, even by an
+    equal one, or added) is inferred again."""
+    from aot.ir.type_infer import infer_types
+
+    first = typed("def @main(%x: Tensor[(2, 3), float32]) { add(%x, %x) }")
+    again = infer_types(first)
+    assert again is not first and again.functions == first.functions
+    assert all(again.functions[gv] is f for gv, f in first.functions.items())
+    assert infer_types(again.copy())["main"] is first["main"]
+    changed = first.copy()
+    changed.add("main", aot.parse("def @main(%x: Tensor[(2, 3), float32]) { add(%x, %x) }")["main"])
+    assert infer_types(changed)["main"] is not first["main"]
+    grown = first.copy()
+    grown.add("other", first["main"])
+    assert infer_types(grown)["main"] is not first["main"]

@@ -31,12 +31,14 @@ import functools
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import jinja2
+import jinja2.bccache
 
 from ...diagnostics import DiagnosticError, warn
 from ...progress import stage
@@ -84,15 +86,53 @@ class Artifact:
         return ArtifactLayout(self.root, self.name)
 
 
+#: the templates' syntax options (part of the compiled templates' cache key)
+_JINJA_OPTIONS: Mapping[str, Any] = {"keep_trailing_newline": True, "trim_blocks": True,
+                                     "lstrip_blocks": True, "autoescape": False}
+
+
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """The templates compiled to Python code objects, kept in the build
+    cache (section ``templates``, :mod:`.cache`): a fresh process renders
+    without parsing and compiling them again (24 ms of CPU each time).
+    Keyed by everything the code depends on -- the template's path and
+    source, Jinja's and Python's versions, the syntax options -- and
+    written atomically like every entry, so concurrent processes share it
+    safely.  A cache that cannot be read or written only costs the compile."""
+
+    def _path(self, bucket: jinja2.bccache.Bucket) -> Path:
+        key = cache.content_key(["jinja2", jinja2.__version__, sys.version,
+                                 repr(sorted(_JINJA_OPTIONS.items())), bucket.key,
+                                 bucket.checksum])
+        return cache.entry_path(cache.cache_root(), "templates", key, f"{key}.jinja")
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            path = self._path(bucket)
+            data = path.read_bytes()
+        except OSError:
+            return
+        try:
+            bucket.bytecode_from_string(data)   # checks Jinja's magic and the checksum
+        except Exception:                       # noqa: BLE001 (a damaged entry: compile)
+            bucket.reset()
+        if bucket.code is not None:
+            cache.touch(path)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            cache.atomic_write_bytes(self._path(bucket), bucket.bytecode_to_string())
+        except OSError:
+            pass
+
+
 @functools.cache
 def _environment(directory: Path) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(directory)),
         undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+        bytecode_cache=_CompiledTemplates(),
+        **_JINJA_OPTIONS,
     )
 
 

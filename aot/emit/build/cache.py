@@ -4,6 +4,7 @@ Layout (under :func:`cache_root`)::
 
     objects/<k[:2]>/<k>.o          compiled translation units
     cffi/<k[:2]>/<module><suffix>  compiled cffi extension modules
+    templates/<k[:2]>/<k>.jinja    the artifact templates compiled by Jinja
     tmp/                           scratch space; files are renamed out of it
 
 Entries are named by a content key (:func:`content_key`, a SHA-256 over
@@ -61,7 +62,7 @@ EVICTION_GRACE_S = 120.0
 #: Scratch directories older than this are left-overs of a killed process.
 STALE_SCRATCH_S = 86400.0
 #: The sections that hold entries (named by content key).
-SECTIONS = ("objects", "cffi")
+SECTIONS = ("objects", "cffi", "templates")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import enum
 import math
+import operator
 import re
 from dataclasses import dataclass, field, fields
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar, dataclass_transform
@@ -103,6 +104,8 @@ def check(ok: bool, message: str) -> None:
 # ===================================================================== enums
 
 class BinaryOperator(enum.Enum):
+    __hash__ = object.__hash__    # identity, as DType's (aot.ir.dtype)
+
     ADD = "+"
     SUB = "-"
     MUL = "*"
@@ -153,12 +156,16 @@ _ANY_NUMBER = _RING | _COMPARISONS | frozenset({
 
 
 class UnaryOperator(enum.Enum):
+    __hash__ = object.__hash__    # identity, as DType's (aot.ir.dtype)
+
     NEG = "-"
     NOT = "!"
     BIT_NOT = "~"
 
 
 class BufferScope(enum.Enum):
+    __hash__ = object.__hash__    # identity, as DType's (aot.ir.dtype)
+
     INPUT = "input"      # a model input: read only
     OUTPUT = "output"    # a model output
     ARENA = "arena"      # an intermediate in the planned arena
@@ -167,6 +174,8 @@ class BufferScope(enum.Enum):
 
 
 class ForKind(enum.Enum):
+    __hash__ = object.__hash__    # identity, as DType's (aot.ir.dtype)
+
     SERIAL = "serial"
     UNROLL = "unroll"        # hint: the loop is worth unrolling
     VECTORIZE = "vectorize"  # hint: iterations are independent, contiguous
@@ -203,12 +212,15 @@ def _node(cls: type[_N]) -> type[_N]:
     construction, from the children's cached hashes."""
     cls = dataclass(frozen=True, slots=True)(cls)
     cls.__hash__ = _cached_hash  # type: ignore[assignment,method-assign]
-    _KEYS[cls] = (cls.__name__, tuple(f.name for f in fields(cls) if f.compare))  # type: ignore[arg-type]
+    names = tuple(f.name for f in fields(cls) if f.compare)  # type: ignore[arg-type]
+    _KEYS[cls] = ((cls.__name__,), operator.attrgetter(*names) if len(names) > 1 else
+                  (lambda node: (getattr(node, names[0]),)) if names else (lambda node: ()))
     return cls
 
 
-#: for each node class, its name and the fields its hash and equality use
-_KEYS: dict[type, tuple[str, tuple[str, ...]]] = {}
+#: for each node class, ``(its name,)`` and a getter of the fields its hash
+#: and equality use (as a tuple)
+_KEYS: dict[type, tuple[tuple[str], Callable[[object], tuple]]] = {}
 
 
 def _cached_hash(self: object) -> int:
@@ -216,8 +228,8 @@ def _cached_hash(self: object) -> int:
 
 
 def _seal(node: object) -> None:
-    name, names = _KEYS[type(node)]
-    object.__setattr__(node, "_hash", hash((name,) + tuple(getattr(node, n) for n in names)))
+    name, values = _KEYS[type(node)]
+    object.__setattr__(node, "_hash", hash(name + values(node)))
 
 
 # ======================================================= scalar expressions

@@ -68,19 +68,22 @@ def postorder(root: N, kids: Callable[[N], Sequence[N]],
     its children)``.  Results are memoised by node identity, so a shared
     sub-tree is combined once."""
     done: dict[int, R] = {}
-    stack: list[tuple[N, bool]] = [(root, False)]
+    # (node, None): not expanded yet; (node, its children): combine next
+    stack: list[tuple[N, Sequence[N] | None]] = [(root, None)]
     while stack:
-        node, expanded = stack.pop()
-        if id(node) in done:
+        node, ks = stack.pop()
+        key = id(node)
+        if key in done:
             continue
-        ks = kids(node)
-        if expanded or not ks:
-            done[id(node)] = combine(node, [done[id(k)] for k in ks])
-            continue
-        stack.append((node, True))
-        for k in reversed(ks):
-            if id(k) not in done:
-                stack.append((k, False))
+        if ks is None:
+            ks = kids(node)
+            if ks:
+                stack.append((node, ks))
+                for k in reversed(ks):
+                    if id(k) not in done:
+                        stack.append((k, None))
+                continue
+        done[key] = combine(node, [done[id(k)] for k in ks])
     return done[id(root)]
 
 
@@ -161,7 +164,24 @@ def substitute_stmt(s: Stmt, mapping: Mapping[Var, Expr]) -> Stmt:
 
 
 def buffers_in(s: Stmt) -> list[Buffer]:
-    """Buffers referenced by a statement tree, in order of first reference."""
+    """Buffers referenced by a statement tree, in order of first reference
+    (remembered for the last few trees: lowering, verification and printing
+    ask about the same kernel body in turn)."""
+    got = _BUFFERS.get(id(s))
+    if got is not None and got[0] is s:
+        return list(got[1])
+    found = _buffers_in(s)
+    _BUFFERS[id(s)] = (s, tuple(found))     # holds ``s``: its id is not reused meanwhile
+    while len(_BUFFERS) > 64:
+        del _BUFFERS[next(iter(_BUFFERS))]
+    return found
+
+
+#: buffers_in's answers by tree identity, oldest first
+_BUFFERS: dict[int, tuple[Stmt, tuple[Buffer, ...]]] = {}
+
+
+def _buffers_in(s: Stmt) -> list[Buffer]:
     out: dict[Buffer, None] = {}
     seen: set[int] = set()     # a sub-tree shared by identity is walked once
     stack: list[Expr] = []

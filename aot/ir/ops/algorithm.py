@@ -24,9 +24,9 @@ Order, exact and shared with the C backend:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from .common import (Attrs, DType, PatternKind, RelationError, TensorType, TupleType, Type,
                      as_array, defop, np, tensor_arg)
 from .shape_util import normalize_axis, same_type_axis_rel
@@ -53,7 +53,7 @@ def _check_index_dtype(dtype: DType) -> None:
         raise ValueError("the index dtype cannot be bool")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ArgsortAttrs(Attrs):
     type_key: ClassVar[str] = "ArgsortAttrs"
     axis: int = -1
@@ -82,7 +82,7 @@ defop("argsort", arity=1, rel=_argsort_rel, pattern=OPAQUE, compute=_argsort,
       doc="indices that sort along axis (stable; NaN greatest)", attrs=ArgsortAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class SortAttrs(Attrs):
     type_key: ClassVar[str] = "SortAttrs"
     axis: int = -1
@@ -106,7 +106,7 @@ class TopKRetType(enum.Enum):
     INDICES = "indices"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class TopKAttrs(Attrs):
     type_key: ClassVar[str] = "TopKAttrs"
     k: int | None = 1

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from typing import ClassVar, Sequence
 
 from .common import Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop, np
@@ -40,7 +42,7 @@ FAMILY = "einsum"
 _LETTERS = string.ascii_letters
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class EinsumAttrs(Attrs):
     type_key: ClassVar[str] = "EinsumAttrs"
     equation: str = ""

@@ -71,6 +71,8 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from fractions import Fraction
 from typing import ClassVar, Sequence
 
@@ -108,7 +110,7 @@ class RoundingMethod(enum.Enum):
     ROUND_PREFER_CEIL = "round_prefer_ceil"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class Resize2DAttrs(NNAttrs):
     type_key: ClassVar[str] = "Resize2DAttrs"
     #: output (height, width); required by the relation.
@@ -141,7 +143,7 @@ class UpsamplingMethod(enum.Enum):
     BICUBIC = "bicubic"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class UpSamplingAttrs(Attrs):
     type_key: ClassVar[str] = "UpSamplingAttrs"
     scale_h: float = 1.0

@@ -27,6 +27,8 @@ its factor.  Pattern: injective, as Relay.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from typing import ClassVar, Sequence
 
 from ..types import ANY, Dim
@@ -101,7 +103,7 @@ class Layout:
         return 0
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class LayoutTransformAttrs(Attrs):
     type_key: ClassVar[str] = "LayoutTransformAttrs"
     src_layout: str = ""

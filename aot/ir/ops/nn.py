@@ -42,9 +42,9 @@ layer_norm and dropout opaque.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..registry import RelResult, Solved
 from ..types import Dim, Type
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType,
@@ -74,7 +74,7 @@ defop("nn.relu", arity=1, rel=identity_rel, pattern=EW, compute=_relu,
       doc="max(x, 0), element-wise", family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class LeakyReluAttrs(Attrs):
     """``alpha`` defaults to 0.25 in Relay's C++ attrs (the text format) and
     to 0.01 in its Python API (the builder)."""
@@ -98,7 +98,7 @@ defop("nn.leaky_relu", arity=1, rel=identity_rel, pattern=EW, compute=_leaky_rel
       api_defaults=LeakyReluAttrs(alpha=0.01))
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class PReluAttrs(Attrs):
     type_key: ClassVar[str] = "PReluAttrs"
     axis: int = 1
@@ -156,7 +156,7 @@ defop("nn.prelu", arity=2, rel=_prelu_rel, pattern=BC, compute=_prelu,
       doc="x > 0 ? x : alpha[c] * x (alpha per channel)", attrs=PReluAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class SoftmaxAttrs(Attrs):
     type_key: ClassVar[str] = "SoftmaxAttrs"
     axis: int = -1
@@ -194,7 +194,7 @@ defop("nn.log_softmax", arity=1, rel=_softmax_rel, pattern=FUSABLE, compute=_log
 
 # -------------------------------------------------------- dense / matmul
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class DenseAttrs(NNAttrs):
     type_key: ClassVar[str] = "DenseAttrs"
     units: int | None = None
@@ -205,7 +205,7 @@ class DenseAttrs(NNAttrs):
             raise ValueError(f"units must be >= 1, got {self.units}")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class MatmulAttrs(NNAttrs):
     type_key: ClassVar[str] = "MatmulAttrs"
     units: int | None = None
@@ -295,7 +295,7 @@ defop("nn.matmul", arity=2, rel=_matmul_rel, pattern=FUSABLE, compute=_matmul,
       doc="a @ b, either operand transposed", attrs=MatmulAttrs, family=FAMILY, contraction=True)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class BatchMatmulAttrs(NNAttrs):
     """Relay's C++ defaults: neither operand transposed (the Python API's
     ``relay.nn.batch_matmul`` defaults to ``transpose_b=True``: the
@@ -351,7 +351,7 @@ defop("nn.batch_matmul", arity=2, rel=_batch_matmul_rel, pattern=FUSABLE, comput
 
 # ------------------------------------------------------------- bias_add
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class BiasAddAttrs(Attrs):
     type_key: ClassVar[str] = "BiasAddAttrs"
     axis: int = 1
@@ -375,7 +375,7 @@ defop("nn.bias_add", arity=2, rel=_bias_add_rel, pattern=BC, compute=_bias_add,
 
 # --------------------------------------------------------- normalisation
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class BatchNormAttrs(Attrs):
     type_key: ClassVar[str] = "BatchNormAttrs"
     axis: int = 1
@@ -438,7 +438,7 @@ defop("nn.batch_norm", arity=5, rel=_batch_norm_rel, pattern=FUSABLE, compute=_b
           "returns (out, mean, var)", attrs=BatchNormAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class LayerNormAttrs(Attrs):
     type_key: ClassVar[str] = "LayerNormAttrs"
     axis: int = -1
@@ -477,7 +477,7 @@ defop("nn.layer_norm", arity=3, rel=_layer_norm_rel, pattern=OPAQUE, compute=_la
       family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class DropoutAttrs(Attrs):
     type_key: ClassVar[str] = "DropoutAttrs"
     rate: float = 0.5
@@ -534,7 +534,7 @@ class PadMode(enum.Enum):
     REFLECT = "reflect"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class PadAttrs(Attrs):
     type_key: ClassVar[str] = "PadAttrs"
     pad_width: tuple[tuple[int, ...], ...] = ()

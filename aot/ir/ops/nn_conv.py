@@ -46,6 +46,8 @@ to ``out_dtype``, floats in float64 rounded once).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from typing import Any, ClassVar, Sequence
 
 from ..registry import RelResult, Solved
@@ -65,7 +67,7 @@ FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
 
 # ------------------------------------------------------------------ attrs
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class Conv2DAttrs(NNAttrs):
     type_key: ClassVar[str] = "Conv2DAttrs"
     strides: tuple[int, ...] = (1, 1)
@@ -83,7 +85,7 @@ class Conv2DAttrs(NNAttrs):
         check_conv_attrs(self, 2, "NCHW", "OIHW")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class Conv1DAttrs(NNAttrs):
     type_key: ClassVar[str] = "Conv1DAttrs"
     strides: tuple[int, ...] = (1,)
@@ -101,7 +103,7 @@ class Conv1DAttrs(NNAttrs):
         check_conv_attrs(self, 1, "NCW", "OIW")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class Conv2DTransposeAttrs(NNAttrs):
     type_key: ClassVar[str] = "Conv2DTransposeAttrs"
     channels: int | None = None

@@ -20,11 +20,11 @@ once, a tap in the padding skipped rather than multiplied by zero).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..attrs import attrs_class
 from ..registry import RelResult
 from ..types import Type
 from .common import DType, PatternKind, defop, np, out_tensor_type
@@ -37,7 +37,7 @@ FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class Conv1DTransposeAttrs(NNAttrs):
     type_key: ClassVar[str] = "Conv1DTransposeAttrs"
     channels: int | None = None
@@ -57,7 +57,7 @@ class Conv1DTransposeAttrs(NNAttrs):
         check_padding(self.output_padding, "output_padding", (1,))
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class Conv3DAttrs(NNAttrs):
     type_key: ClassVar[str] = "Conv3DAttrs"
     strides: tuple[int, ...] = (1, 1, 1)
@@ -75,7 +75,7 @@ class Conv3DAttrs(NNAttrs):
         check_conv_attrs(self, 3, "NCDHW", "OIDHW")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class Conv3DTransposeAttrs(NNAttrs):
     type_key: ClassVar[str] = "Conv3DTransposeAttrs"
     channels: int | None = None

@@ -12,9 +12,9 @@ read outside the data).  Injective, as Relay registers it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..types import ANY, Dim
 from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop, np,
                      tensor_arg)
@@ -23,7 +23,7 @@ FAMILY = "nn"
 _MODES = ("REFLECT", "SYMMETRIC")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class MirrorPadAttrs(Attrs):
     type_key: ClassVar[str] = "MirrorPadAttrs"
     mode: str = "SYMMETRIC"

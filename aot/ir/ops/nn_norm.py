@@ -27,9 +27,9 @@ l2_normalize out-elemwise-fusable (``kOutEWiseFusable``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..registry import RelResult, Solved
 from ..types import Type
 from .common import (Attrs, PatternKind, RelationError, TensorType, as_array, defop, fmt_shape, np,
@@ -41,7 +41,7 @@ from .shape_util import group_shape, instance_axes, l2_axes, normalize_axis
 FAMILY = "nn"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class InstanceNormAttrs(Attrs):
     type_key: ClassVar[str] = "InstanceNormAttrs"
     axis: int = 1
@@ -50,7 +50,7 @@ class InstanceNormAttrs(Attrs):
     scale: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class GroupNormAttrs(Attrs):
     type_key: ClassVar[str] = "GroupNormAttrs"
     num_groups: int = 0
@@ -60,7 +60,7 @@ class GroupNormAttrs(Attrs):
     scale: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class L2NormalizeAttrs(Attrs):
     type_key: ClassVar[str] = "L2NormalizeAttrs"
     eps: float = 0.0

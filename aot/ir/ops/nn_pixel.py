@@ -18,9 +18,9 @@ element is one input element: injective, as Relay registers them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop, np,
                      tensor_arg)
 from .nn_util import array_from_canonical, array_to_canonical, from_canonical, to_canonical
@@ -31,7 +31,7 @@ _LAYOUTS = ("NCHW", "NHWC")
 _MODES = ("DCR", "CRD")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class SubPixelAttrs(Attrs):
     type_key: ClassVar[str] = "SubPixelAttrs"
     block_size: int = 1

@@ -27,6 +27,8 @@ Pattern kind: out-elemwise-fusable for all four, as Relay.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from typing import ClassVar, Sequence
 
 from ..types import Dim, Type
@@ -40,7 +42,7 @@ FAMILY = "nn"
 FUSABLE = PatternKind.OUT_ELEMWISE_FUSABLE
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class MaxPool2DAttrs(Attrs):
     type_key: ClassVar[str] = "MaxPool2DAttrs"
     pool_size: tuple[int, ...] = (1, 1)
@@ -55,7 +57,7 @@ class MaxPool2DAttrs(Attrs):
         _check_pool_attrs(self)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class AvgPool2DAttrs(Attrs):
     type_key: ClassVar[str] = "AvgPool2DAttrs"
     pool_size: tuple[int, ...] = (1, 1)
@@ -71,7 +73,7 @@ class AvgPool2DAttrs(Attrs):
         _check_pool_attrs(self)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class GlobalPool2DAttrs(Attrs):
     type_key: ClassVar[str] = "GlobalPool2DAttrs"
     layout: str = "NCHW"

@@ -19,9 +19,9 @@ Pattern kind: out-elemwise-fusable, as Relay.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..types import Type
 from .common import ANY, Attrs, PatternKind, RelationError, TensorType, as_array, defop, np
 from .nn_pool_nd import check_pool_layout, pool_data
@@ -43,7 +43,7 @@ def _check(output_size: tuple[int, ...], layout: str, out_layout: str, letters: 
                          f"got {out_layout!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class AdaptivePool1DAttrs(Attrs):
     type_key: ClassVar[str] = "AdaptivePool1DAttrs"
     output_size: tuple[int, ...] = ()
@@ -54,7 +54,7 @@ class AdaptivePool1DAttrs(Attrs):
         _check(self.output_size, self.layout, self.out_layout, "W")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class AdaptivePool2DAttrs(Attrs):
     type_key: ClassVar[str] = "AdaptivePool2DAttrs"
     output_size: tuple[int, ...] = ()
@@ -65,7 +65,7 @@ class AdaptivePool2DAttrs(Attrs):
         _check(self.output_size, self.layout, self.out_layout, "HW")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class AdaptivePool3DAttrs(Attrs):
     type_key: ClassVar[str] = "AdaptivePool3DAttrs"
     output_size: tuple[int, ...] = ()

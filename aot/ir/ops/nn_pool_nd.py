@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from typing import ClassVar, Sequence
 
 from numpy.lib.stride_tricks import sliding_window_view
@@ -65,7 +67,7 @@ def _check(a: Attrs, letters: str) -> None:
     _check_out_layout(a.layout, a.out_layout)  # type: ignore[attr-defined]
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class MaxPool1DAttrs(Attrs):
     type_key: ClassVar[str] = "MaxPool1DAttrs"
     pool_size: tuple[int, ...] = (1,)
@@ -80,7 +82,7 @@ class MaxPool1DAttrs(Attrs):
         _check(self, "W")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class AvgPool1DAttrs(Attrs):
     type_key: ClassVar[str] = "AvgPool1DAttrs"
     pool_size: tuple[int, ...] = (1,)
@@ -96,7 +98,7 @@ class AvgPool1DAttrs(Attrs):
         _check(self, "W")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class MaxPool3DAttrs(Attrs):
     type_key: ClassVar[str] = "MaxPool3DAttrs"
     pool_size: tuple[int, ...] = (1, 1, 1)
@@ -111,7 +113,7 @@ class MaxPool3DAttrs(Attrs):
         _check(self, "DHW")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class AvgPool3DAttrs(Attrs):
     type_key: ClassVar[str] = "AvgPool3DAttrs"
     pool_size: tuple[int, ...] = (1, 1, 1)

@@ -12,12 +12,12 @@ built.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..attrs import attrs_class
 from ..attrs import Attrs, RawValue
 from ..dtype import DType
 from ..registry import RelationError
@@ -32,7 +32,7 @@ from ..dtype import np_kind
 _BLANK_AS_NONE = frozenset({"out_dtype"})
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class NNAttrs(Attrs):
     """Base of attribute classes with an optional ``out_dtype``: the text
     format's ``out_dtype=""`` (Relay's null dtype) reads as ``None``."""

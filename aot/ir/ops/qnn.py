@@ -110,9 +110,9 @@ output_zero_point; axis)``
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from .. import quant
 from ..quant import QuantizationError
 from ..registry import Solved
@@ -164,7 +164,7 @@ DEFAULT_ROUNDING = Rounding.UPWARD
 
 # ------------------------------------------------------------------- attrs
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class QuantizeAttrs(Attrs):
     type_key: ClassVar[str] = "QuantizeAttrs"
     axis: int = -1
@@ -174,7 +174,7 @@ class QuantizeAttrs(Attrs):
         _check_dtype(self.out_dtype, _QUANTIZE_OUT, "qnn.quantize out_dtype")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class DequantizeAttrs(Attrs):
     type_key: ClassVar[str] = "DequantizeAttrs"
     axis: int = -1
@@ -184,7 +184,7 @@ class DequantizeAttrs(Attrs):
         _check_dtype(self.out_dtype, (DType.FLOAT16, DType.FLOAT32), "qnn.dequantize out_dtype")
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class RequantizeAttrs(Attrs):
     type_key: ClassVar[str] = "RequantizeAttrs"
     axis: int = -1
@@ -207,7 +207,7 @@ class RequantizeAttrs(Attrs):
         return DEFAULT_ROUNDING if self.rounding is Rounding.NONE else self.rounding
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class BroadcastAttrs(Attrs):
     """Relay's ``BroadcastAttrs`` of the qnn binary operators."""
 
@@ -216,13 +216,13 @@ class BroadcastAttrs(Attrs):
     rhs_axis: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class QnnConcatenateAttrs(Attrs):
     type_key: ClassVar[str] = "ConcatenateAttrs"
     axis: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class FixedPointMultiplyAttrs(Attrs):
     type_key: ClassVar[str] = "FixedPointMultiplyAttrs"
     multiplier: int = 1 << 30

@@ -27,9 +27,9 @@ right), as Relay.  The reference is the grouped convolution of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..registry import Solved
 from ..types import Dim, Type
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, as_array,
@@ -53,7 +53,7 @@ def _names(dtypes: Sequence[DType]) -> str:
     return ", ".join(str(d) for d in dtypes)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class QnnDenseAttrs(Attrs):
     """Relay's ``DenseAttrs`` as qnn.dense uses them; ``out_dtype=None``
     means int32 (the Python API's default)."""
@@ -74,7 +74,7 @@ class QnnDenseAttrs(Attrs):
         return self.out_dtype or DType.INT32
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class QnnConv2DAttrs(Attrs):
     """Relay's ``Conv2DAttrs`` as qnn.conv2d uses them; ``out_dtype=None``
     means int32."""

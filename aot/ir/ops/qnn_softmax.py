@@ -64,6 +64,8 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from typing import Callable, ClassVar, Sequence
 
 from .. import gemmlowp, quant
@@ -86,7 +88,7 @@ LUT_SIZE = 513
 MAX_ROW = {DType.INT8: 4095, DType.UINT8: 4095, DType.INT16: 65536}
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class QnnSoftmaxAttrs(Attrs):
     """``axis`` as Relay's ``SoftmaxAttrs``; ``beta`` TFLite's
     ``SoftmaxOptions.beta`` (float32 in the model)."""

@@ -46,9 +46,9 @@ Values (the NumPy reference defines them; the C backend must match):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..types import Dim
 from .common import (Attrs, DType, PatternKind, RelationError, TensorType, Type, as_array,
                      defop, np, tensor_arg, tensor_args)
@@ -62,7 +62,7 @@ REDUCE = PatternKind.COMM_REDUCE
 
 # ==================================================================== attrs
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ReduceAttrs(Attrs):
     type_key: ClassVar[str] = "ReduceAttrs"
     axis: tuple[int, ...] | None = None
@@ -70,7 +70,7 @@ class ReduceAttrs(Attrs):
     exclude: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ArgReduceAttrs(Attrs):
     type_key: ClassVar[str] = "ArgReduceAttrs"
     axis: tuple[int, ...] | None = None
@@ -79,7 +79,7 @@ class ArgReduceAttrs(Attrs):
     select_last_index: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class VarianceAttrs(Attrs):
     type_key: ClassVar[str] = "VarianceAttrs"
     axis: tuple[int, ...] | None = None

@@ -18,9 +18,9 @@ Pattern: opaque, as Relay registers the scans.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from .common import (Attrs, DType, PatternKind, RelationError, TensorType, Type, as_array, defop,
                      np, tensor_arg)
 from .shape_util import dims_product, normalize_axis
@@ -29,7 +29,7 @@ from .transform_init import cast_array
 FAMILY = "scan"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ScanopAttrs(Attrs):
     type_key: ClassVar[str] = "ScanopAttrs"
     axis: int | None = None

@@ -37,9 +37,9 @@ choices worth knowing:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..types import Dim
 from .common import (ANY, Attrs, PatternKind, RelationError, TensorType, TupleType, Type,
                      as_array, defop, np, out_tensor_type, tensor_arg, tensor_args)
@@ -53,7 +53,7 @@ BC = PatternKind.BROADCAST
 
 # ================================================================== reshape
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ReshapeAttrs(Attrs):
     type_key: ClassVar[str] = "ReshapeAttrs"
     newshape: tuple[int, ...] = ()
@@ -191,7 +191,7 @@ defop("reshape", arity=1, rel=_reshape_rel, pattern=INJ, compute=_reshape,
       family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ReshapeLikeAttrs(Attrs):
     type_key: ClassVar[str] = "ReshapeLikeAttrs"
     lhs_begin: int = 0
@@ -243,7 +243,7 @@ defop("reshape_like", arity=2, rel=_reshape_like_rel, pattern=INJ, compute=_resh
 
 # ============================================================== permutation
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class TransposeAttrs(Attrs):
     type_key: ClassVar[str] = "TransposeAttrs"
     axes: tuple[int, ...] | None = None
@@ -275,7 +275,7 @@ defop("transpose", arity=1, rel=_transpose_rel, pattern=INJ, compute=_transpose,
       doc="permute the dimensions (axes=None reverses them)", attrs=TransposeAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class SqueezeAttrs(Attrs):
     type_key: ClassVar[str] = "SqueezeAttrs"
     axis: tuple[int, ...] | None = None
@@ -314,7 +314,7 @@ defop("squeeze", arity=1, rel=_squeeze_rel, pattern=INJ, compute=_squeeze,
       family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ExpandDimsAttrs(Attrs):
     type_key: ClassVar[str] = "ExpandDimsAttrs"
     axis: int = 0
@@ -353,7 +353,7 @@ defop("expand_dims", arity=1, rel=_expand_dims_rel, pattern=BC, compute=_expand_
       doc="insert num_newaxis dimensions of extent 1 at axis", attrs=ExpandDimsAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ReverseAttrs(Attrs):
     type_key: ClassVar[str] = "ReverseAttrs"
     axis: int = 0
@@ -394,7 +394,7 @@ def _same_dims(ts: Sequence[TensorType], skip: int | None) -> list[Dim]:
     return shape
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ConcatenateAttrs(Attrs):
     type_key: ClassVar[str] = "ConcatenateAttrs"
     axis: int = 0
@@ -443,7 +443,7 @@ defop("concatenate", arity=1, rel=_concatenate_rel, pattern=INJ, compute=_concat
       doc="join a tuple of tensors along an existing axis", attrs=ConcatenateAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class StackAttrs(Attrs):
     type_key: ClassVar[str] = "StackAttrs"
     axis: int = 0
@@ -469,7 +469,7 @@ defop("stack", arity=1, rel=_stack_rel, pattern=INJ, compute=_stack,
       doc="join a tuple of tensors along a new axis", attrs=StackAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class SplitAttrs(Attrs):
     type_key: ClassVar[str] = "SplitAttrs"
     indices_or_sections: int | tuple[int, ...] = 1
@@ -537,7 +537,7 @@ defop("split", arity=1, rel=_split_rel, pattern=INJ, compute=_split,
 
 # ================================================================ repetition
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class TileAttrs(Attrs):
     type_key: ClassVar[str] = "TileAttrs"
     reps: tuple[int, ...] = ()
@@ -569,7 +569,7 @@ defop("tile", arity=1, rel=_tile_rel, pattern=BC, compute=_tile,
       doc="repeat the whole tensor reps times per dimension", attrs=TileAttrs, family=FAMILY)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class RepeatAttrs(Attrs):
     type_key: ClassVar[str] = "RepeatAttrs"
     repeats: int = 1

@@ -18,9 +18,9 @@ here and shared with zeros, ones and full (:mod:`transform_init`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..registry import Solved
 from ..types import Dim
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
@@ -33,7 +33,7 @@ BC = PatternKind.BROADCAST
 REDUCE = PatternKind.COMM_REDUCE
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class InitOpAttrs(Attrs):
     """Relay's InitOpAttrs: a static shape and an element type, shared by
     zeros, ones, full, broadcast_to and collapse_sum_to (each documents

@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from ..attrs import attrs_class
 from typing import ClassVar, Sequence
 
 from ..registry import Solved
@@ -66,7 +68,7 @@ class SliceMode(enum.Enum):
     SIZE = "size"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class StridedSliceAttrs(Attrs):
     type_key: ClassVar[str] = "StridedSliceAttrs"
     begin: tuple[int, ...] = ()
@@ -185,7 +187,7 @@ class TakeMode(enum.Enum):
     FAST = "fast"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class TakeAttrs(Attrs):
     type_key: ClassVar[str] = "TakeAttrs"
     batch_dims: int = 0
@@ -252,7 +254,7 @@ defop("take", arity=2, rel=_take_rel, pattern=INJ, compute=_take,
 
 # =================================================================== gather
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class GatherAttrs(Attrs):
     type_key: ClassVar[str] = "GatherAttrs"
     axis: int = 0
@@ -289,7 +291,7 @@ defop("gather", arity=2, rel=_gather_rel, pattern=INJ, compute=_gather,
 
 # ================================================================== one_hot
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class OneHotAttrs(Attrs):
     type_key: ClassVar[str] = "OneHotAttrs"
     depth: int = 1

@@ -39,9 +39,9 @@ it) -- a strict extension.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from ..registry import Solved
 from ..types import IncompleteType, TypeVar
 from .common import (ANY, Attrs, DType, PatternKind, RelationError, TensorType, Type,
@@ -83,7 +83,7 @@ def cast_array(x: np.ndarray, dtype: DType | np.dtype) -> np.ndarray:
         return x.astype(target)
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class CastAttrs(Attrs):
     type_key: ClassVar[str] = "CastAttrs"
     dtype: DType = DType.FLOAT32
@@ -123,7 +123,7 @@ defop("cast_like", arity=2, rel=_cast_like_rel, pattern=EW, compute=_cast_like,
 
 # ===================================================================== clip
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ClipAttrs(Attrs):
     type_key: ClassVar[str] = "ClipAttrs"
     a_min: float = -math.inf
@@ -237,7 +237,7 @@ defop("ones_like", arity=1, rel=identity_rel, pattern=EW, compute=_like(1),
 
 # =================================================================== arange
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ArangeAttrs(Attrs):
     type_key: ClassVar[str] = "ArangeAttrs"
     start: float | None = None

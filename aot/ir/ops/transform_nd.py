@@ -21,9 +21,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
+from ..attrs import attrs_class
 from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop, np,
                      tensor_args)
 from .shape_util import fmt_shape, require_int_dtype, require_scalar
@@ -33,7 +33,7 @@ FAMILY = "transform"
 
 # ================================================================= gather_nd
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class GatherNDAttrs(Attrs):
     type_key: ClassVar[str] = "GatherNDAttrs"
     batch_dims: int = 0
@@ -97,7 +97,7 @@ defop("gather_nd", arity=2, rel=_gather_nd_rel, pattern=PatternKind.INJECTIVE,
 
 # ===================================================================== trilu
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class TriluAttrs(Attrs):
     type_key: ClassVar[str] = "TriluAttrs"
     upper: bool = True

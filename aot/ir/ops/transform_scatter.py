@@ -30,9 +30,9 @@ Pattern: opaque, as Relay registers both.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
+from ..attrs import attrs_class
 from .common import (Attrs, PatternKind, RelationError, TensorType, Type, as_array, defop, np,
                      tensor_args)
 from .shape_util import fmt_shape, normalize_axis, require_int_dtype
@@ -49,14 +49,14 @@ class ScatterReduction(enum.Enum):
     MAX = "max"
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ScatterElementsAttrs(Attrs):
     type_key: ClassVar[str] = "ScatterElementsAttrs"
     axis: int = 0
     reduction: ScatterReduction = ScatterReduction.UPDATE
 
 
-@dataclass(frozen=True, slots=True)
+@attrs_class
 class ScatterNDAttrs(Attrs):
     type_key: ClassVar[str] = "ScatterNDAttrs"
     mode: ScatterReduction = ScatterReduction.UPDATE
