@@ -389,13 +389,18 @@ def simd_conv(ctx: LowerContext, cv: ConvGeometry, h: Axis, w: Axis, sink: Sink,
         return K.block(init, reduction, out)
 
     def staged_sink(o0: K.Expr) -> K.Stmt:
-        """The valid positions of the staged tile results to the sink."""
+        """The valid positions of the staged tile results to the sink: one
+        loop over the tile's output rows (channel ``r / OH``, row ``r %
+        OH``) around the row's columns; as two nested loops gcc -O3
+        unrolled both around the vectorised row (MobileNetV1 0.25's host
+        build: 0.05 CPU-s of gcc over its 8 such kernels)."""
         assert stage is not None
-        i, oh, ow = ctx.index_var("i"), ctx.index_var("oh"), ctx.index_var("ow")
+        r, ow = ctx.index_var("r"), ctx.index_var("ow")
+        i, oh = (idiv(r, h.out), imod(r, h.out)) if h.out > 1 else (r, idx(0))
         value = K.load(stage, iadd(imul(i, padded), iadd(imul(oh, g.wq), ow)))
         index = {"N": n, "C": iadd(o0, i), "H": oh, "W": ow}
         store = sink(tuple(idx(index[c]) for c in cv.out_layout), K.cast(cv.out_dtype, value))
-        return K.for_range(i, bo, K.for_range(oh, h.out, K.for_range(ow, w.out, store)))
+        return K.for_range(r, bo * h.out, K.for_range(ow, w.out, store))
 
     def positions_loop(wtile: K.Expr, o0: K.Expr, cbase: K.Expr, cstep: int) -> K.Stmt:
         pt = ctx.index_var("pt")
