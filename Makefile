@@ -63,6 +63,7 @@ bench: install deps
 	$(PY) bench/quantized_models.py --json bench/quantized_models.json
 	$(PY) bench/compile_time.py --json bench/compile_time.json
 	$(PY) bench/compile_weights.py --json bench/compile_weights.json
+	$(PY) bench/compile_weights.py --tuning simd --json bench/compile_weights_simd.json
 	$(PY) bench/train_step.py --json bench/train_step.json
 
 # Differential fuzzing (scripts/fuzz.py): N random programs (whole-language
