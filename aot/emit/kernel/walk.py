@@ -87,9 +87,11 @@ def postorder(root: N, kids: Callable[[N], Sequence[N]],
     return done[id(root)]
 
 
-def walk_exprs(root: Expr) -> Iterator[Expr]:
-    """Every node of an expression tree, pre-order, each shared node once."""
-    seen: set[int] = set()
+def walk_exprs(root: Expr, seen: set[int] | None = None) -> Iterator[Expr]:
+    """Every node of an expression tree, pre-order, each shared node once
+    (with ``seen``, once across every walk given the same set)."""
+    if seen is None:
+        seen = set()
     stack = [root]
     while stack:
         e = stack.pop()
@@ -184,20 +186,13 @@ _BUFFERS: dict[int, tuple[Stmt, tuple[Buffer, ...]]] = {}
 def _buffers_in(s: Stmt) -> list[Buffer]:
     out: dict[Buffer, None] = {}
     seen: set[int] = set()     # a sub-tree shared by identity is walked once
-    stack: list[Expr] = []
     for st in walk_stmts(s):
         if isinstance(st, Store):
             out.setdefault(st.buffer)
-        stack.extend(reversed(stmt_exprs(st)))
-        while stack:           # pre-order, as walk_exprs
-            e = stack.pop()
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            if isinstance(e, Load):
-                out.setdefault(e.buffer)
-            if not isinstance(e, (Const, Var)):
-                stack.extend(reversed(children(e)))
+        for root in stmt_exprs(st):
+            for e in walk_exprs(root, seen):
+                if isinstance(e, Load):
+                    out.setdefault(e.buffer)
     return list(out)
 
 
